@@ -1,0 +1,34 @@
+# Everything a newcomer needs: `make demo` and `make test`.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench schemas fixtures goldens sweep fuzz clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@echo "== ract trace verify on the bundled completed run =="
+	$(BIN)/ract trace verify fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl
+	@echo "== and on the tampered run (exit 1 is the point) =="
+	-$(BIN)/ract trace verify fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench.py
+
+schemas: $(STAMP)
+	$(BIN)/python -m ract_cli.schema_export docs/schemas
+
+fixtures: $(STAMP)
+	$(BIN)/python scripts/gen_fixtures.py fixtures
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,1 @@
+"""The command-line layer: parses, calls one library function, renders."""

@@ -1,0 +1,21 @@
+"""Option definitions shared by several commands, so each is spelled once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..kinds import LATEST_SCHEMA_VERSION
+from ..reader import DEFAULT_MAX_LINE_BYTES
+
+Paths = Annotated[list[str], typer.Argument(help="Log files, or directories searched for events.jsonl.", show_default=False)]
+SchemaVersion = Annotated[
+    int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, help="Vocabulary version to check against (1-9).")
+]
+MaxLineBytes = Annotated[
+    int, typer.Option("--max-line-bytes", min=1, help="A longer line is a LINE_TOO_LONG finding instead of being read.")
+]
+Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
+
+DEFAULTS = {"schema_version": LATEST_SCHEMA_VERSION, "max_line_bytes": DEFAULT_MAX_LINE_BYTES}

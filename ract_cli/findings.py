@@ -1,0 +1,108 @@
+"""Findings: what every check produces (SPEC §3), and how they map to exit codes.
+
+A finding is data. The reader produces them; commands render them. The table
+``FINDING_CODES`` is the single place that says which exit code a finding
+code carries, so every command agrees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ExitCode, lowest_nonzero
+
+ERROR = "error"
+WARNING = "warning"
+
+#: finding code -> (exit code it carries when it is an error, one-line meaning)
+FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
+    # integrity (1)
+    "MALFORMED_LINE": (ExitCode.TAMPERED, "line is not exactly one JSON object"),
+    "DUPLICATE_KEY": (ExitCode.TAMPERED, "an object repeats a key (the hash would be ambiguous)"),
+    "LINE_TOO_LONG": (ExitCode.TAMPERED, "line exceeds --max-line-bytes and cannot be checked"),
+    "ENVELOPE_ERROR": (ExitCode.TAMPERED, "missing, extra or mistyped envelope key"),
+    "HASH_MISMATCH": (ExitCode.TAMPERED, "stored hash differs from the canonical hash"),
+    "CHAIN_BREAK": (ExitCode.TAMPERED, "prev_hash does not equal the previous event's hash"),
+    "MISSING_GENESIS": (ExitCode.TAMPERED, "first event's prev_hash is not 64 zeros"),
+    "FOREIGN_RUN_ID": (ExitCode.TAMPERED, "event run_id differs from the log's run_id"),
+    "DUPLICATE_ID": (ExitCode.TAMPERED, "event id already used earlier in this file"),
+    "HEAD_MISMATCH": (ExitCode.TAMPERED, "chain head differs from --expect-head"),
+    # schema (3)
+    "UNKNOWN_KIND": (ExitCode.SCHEMA, "kind outside the selected schema version's vocabulary"),
+    "PAYLOAD_INVALID": (ExitCode.SCHEMA, "payload violates its kind's schema"),
+    "CONTRACT_VIOLATION": (ExitCode.SCHEMA, "journal record violates the Raxol contract"),
+    # incomplete (4)
+    "TORN_TAIL": (ExitCode.INCOMPLETE, "last line is cut short (writer killed mid-write)"),
+    "OPEN_RUN": (ExitCode.INCOMPLETE, "run was never closed"),
+    "EMPTY_LOG": (ExitCode.INCOMPLETE, "log holds no event"),
+    # io (5)
+    "IO_ERROR": (ExitCode.IO, "path missing, unreadable or not a log"),
+    # warnings only (exit 0)
+    "MISSING_FINAL_NEWLINE": (ExitCode.OK, "last event lacks its newline"),
+    "CLOCK_REGRESSION": (ExitCode.OK, "timestamp goes backwards"),
+    "RUN_DIR_MISMATCH": (ExitCode.OK, "directory name differs from run_id"),
+    "OPEN_HANDLE": (ExitCode.OK, "an opened step/tool call/prompt/handshake was never closed"),
+    "REPAIRED": (ExitCode.OK, "log holds synthesized closes written by repair"),
+    "UNKNOWN_TYPE": (ExitCode.OK, "journal record type outside the known vocabulary"),
+    "CONTRACT_WARNING": (ExitCode.OK, "journal record is legal but suspicious"),
+}
+
+
+@dataclass(slots=True)
+class Finding:
+    """One result of one check, located in one file (SPEC §3)."""
+
+    code: str
+    severity: str
+    message: str
+    path: str | None = None
+    line: int | None = None
+    offset: int | None = None
+    event_id: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+
+    @property
+    def exit_code(self) -> ExitCode:
+        if self.severity != ERROR:
+            return ExitCode.OK
+        return FINDING_CODES[self.code][0]
+
+    @property
+    def is_integrity_failure(self) -> bool:
+        return self.exit_code == ExitCode.TAMPERED
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "code": self.code,
+            "severity": self.severity,
+            "path": self.path,
+            "line": self.line,
+            "offset": self.offset,
+            "event_id": self.event_id,
+            "message": self.message,
+        }
+        if self.expected is not None:
+            data["expected"] = self.expected
+        if self.actual is not None:
+            data["actual"] = self.actual
+        return data
+
+
+def error(code: str, message: str, **where: Any) -> Finding:
+    assert code in FINDING_CODES, code
+    return Finding(code=code, severity=ERROR, message=message, **where)
+
+
+def warning(code: str, message: str, **where: Any) -> Finding:
+    assert code in FINDING_CODES, code
+    return Finding(code=code, severity=WARNING, message=message, **where)
+
+
+def exit_code_for(findings: "Iterable[Finding]") -> ExitCode:
+    """SPEC §3: the lowest non-zero exit code among the findings."""
+    return lowest_nonzero(f.exit_code for f in findings)
+
+
+from collections.abc import Iterable  # noqa: E402

@@ -1,0 +1,151 @@
+"""Open handles: which opens (run, steps, tool calls, prompts, handshakes) are still open.
+
+The pairing rules are SPEC §4's, in its order of precedence. The reader
+feeds every event through one ``HandleTracker``; repair, replay and project
+read its result, so they all agree on what was left open.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+#: open kind -> close kind that repair synthesizes for it (SPEC §4)
+CLOSE_FOR_OPEN: dict[str, str] = {
+    "run.started": "run.aborted",
+    "step.started": "step.rolled_back",
+    "tool.called": "tool.result",
+    "prompt.sent": "response.received",
+    "handshake.requested": "handshake.resolved",
+}
+RUN_CLOSES = frozenset({"run.completed", "run.aborted"})
+STEP_CLOSES = frozenset({"step.committed", "step.rolled_back"})
+_CLOSE_TO_OPEN = {
+    "step.committed": "step.started",
+    "step.rolled_back": "step.started",
+    "tool.result": "tool.called",
+    "response.received": "prompt.sent",
+    "handshake.resolved": "handshake.requested",
+}
+
+
+@dataclass(slots=True)
+class OpenHandle:
+    """An open event that no close has paired with (yet)."""
+
+    kind: str
+    event_id: str
+    line: int
+    offset: int
+    step_id: str | None
+    event: dict
+    queue_key: tuple | None = None
+
+
+def _fifo_key(kind: str, event: dict) -> tuple | None:
+    payload = event.get("payload")
+    if not isinstance(payload, dict):
+        payload = {}
+    step_id = event.get("step_id")
+    if kind in ("tool.called", "tool.result"):
+        return ("tool", step_id, _hashable(payload.get("tool")))
+    if kind in ("prompt.sent", "response.received"):
+        return (
+            "prompt",
+            step_id,
+            _hashable(payload.get("provider")),
+            _hashable(payload.get("intent_id")),
+        )
+    if kind in ("handshake.requested", "handshake.resolved"):
+        return ("handshake", _hashable(payload.get("milestone_id")))
+    if kind in ("step.started", "step.committed", "step.rolled_back"):
+        return ("step", step_id)
+    return None
+
+
+def _hashable(value: object) -> object:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+class HandleTracker:
+    """Pairs closes with opens; ``open_handles()`` is what remains, in opening order."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, OpenHandle] = {}  # insertion order = opening order
+        self._queues: dict[tuple, deque[str]] = {}
+        self.run_started: OpenHandle | None = None
+        self.run_closed_by: dict | None = None
+        self.synthesized_closes = 0
+
+    def feed(self, event: dict, line: int, offset: int) -> None:
+        kind = event["kind"]
+        if kind in CLOSE_FOR_OPEN:
+            self._open_handle(kind, event, line, offset)
+        elif kind in RUN_CLOSES:
+            self._note_synthesized(event)
+            self.run_closed_by = event
+            if self.run_started is not None:
+                self._open.pop(self.run_started.event_id, None)
+        elif kind in _CLOSE_TO_OPEN:
+            self._note_synthesized(event)
+            self._close(kind, event)
+
+    def _note_synthesized(self, event: dict) -> None:
+        payload = event.get("payload")
+        if isinstance(payload, dict) and payload.get("synthesized") is True:
+            self.synthesized_closes += 1
+
+    def _open_handle(self, kind: str, event: dict, line: int, offset: int) -> None:
+        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), event)
+        if kind == "run.started":
+            if self.run_started is None:
+                self.run_started = handle
+            if self.run_closed_by is not None:
+                return  # a run already closed stays closed
+        if handle.event_id in self._open:
+            return  # a duplicate id is the reader's finding; keep the first open
+        self._open[handle.event_id] = handle
+        handle.queue_key = _fifo_key(kind, event)
+        if handle.queue_key is not None:
+            self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
+
+    def _close(self, close_kind: str, event: dict) -> None:
+        open_kind = _CLOSE_TO_OPEN[close_kind]
+        payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+        # 1. a synthesized close names its open
+        source = payload.get("source_event_id")
+        if isinstance(source, str) and self._take(source, open_kind):
+            return
+        # 2. the close's parent_id is the open's id
+        parent = event.get("parent_id")
+        if isinstance(parent, str) and self._take(parent, open_kind):
+            return
+        # 3. per-kind fallback: step_id / milestone_id / FIFO queues
+        key = _fifo_key(close_kind, event)
+        queue = self._queues.get(key) if key is not None else None
+        if queue:
+            self._take(queue[0], open_kind)
+
+    def _take(self, event_id: str, open_kind: str) -> bool:
+        handle = self._open.get(event_id)
+        if handle is None or handle.kind != open_kind:
+            return False
+        del self._open[event_id]
+        # Keep the FIFO queues exact (and bounded): drop the id from its queue.
+        queue = self._queues.get(handle.queue_key) if handle.queue_key is not None else None
+        if queue is not None:
+            if queue and queue[0] == event_id:
+                queue.popleft()
+            else:
+                queue.remove(event_id)
+            if not queue:
+                del self._queues[handle.queue_key]
+        return True
+
+    @property
+    def run_is_closed(self) -> bool:
+        return self.run_closed_by is not None
+
+    def open_handles(self) -> list[OpenHandle]:
+        """Every still-open handle in the order it was opened (the run first, if open)."""
+        return list(self._open.values())

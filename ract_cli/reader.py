@@ -1,0 +1,543 @@
+"""The one streaming chain reader. Every command reads logs through it.
+
+Reading is split in two so that a large file can be checked in parallel:
+
+* ``analyze_line`` is a pure function of one line's bytes: parse, envelope,
+  canonical hash, kind and payload. It knows nothing of other lines.
+* ``ChainState`` feeds those results in file order and checks what spans
+  lines: genesis, linkage, run_id, duplicate ids, clock, open handles.
+
+``ChainReader`` ties them together for one file in bounded memory: it reads
+one line at a time (never more than ``max_line_bytes`` of it), yields every
+usable event with its line number and byte offset, and collects findings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from array import array
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from .canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
+from .errors import ChainBrokenError, ExitCode, LogIOError, lowest_nonzero
+from .findings import ERROR, Finding, error, exit_code_for, warning
+from .handles import HandleTracker
+from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
+from .model import ENVELOPE_KEYS, GENESIS_HASH, HEX32, HEX64, MAX_TIMESTAMP_NS
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+_SORT = orjson.OPT_SORT_KEYS
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_HASH_PREFIX = b'{"hash":"'  # sorted keys put "hash" first in a valid envelope
+_ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+
+
+@dataclass(slots=True)
+class Problem:
+    """A finding of one line, before it knows its file and position."""
+
+    code: str
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+    severity: str = ERROR
+
+
+@dataclass(slots=True)
+class LineResult:
+    """What ``analyze_line`` learned from one line."""
+
+    event: dict | None  # the parsed object when it is a usable envelope
+    stored_hash: str | None  # the line's own "hash" when it is 64 lowercase hex
+    problems: list[Problem]
+    parsed: bool = True  # False: not one JSON object (malformed, torn, too long)
+
+
+# --- one line ------------------------------------------------------------
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _exact_int(text: str) -> int:
+    value = int(text)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"integer {text[:40]} is outside the signed 64-bit range")
+    return value
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_exact(body: bytes) -> object:
+    """Parse with exact integers, rejecting duplicate keys and 64-bit overflow.
+
+    Used when orjson's fast result cannot be trusted to be exact: foreign
+    formatting (possible duplicate keys) or number tokens orjson rounds.
+    """
+    return json.loads(
+        body.decode("utf-8"),
+        object_pairs_hook=_pairs_no_duplicates,
+        parse_int=_exact_int,
+        parse_constant=_reject_constant,
+    )
+
+
+def _describe_json_error(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION) -> LineResult:
+    """Check one line (without its line ending). Pure: no file, no neighbours."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        reason = "blank line" if not body.strip() else _describe_json_error(exc)
+        return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {reason}")], parsed=False)
+    if type(obj) is not dict:
+        kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
+        return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
+
+    dumped = orjson.dumps(obj, option=_SORT)
+    fast = dumped == body and orjson_is_jcs(dumped)
+    if not fast:
+        # Foreign formatting or a number orjson rounds: re-read exactly.
+        try:
+            obj = parse_exact(body)
+        except _DuplicateKey as exc:
+            return LineResult(None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")], parsed=False)
+        except (ValueError, RecursionError) as exc:
+            return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")], parsed=False)
+
+    problems = _check_envelope(obj)
+    stored = obj.get("hash")
+    stored_hash = stored if type(stored) is str and HEX64.fullmatch(stored) else None
+    if problems:
+        return LineResult(None, stored_hash, problems)
+
+    # Canonical bytes without "hash": in the fast path they are the line itself
+    # minus its leading "hash" member (sorted keys put it first).
+    if fast and dumped.startswith(_HASH_PREFIX) and dumped[73:75] == b'",':
+        canonical = b"{" + dumped[75:]
+    else:
+        unhashed = {k: v for k, v in obj.items() if k != "hash"}
+        try:
+            canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
+        except CanonicalizationError as exc:
+            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", str(exc))], parsed=False)
+    computed = hashlib.sha256(canonical).hexdigest()
+    if computed != stored_hash:
+        problems.append(
+            Problem("HASH_MISMATCH", "stored hash differs from the canonical hash of the event", expected=computed, actual=stored)
+        )
+
+    kind = obj["kind"]
+    if kind not in kinds_for_version(schema_version):
+        known = kind in KINDS_BY_NAME
+        detail = f"added in schema version {KINDS_BY_NAME[kind].version}" if known else "not in the vocabulary"
+        problems.append(Problem("UNKNOWN_KIND", f"kind {kind!r} is {detail} (schema version {schema_version})"))
+    else:
+        for message in VALIDATORS[kind](obj["payload"]):
+            problems.append(Problem("PAYLOAD_INVALID", f"{kind}: {message}"))
+    return LineResult(obj, stored_hash, problems)
+
+
+def _check_envelope(obj: dict) -> list[Problem]:
+    """SPEC §2.2: exactly nine keys, each of its type."""
+    problems: list[Problem] = []
+    keys = obj.keys()
+    if keys != ENVELOPE_KEYS:
+        missing = sorted(ENVELOPE_KEYS - keys)
+        extra = sorted(keys - ENVELOPE_KEYS)
+        if missing:
+            problems.append(Problem("ENVELOPE_ERROR", f"missing key(s): {', '.join(missing)}"))
+        if extra:
+            problems.append(Problem("ENVELOPE_ERROR", f"extra key(s) not covered by the schema: {', '.join(extra)}"))
+    for name in ("id", "run_id"):
+        value = obj.get(name)
+        if name in obj and not (type(value) is str and HEX32.fullmatch(value)):
+            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=_short(value)))
+    for name in ("step_id", "parent_id"):
+        value = obj.get(name)
+        if name in obj and value is not None and not (type(value) is str and HEX32.fullmatch(value)):
+            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=_short(value)))
+    if "timestamp_ns" in obj:
+        ts = obj["timestamp_ns"]
+        if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
+            problems.append(Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=_short(ts)))
+    if "kind" in obj and type(obj["kind"]) is not str:
+        problems.append(Problem("ENVELOPE_ERROR", "kind must be a string", actual=_short(obj["kind"])))
+    if "payload" in obj and type(obj["payload"]) is not dict:
+        problems.append(Problem("ENVELOPE_ERROR", "payload must be an object", actual=_short(obj["payload"])))
+    for name in ("prev_hash", "hash"):
+        value = obj.get(name)
+        if name in obj and not (type(value) is str and HEX64.fullmatch(value)):
+            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=_short(value)))
+    return problems
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# --- across lines --------------------------------------------------------
+
+class _IdSet:
+    """Set of 128-bit event ids in two flat arrays: ~16 bytes per event.
+
+    A Python set of strings costs ~100 bytes per id; this keeps verifying a
+    multi-gigabyte log inside a fixed memory budget.
+    """
+
+    def __init__(self) -> None:
+        self._size = 1 << 12
+        self._hi = array("Q", bytes(8 * self._size))
+        self._lo = array("Q", bytes(8 * self._size))
+        self._count = 0
+
+    def add(self, hex_id: str) -> bool:
+        """Add; False when the id was already present."""
+        value = int(hex_id, 16) + 1  # +1: zero marks an empty slot
+        hi, lo = value >> 64, value & 0xFFFFFFFFFFFFFFFF
+        if self._count * 4 >= self._size * 3:
+            self._grow()
+        return self._insert(hi, lo)
+
+    def _insert(self, hi: int, lo: int) -> bool:
+        mask = self._size - 1
+        i = (lo ^ hi) & mask
+        his, los = self._hi, self._lo
+        while his[i] or los[i]:
+            if his[i] == hi and los[i] == lo:
+                return False
+            i = (i + 1) & mask
+        his[i], los[i] = hi, lo
+        self._count += 1
+        return True
+
+    def _grow(self) -> None:
+        old = zip(self._hi, self._lo)
+        self._size *= 2
+        self._hi = array("Q", bytes(8 * self._size))
+        self._lo = array("Q", bytes(8 * self._size))
+        self._count = 0
+        for hi, lo in old:
+            if hi or lo:
+                self._insert(hi, lo)
+
+
+@dataclass
+class ChainState:
+    """Checks that span lines, fed one ``LineResult`` at a time in file order."""
+
+    path: str
+    require_closed: bool = False
+    expected_prev: str | None = GENESIS_HASH
+    run_id: str | None = None
+    events: int = 0
+    head: str | None = None
+    first_ts: int | None = None
+    last_ts: int | None = None
+    prev_ts: int | None = None
+    handles: HandleTracker = field(default_factory=HandleTracker)
+    findings: list[Finding] = field(default_factory=list)
+    max_findings: int | None = None  # keep at most this many; count the rest
+    suppressed: int = 0
+    first_integrity_failure: int | None = None  # line number
+    _suppressed_codes: set = field(default_factory=set)
+    _ids: _IdSet = field(default_factory=_IdSet)
+    _seen_first_line: bool = False
+
+    def add(self, finding: Finding) -> None:
+        if self.max_findings is not None and len(self.findings) >= self.max_findings:
+            self.suppressed += 1
+            self._suppressed_codes.add(finding.exit_code)
+        else:
+            self.findings.append(finding)
+        if finding.severity == ERROR and finding.exit_code == ExitCode.TAMPERED and self.first_integrity_failure is None:
+            self.first_integrity_failure = finding.line
+
+    def feed(self, result: LineResult, line: int, offset: int) -> None:
+        where = {"path": self.path, "line": line, "offset": offset}
+        event = result.event
+        event_id = event["id"] if event is not None else None
+        for p in result.problems:
+            self.add(Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where))
+        first_line = not self._seen_first_line
+        self._seen_first_line = True
+        if event is None:
+            # Re-anchor on the line's own hash when it has one; otherwise the
+            # next event's linkage cannot be judged (its break is this line's).
+            self.expected_prev = result.stored_hash
+            return
+
+        prev = event["prev_hash"]
+        if self.expected_prev is not None and prev != self.expected_prev:
+            if first_line:
+                self.add(error("MISSING_GENESIS", "first event's prev_hash is not the genesis hash (64 zeros)",
+                                event_id=event_id, expected=GENESIS_HASH, actual=prev, **where))
+            else:
+                self.add(error("CHAIN_BREAK", "prev_hash does not equal the previous event's hash",
+                                event_id=event_id, expected=self.expected_prev, actual=prev, **where))
+        self.expected_prev = result.stored_hash  # re-anchor on this line's own hash
+
+        if self.run_id is None:
+            self.run_id = event["run_id"]
+        elif event["run_id"] != self.run_id:
+            self.add(error("FOREIGN_RUN_ID", "run_id differs from the log's run_id",
+                            event_id=event_id, expected=self.run_id, actual=event["run_id"], **where))
+        if not self._ids.add(event_id):
+            self.add(error("DUPLICATE_ID", f"event id {event_id} already appears earlier in this file",
+                            event_id=event_id, **where))
+
+        ts = event["timestamp_ns"]
+        if self.prev_ts is not None and ts < self.prev_ts:
+            self.add(warning("CLOCK_REGRESSION", "timestamp goes backwards",
+                              event_id=event_id, expected=f">= {self.prev_ts}", actual=str(ts), **where))
+        self.prev_ts = ts
+        self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+        self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+        self.events += 1
+        self.head = result.stored_hash
+        self.handles.feed(event, line, offset)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """SPEC §3 over every finding, including those past ``max_findings``."""
+        return lowest_nonzero([exit_code_for(self.findings), *self._suppressed_codes])
+
+    def finish(self) -> None:
+        """End-of-file checks: run directory, open handles, repaired closes."""
+        if self.events == 0:
+            if not self.findings:
+                self.add(warning("EMPTY_LOG", "log holds no event", path=self.path)
+                          if not self.require_closed else
+                          error("EMPTY_LOG", "log holds no event", path=self.path))
+            return
+        p = Path(self.path)
+        if p.name == "events.jsonl" and self.run_id is not None and p.parent.name != self.run_id:
+            self.add(warning("RUN_DIR_MISMATCH",
+                                         f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
+                                         path=self.path, expected=self.run_id, actual=p.parent.name))
+        for handle in self.handles.open_handles():
+            if handle.kind == "run.started":
+                continue
+            self.add(warning("OPEN_HANDLE", f"{handle.kind} was never closed", path=self.path,
+                                         line=handle.line, offset=handle.offset, event_id=handle.event_id))
+        if not self.handles.run_is_closed:
+            start = self.handles.run_started
+            make = error if self.require_closed else warning
+            self.add(make("OPEN_RUN", "run was never closed (no run.completed or run.aborted)", path=self.path,
+                           line=start.line if start else None, offset=start.offset if start else None,
+                           event_id=start.event_id if start else None))
+        if self.handles.synthesized_closes:
+            self.add(warning("REPAIRED",
+                                         f"log holds {self.handles.synthesized_closes} synthesized close(s) written by repair",
+                                         path=self.path))
+
+
+# --- one file ------------------------------------------------------------
+
+@dataclass(slots=True)
+class LogEvent:
+    """One usable event of a log, where it is, and whether it is still trusted."""
+
+    line: int  # 1-based
+    offset: int  # byte offset of the line's first byte
+    raw: bytes  # the line's bytes exactly as in the file, line ending included
+    event: dict
+    trusted: bool  # no integrity failure at or before this line
+
+    @property
+    def kind(self) -> str:
+        return self.event["kind"]
+
+    @property
+    def payload(self) -> dict:
+        return self.event["payload"]
+
+
+def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
+    """The line's body without ``\\n`` / ``\\r\\n``, and whether it had ``\\n``."""
+    if raw.endswith(b"\n"):
+        body = raw[:-1]
+        if body.endswith(b"\r"):
+            body = body[:-1]
+        return body, True
+    return raw, False
+
+
+class ChainReader:
+    """Stream one log: iterate it for ``LogEvent``s, then read ``findings``.
+
+    >>> reader = ChainReader("evals/runs/abc/events.jsonl")
+    >>> for ev in reader: ...
+    >>> reader.exit_code
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        schema_version: int = LATEST_SCHEMA_VERSION,
+        require_closed: bool = False,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_findings: int | None = None,
+        display_path: str | None = None,
+    ) -> None:
+        kinds_for_version(schema_version)  # validates the number
+        self.path = Path(path)
+        self.display_path = display_path or str(path)
+        self.schema_version = schema_version
+        self.max_line_bytes = max_line_bytes
+        self.state = ChainState(self.display_path, require_closed=require_closed, max_findings=max_findings)
+        self.done = False
+
+    # convenient views of the state
+    @property
+    def findings(self) -> list[Finding]:
+        return self.state.findings
+
+    @property
+    def handles(self) -> HandleTracker:
+        return self.state.handles
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return self.state.exit_code
+
+    @property
+    def broken_at(self) -> int | None:
+        """Line of the first integrity failure (exit-1 finding), if any."""
+        return self.state.first_integrity_failure
+
+    def __iter__(self) -> Iterator[LogEvent]:
+        try:
+            handle = open_log(self.path)
+        except LogIOError as exc:
+            self.state.add(error("IO_ERROR", exc.message, path=self.display_path))
+            self.done = True
+            return
+        with handle:
+            yield from self._read(handle)
+        self.state.finish()
+        self.done = True
+
+    def read_all(self) -> list[Finding]:
+        """Read to the end, discarding events; return the findings."""
+        for _ in self:
+            pass
+        return self.findings
+
+    def _read(self, f: BinaryIO) -> Iterator[LogEvent]:
+        state = self.state
+        limit = self.max_line_bytes
+        offset = 0
+        line_no = 0
+        schema_version = self.schema_version
+        while True:
+            try:
+                raw = f.readline(limit + 2)  # +2: room for "\r\n" after a maximal body
+            except OSError as exc:
+                state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}",
+                                            path=self.display_path, line=line_no + 1, offset=offset))
+                return
+            if not raw:
+                return
+            line_no += 1
+            start = offset
+            if len(raw) == limit + 2 and not raw.endswith(b"\n"):
+                offset += len(raw) + self._skip_rest_of_line(f)
+                state.feed(LineResult(None, None, [Problem(
+                    "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({limit} bytes)")], parsed=False),
+                    line_no, start)
+                continue
+            offset += len(raw)
+            body, has_newline = split_line_ending(raw)
+            result = analyze_line(body, schema_version)
+            if not has_newline:
+                if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
+                    # A last line cut short by a killed writer.
+                    result = LineResult(None, None, [Problem(
+                        "TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")],
+                        parsed=False)
+                else:
+                    result.problems.append(Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline",
+                                                   severity="warning"))
+            state.feed(result, line_no, start)
+            if result.event is not None:
+                yield LogEvent(line_no, start, raw, result.event, state.first_integrity_failure is None)
+
+    @staticmethod
+    def _skip_rest_of_line(f: BinaryIO) -> int:
+        skipped = 0
+        while True:
+            chunk = f.readline(1 << 20)
+            skipped += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                return skipped
+
+
+def open_log(path: Path) -> BinaryIO:
+    """Open a log for reading, turning every OS failure into ``LogIOError``.
+
+    Refuses anything that is not a regular file (directories, FIFOs, devices)
+    before opening it, so a FIFO can never block the reader.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise LogIOError(f"no such file: {path}") from None
+    except OSError as exc:
+        raise LogIOError(f"cannot stat {path}: {exc.strerror or exc}") from None
+    import stat as _stat
+
+    if _stat.S_ISDIR(st.st_mode):
+        raise LogIOError(f"{path} is a directory, not a log")
+    if not _stat.S_ISREG(st.st_mode):
+        raise LogIOError(f"{path} is not a regular file (FIFO, device or socket)")
+    try:
+        return open(path, "rb", buffering=1 << 20)
+    except OSError as exc:
+        raise LogIOError(f"cannot open {path}: {exc.strerror or exc}") from None
+
+
+class EventReader:
+    """The source document's API: load a log or raise at the first integrity failure."""
+
+    @staticmethod
+    def load(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION) -> list[dict]:
+        reader = ChainReader(path, schema_version=schema_version)
+        events: list[dict] = []
+        for ev in reader:
+            if reader.broken_at is not None:
+                break
+            events.append(ev.event)
+        failure = next((f for f in reader.findings if f.severity == ERROR and f.exit_code in (ExitCode.TAMPERED, ExitCode.IO)), None)
+        if failure is not None:
+            raise ChainBrokenError(
+                f"{failure.path}:{failure.line}: {failure.code} {failure.message}",
+                path=failure.path, line=failure.line, offset=failure.offset,
+                expected=failure.expected, actual=failure.actual, code=failure.code,
+                exit_code=failure.exit_code,
+            )
+        return events

@@ -1,0 +1,344 @@
+"""The append-only writer (SPEC §9): logs it writes verify.
+
+It holds an advisory lock on the file while open, chains each event onto
+the last hash (resuming an existing log from its head), sanitizes payloads,
+applies the optional redaction profile before hashing, and flushes every
+event with a configurable fsync policy.
+"""
+
+from __future__ import annotations
+
+import enum
+import fcntl
+import hashlib
+import math
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .canonical import canonical_bytes
+from .errors import ExitCode, LogIOError, RactError, WriterLockedError
+from .kinds import KINDS_BY_NAME, VALIDATORS
+from .model import GENESIS_HASH, HEX32
+from .reader import analyze_line, split_line_ending
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_MAX_DEPTH = 200
+
+
+class FsyncPolicy(str, enum.Enum):
+    """When the writer forces data to disk. Every event is flushed regardless."""
+
+    EVERY = "every"  # fsync after each event: no appended event is ever lost
+    CLOSE = "close"  # fsync once when the writer closes
+    NEVER = "never"  # leave it to the OS
+
+
+def encode_line(event: dict) -> bytes:
+    """One event as its log line: canonical JSON plus ``\\n``."""
+    return canonical_bytes(event) + b"\n"
+
+
+def event_hash(event: dict) -> str:
+    """SPEC §2.4: SHA-256 of the canonical bytes of the event without ``hash``."""
+    return hashlib.sha256(canonical_bytes({k: v for k, v in event.items() if k != "hash"})).hexdigest()
+
+
+def sanitize_payload(payload: Any) -> dict:
+    """Make a payload JSON-encodable: anything the encoder cannot take becomes its repr text.
+
+    Never raises. A non-dict payload is wrapped as ``{"value": ...}``.
+    """
+    clean = _sanitize(payload, 0)
+    return clean if isinstance(clean, dict) else {"value": clean}
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the writer
+        text = f"<unrepresentable {type(value).__name__}>"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _sanitize(value: Any, depth: int) -> Any:
+    if value is None or value is True or value is False:
+        return value
+    t = type(value)
+    if t is str:
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return _safe_repr(value)
+    if t is int:
+        return value if _INT64_MIN <= value <= _INT64_MAX else _safe_repr(value)
+    if t is float:
+        return value if math.isfinite(value) else _safe_repr(value)
+    if depth >= _MAX_DEPTH:
+        return _safe_repr(value)
+    if t is dict:
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            name = key if type(key) is str else _safe_repr(key)
+            name = _sanitize(name, depth + 1) if type(name) is str else _safe_repr(name)
+            out[name] = _sanitize(item, depth + 1)
+        return out
+    if t is list or t is tuple:
+        return [_sanitize(item, depth + 1) for item in value]
+    return _safe_repr(value)
+
+
+@dataclass
+class RedactionProfile:
+    """Scrub regex patterns from strings and fully replace named fields, before hashing.
+
+    Intentionally shallow (the reference calls it a first line of defence):
+    it walks nested dicts and lists of the payload.
+    """
+
+    patterns: list[str] = field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
+    replacement: str = "[REDACTED]"
+
+    def __post_init__(self) -> None:
+        self._compiled = [re.compile(p) for p in self.patterns]
+        self._fields = frozenset(self.fields)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._compiled or self._fields)
+
+    def apply(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: (self.replacement if k in self._fields else self.apply(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.apply(v) for v in value]
+        if isinstance(value, str):
+            for pattern in self._compiled:
+                value = pattern.sub(self.replacement, value)
+            return value
+        return value
+
+    @classmethod
+    def from_config(cls, config: dict | None) -> RedactionProfile | None:
+        """Build from the ``trace.redaction`` mapping of ``ract.yaml``; None when absent."""
+        if not config:
+            return None
+        section = (config.get("trace") or {}).get("redaction")
+        if not section:
+            return None
+        if not isinstance(section, dict):
+            raise RactError("ract.yaml: trace.redaction must be a mapping", exit_code=ExitCode.USAGE)
+        try:
+            return cls(
+                patterns=[str(p) for p in section.get("patterns") or []],
+                fields=[str(f) for f in section.get("fields") or []],
+                replacement=str(section.get("replacement", "[REDACTED]")),
+            )
+        except re.error as exc:
+            raise RactError(f"ract.yaml: bad redaction pattern: {exc}", exit_code=ExitCode.USAGE) from None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str] = "ract.yaml") -> RedactionProfile | None:
+        """Read ``ract.yaml``; a missing file means redaction is off."""
+        import yaml  # PyYAML: only needed when a config file is read
+
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise LogIOError(f"cannot read {path}: {exc.strerror or exc}") from None
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise RactError(f"{path}: not valid YAML: {exc}", exit_code=ExitCode.USAGE) from None
+        return cls.from_config(config if isinstance(config, dict) else None)
+
+
+@dataclass(frozen=True)
+class LogHead:
+    """Where an existing log ends: what the next event chains onto."""
+
+    hash: str
+    run_id: str
+    timestamp_ns: int
+    size_bytes: int  # bytes in the file
+
+
+def read_head(path: str | os.PathLike[str]) -> LogHead | None:
+    """The last event of an existing log, read from its end; None for an empty file.
+
+    Raises when the log does not end in a complete, well-formed event: the
+    writer never chains onto a torn tail or a damaged line.
+    """
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        block = 1 << 16
+        pos = size
+        tail = b""
+        while pos > 0:
+            step = min(block, pos)
+            pos -= step
+            f.seek(pos)
+            tail = f.read(step) + tail
+            if tail.count(b"\n") >= 2 or pos == 0:
+                break
+    if not tail.endswith(b"\n"):
+        raise RactError(f"{path}: last line has no newline (torn tail?); run `ract trace repair` first",
+                        exit_code=ExitCode.INCOMPLETE)
+    last = tail[:-1].rsplit(b"\n", 1)[-1] + b"\n"
+    body, _ = split_line_ending(last)
+    result = analyze_line(body)
+    if result.event is None or any(p.code == "HASH_MISMATCH" for p in result.problems):
+        raise RactError(f"{path}: last line is not a valid event; refusing to chain onto it",
+                        exit_code=ExitCode.TAMPERED)
+    ev = result.event
+    return LogHead(hash=ev["hash"], run_id=ev["run_id"], timestamp_ns=ev["timestamp_ns"], size_bytes=size)
+
+
+def is_locked(path: str | os.PathLike[str]) -> bool:
+    """True when another process holds the log's writer lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a lock we may have taken
+    return False
+
+
+class EventWriter:
+    """Append chained events to a log, holding its advisory lock while open.
+
+    >>> with EventWriter("evals/runs/<run_id>/events.jsonl", run_id=rid) as w:
+    ...     w.append("run.started", {"intent_id": ...})
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        run_id: str | None = None,
+        fsync: FsyncPolicy | str = FsyncPolicy.EVERY,
+        redaction: RedactionProfile | None = None,
+        clock: Callable[[], int] = time.time_ns,
+        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        strict: bool = True,
+    ) -> None:
+        self.path = Path(path)
+        self.fsync = FsyncPolicy(fsync)
+        self.redaction = redaction if redaction is not None and redaction.enabled else None
+        self.clock = clock
+        self.new_id = new_id
+        self.strict = strict
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            raise WriterLockedError(f"{self.path}: another writer holds this log's lock") from None
+        try:
+            head = read_head(self.path)
+        except BaseException:
+            self._release()
+            raise
+        if head is None:
+            self.run_id = run_id or self.new_id()
+            self.head = GENESIS_HASH
+            self.last_timestamp_ns = 0
+        else:
+            if run_id is not None and run_id != head.run_id:
+                self._release()
+                raise RactError(f"{self.path}: log belongs to run {head.run_id}, not {run_id}",
+                                exit_code=ExitCode.USAGE)
+            self.run_id = head.run_id
+            self.head = head.hash
+            self.last_timestamp_ns = head.timestamp_ns
+        if not HEX32.fullmatch(self.run_id):
+            self._release()
+            raise RactError(f"run_id must be 32 lowercase hex characters: {self.run_id!r}", exit_code=ExitCode.USAGE)
+
+    def append(
+        self,
+        kind: str,
+        payload: Any = None,
+        *,
+        step_id: str | None = None,
+        parent_id: str | None = None,
+        timestamp_ns: int | None = None,
+        event_id: str | None = None,
+    ) -> dict:
+        """Append one event; returns it (with its hash) once it is written."""
+        if self._fd is None:
+            raise RactError("writer is closed", exit_code=ExitCode.USAGE)
+        clean = sanitize_payload({} if payload is None else payload)
+        if self.redaction is not None:
+            clean = self.redaction.apply(clean)
+        if self.strict:
+            if kind not in KINDS_BY_NAME:
+                raise RactError(f"unknown event kind {kind!r}", exit_code=ExitCode.SCHEMA)
+            problems = VALIDATORS[kind](clean)
+            if problems:
+                raise RactError(f"{kind}: {'; '.join(problems)}", exit_code=ExitCode.SCHEMA)
+        for name, value in (("step_id", step_id), ("parent_id", parent_id)):
+            if value is not None and not HEX32.fullmatch(value):
+                raise RactError(f"{name} must be 32 lowercase hex characters", exit_code=ExitCode.USAGE)
+        event = {
+            "id": event_id or self.new_id(),
+            "run_id": self.run_id,
+            "step_id": step_id,
+            "parent_id": parent_id,
+            "timestamp_ns": self.clock() if timestamp_ns is None else timestamp_ns,
+            "kind": kind,
+            "payload": clean,
+            "prev_hash": self.head,
+        }
+        event["hash"] = event_hash(event)
+        line = encode_line(event)
+        self._write_all(line)
+        if self.fsync is FsyncPolicy.EVERY:
+            os.fsync(self._fd)
+        self.head = event["hash"]
+        self.last_timestamp_ns = event["timestamp_ns"]
+        return event
+
+    def extend(self, events: Iterable[tuple[str, Any]]) -> list[dict]:
+        return [self.append(kind, payload) for kind, payload in events]
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+
+    def close(self) -> None:
+        if self._fd is None:
+            return
+        if self.fsync is FsyncPolicy.CLOSE:
+            os.fsync(self._fd)
+        self._release()
+
+    def _release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def __enter__(self) -> EventWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
