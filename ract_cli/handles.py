@@ -77,7 +77,8 @@ class HandleTracker:
         self.run_closed_by: dict | None = None
         self.synthesized_closes = 0
 
-    def feed(self, event: dict, line: int, offset: int) -> None:
+    def feed(self, event: dict, line: int, offset: int) -> OpenHandle | None:
+        """Track one event; for a close, return the open it paired with (else None)."""
         kind = event["kind"]
         if kind in CLOSE_FOR_OPEN:
             self._open_handle(kind, event, line, offset)
@@ -85,10 +86,11 @@ class HandleTracker:
             self._note_synthesized(event)
             self.run_closed_by = event
             if self.run_started is not None:
-                self._open.pop(self.run_started.event_id, None)
+                return self._open.pop(self.run_started.event_id, None)
         elif kind in _CLOSE_TO_OPEN:
             self._note_synthesized(event)
-            self._close(kind, event)
+            return self._close(kind, event)
+        return None
 
     def _note_synthesized(self, event: dict) -> None:
         payload = event.get("payload")
@@ -109,27 +111,29 @@ class HandleTracker:
         if handle.queue_key is not None:
             self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
 
-    def _close(self, close_kind: str, event: dict) -> None:
+    def _close(self, close_kind: str, event: dict) -> OpenHandle | None:
         open_kind = _CLOSE_TO_OPEN[close_kind]
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
         # 1. a synthesized close names its open
         source = payload.get("source_event_id")
-        if isinstance(source, str) and self._take(source, open_kind):
-            return
+        if isinstance(source, str) and (taken := self._take(source, open_kind)):
+            return taken
         # 2. the close's parent_id is the open's id
         parent = event.get("parent_id")
-        if isinstance(parent, str) and self._take(parent, open_kind):
-            return
+        if isinstance(parent, str) and (taken := self._take(parent, open_kind)):
+            return taken
         # 3. per-kind fallback: step_id / milestone_id / FIFO queues
         key = _fifo_key(close_kind, event)
         queue = self._queues.get(key) if key is not None else None
         if queue:
-            self._take(queue[0], open_kind)
+            return self._take(queue[0], open_kind)
+        return None
 
-    def _take(self, event_id: str, open_kind: str) -> bool:
+    def _take(self, event_id: str, open_kind: str) -> OpenHandle | None:
+        """Close the open ``event_id`` if it is an open of ``open_kind``; return it."""
         handle = self._open.get(event_id)
         if handle is None or handle.kind != open_kind:
-            return False
+            return None
         del self._open[event_id]
         # Keep the FIFO queues exact (and bounded): drop the id from its queue.
         queue = self._queues.get(handle.queue_key) if handle.queue_key is not None else None
@@ -140,7 +144,7 @@ class HandleTracker:
                 queue.remove(event_id)
             if not queue:
                 del self._queues[handle.queue_key]
-        return True
+        return handle
 
     @property
     def run_is_closed(self) -> bool:
