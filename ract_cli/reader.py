@@ -333,7 +333,7 @@ class ChainState:
                           if not self.require_closed else
                           error("EMPTY_LOG", "log holds no event", path=self.path))
             return
-        p = Path(self.path)
+        p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
         if p.name == "events.jsonl" and self.run_id is not None and p.parent.name != self.run_id:
             self.add(warning("RUN_DIR_MISMATCH",
                                          f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
