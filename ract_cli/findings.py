@@ -46,6 +46,12 @@ FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
     "REPAIRED": (ExitCode.OK, "log holds synthesized closes written by repair"),
     "UNKNOWN_TYPE": (ExitCode.OK, "journal record type outside the known vocabulary"),
     "CONTRACT_WARNING": (ExitCode.OK, "journal record is legal but suspicious"),
+    # replay's workspace checks (SPEC §5; see docs/replay.md)
+    "HEAD_DIVERGED": (ExitCode.DIVERGED, "workspace HEAD differs from the run's initial snapshot (error under --strict-head)"),
+    "COMMIT_MISSING": (ExitCode.DIVERGED, "--check-commits: a step's snapshot is not a commit of the repository"),
+    "COMMIT_UNRELATED": (ExitCode.DIVERGED, "--check-commits: parent_snapshot_after does not descend from parent_snapshot_before"),
+    "WORKTREE_DIRTY": (ExitCode.OK, "workspace has uncommitted changes or untracked files"),
+    "PRECONDITION_UNCHECKED": (ExitCode.OK, "replay's determinism precondition cannot be checked (no repository, no snapshot)"),
 }
 
 
