@@ -451,41 +451,93 @@ class ChainReader:
     def _read(self, f: BinaryIO) -> Iterator[LogEvent]:
         state = self.state
         limit = self.max_line_bytes
-        offset = 0
-        line_no = 0
         schema_version = self.schema_version
-        while True:
-            try:
-                raw = f.readline(limit + 2)  # +2: room for "\r\n" after a maximal body
-            except OSError as exc:
-                state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}",
-                                            path=self.display_path, line=line_no + 1, offset=offset))
-                return
-            if not raw:
-                return
-            line_no += 1
-            start = offset
-            if len(raw) == limit + 2 and not raw.endswith(b"\n"):
-                offset += len(raw) + self._skip_rest_of_line(f)
+        framer = LineFramer(f, limit)
+        for line_no, start, raw in framer:
+            if raw is None:
                 state.feed(LineResult(None, None, [Problem(
                     "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({limit} bytes)")], parsed=False),
                     line_no, start)
                 continue
-            offset += len(raw)
             body, has_newline = split_line_ending(raw)
             result = analyze_line(body, schema_version)
             if not has_newline:
                 if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
                     # A last line cut short by a killed writer.
-                    result = LineResult(None, None, [Problem(
-                        "TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")],
-                        parsed=False)
+                    result = LineResult(None, None, [_torn_tail_problem(raw)], parsed=False)
                 else:
                     result.problems.append(Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline",
                                                    severity="warning"))
             state.feed(result, line_no, start)
             if result.event is not None:
                 yield LogEvent(line_no, start, raw, result.event, state.first_integrity_failure is None)
+        if framer.read_error is not None:
+            state.add(error("IO_ERROR", framer.read_error, path=self.display_path,
+                            line=framer.error_line, offset=framer.error_offset))
+
+
+def _torn_tail_problem(raw: bytes) -> Problem:
+    return Problem("TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")
+
+
+class LineFramer:
+    """SPEC §2.1 framing, shared by ``ChainReader`` and ``iter_lines_unverified``.
+
+    Iterate it for ``(line_no, offset, raw)``: ``raw`` is the line's exact bytes
+    with its ending, or ``None`` for a line longer than ``max_line_bytes`` (its
+    rest is skipped, never held in memory). A read failure ends the iteration
+    and is left in ``read_error`` / ``error_line`` / ``error_offset``.
+
+    ``needles``: when given, a complete line (one ending in ``\n``) holding
+    none of these byte strings is counted but not yielded -- the raw-bytes
+    prefilter of ``grep --no-verify``. A last line without ``\n`` and an
+    over-long line are always yielded.
+    """
+
+    def __init__(self, f: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+                 needles: tuple[bytes, ...] | None = None) -> None:
+        self.f = f
+        self.max_line_bytes = max_line_bytes
+        self.needles = needles
+        self.read_error: str | None = None
+        self.error_line: int | None = None
+        self.error_offset: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, int, bytes | None]]:
+        f, limit, needles = self.f, self.max_line_bytes, self.needles
+        readline = f.readline
+        size = limit + 2  # +2: room for "\r\n" after a maximal body
+        offset = 0
+        line_no = 0
+        single = needles[0] if needles is not None and len(needles) == 1 else None
+        while True:
+            try:
+                raw = readline(size)
+            except OSError as exc:
+                self.read_error = f"read failed: {exc.strerror or exc}"
+                self.error_line, self.error_offset = line_no + 1, offset
+                return
+            if not raw:
+                return
+            line_no += 1
+            start = offset
+            offset += len(raw)
+            if needles is not None and raw[-1:] == b"\n":
+                if single is not None:
+                    if single not in raw:
+                        continue
+                elif not any(n in raw for n in needles):
+                    continue
+            if len(raw) == size and raw[-1:] != b"\n":
+                try:
+                    offset += self._skip_rest_of_line(f)
+                except OSError as exc:
+                    self.read_error = f"read failed: {exc.strerror or exc}"
+                    self.error_line, self.error_offset = line_no, start
+                    return
+                yield line_no, start, None
+                continue
+            yield line_no, start, raw
 
     @staticmethod
     def _skip_rest_of_line(f: BinaryIO) -> int:
@@ -495,6 +547,59 @@ class ChainReader:
             skipped += len(chunk)
             if not chunk or chunk.endswith(b"\n"):
                 return skipped
+
+
+@dataclass(slots=True)
+class RawLine:
+    """One line read by ``iter_lines_unverified``: framed and parsed, never checked."""
+
+    line: int  # 1-based
+    offset: int  # byte offset of the line's first byte
+    raw: bytes  # the line's bytes exactly as in the file, line ending included (b"" when not read)
+    event: dict | None  # the parsed JSON object; None when the line is not one
+    problem: Problem | None  # why ``event`` is None: MALFORMED_LINE, LINE_TOO_LONG, TORN_TAIL or IO_ERROR
+
+
+def iter_lines_unverified(
+    path: str | os.PathLike[str],
+    *,
+    prefilter: tuple[bytes, ...] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[RawLine]:
+    """The fast, unchecked reading mode (``grep --no-verify``).
+
+    Same framing as ``ChainReader`` (``LineFramer``: line splitting, CRLF,
+    ``max_line_bytes``, torn tail, read errors) but no hash, chain, envelope or
+    schema check: each yielded line is only parsed as a JSON object. With
+    ``prefilter``, complete lines holding none of those byte strings are
+    skipped before parsing. Raises ``LogIOError`` when the file cannot be
+    opened; a later read failure is yielded as an ``IO_ERROR`` line, last.
+    """
+    handle = open_log(Path(path))
+    with handle:
+        framer = LineFramer(handle, max_line_bytes, prefilter)
+        loads = orjson.loads
+        for line_no, start, raw in framer:
+            if raw is None:
+                yield RawLine(line_no, start, b"", None, Problem(
+                    "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)"))
+                continue
+            body, has_newline = split_line_ending(raw)
+            try:
+                obj = loads(body)
+            except orjson.JSONDecodeError as exc:
+                obj = exc
+            if type(obj) is dict:
+                yield RawLine(line_no, start, raw, obj, None)
+            elif not has_newline:
+                yield RawLine(line_no, start, raw, None, _torn_tail_problem(raw))
+            else:
+                reason = "blank line" if not body.strip() else (
+                    _describe_json_error(obj) if isinstance(obj, Exception) else "not a JSON object")
+                yield RawLine(line_no, start, raw, None, Problem("MALFORMED_LINE", f"not valid JSON: {reason}"))
+        if framer.read_error is not None:
+            yield RawLine(framer.error_line or 1, framer.error_offset or 0, b"", None,
+                          Problem("IO_ERROR", framer.read_error))
 
 
 def open_log(path: Path) -> BinaryIO:
