@@ -76,6 +76,7 @@ class HandleTracker:
         self.run_started: OpenHandle | None = None
         self.run_closed_by: dict | None = None
         self.synthesized_closes = 0
+        self._later_run_starts: list[str] = []  # run.started after the first: closed by the same run close
 
     def feed(self, event: dict, line: int, offset: int) -> OpenHandle | None:
         """Track one event; for a close, return the open it paired with (else None)."""
@@ -85,6 +86,9 @@ class HandleTracker:
         elif kind in RUN_CLOSES:
             self._note_synthesized(event)
             self.run_closed_by = event
+            for later in self._later_run_starts:  # any run close closes the run: every run.started
+                self._open.pop(later, None)
+            self._later_run_starts.clear()
             if self.run_started is not None:
                 return self._open.pop(self.run_started.event_id, None)
         elif kind in _CLOSE_TO_OPEN:
@@ -107,6 +111,8 @@ class HandleTracker:
         if handle.event_id in self._open:
             return  # a duplicate id is the reader's finding; keep the first open
         self._open[handle.event_id] = handle
+        if kind == "run.started" and handle is not self.run_started:
+            self._later_run_starts.append(handle.event_id)
         handle.queue_key = _fifo_key(kind, event)
         if handle.queue_key is not None:
             self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
@@ -114,8 +120,8 @@ class HandleTracker:
     def _close(self, close_kind: str, event: dict) -> OpenHandle | None:
         open_kind = _CLOSE_TO_OPEN[close_kind]
         payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
-        # 1. a synthesized close names its open
-        source = payload.get("source_event_id")
+        # 1. a synthesized close (payload.synthesized is true) names its open
+        source = payload.get("source_event_id") if payload.get("synthesized") is True else None
         if isinstance(source, str) and (taken := self._take(source, open_kind)):
             return taken
         # 2. the close's parent_id is the open's id
