@@ -1,0 +1,97 @@
+"""``ract trace repair``: close what an interrupted run left open (SPEC §4)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import ExitCode, RactError
+from ..kinds import LATEST_SCHEMA_VERSION
+from ..reader import DEFAULT_MAX_LINE_BYTES
+from ..repair import RepairOptions, RepairRefused, RepairResult, repair_file
+from .app import trace_app
+from .options import MaxLineBytes, Quiet, SchemaVersion
+from .render import clean, stderr_console
+
+_SHOWN_FINDINGS = 10
+
+
+@trace_app.command(
+    "repair",
+    epilog="Example: ract trace repair --check evals/runs/<run_id>/events.jsonl || "
+           "ract trace repair evals/runs/<run_id>/events.jsonl",
+)
+def repair_command(
+    path: Annotated[str, typer.Argument(help="The log (or its run directory holding events.jsonl).",
+                                        show_default=False)],
+    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
+                      help="Write the repaired log to FILE; the source is left untouched.")] = None,
+    backup: Annotated[bool, typer.Option("--backup/--no-backup",
+                      help="Keep the original next to the log as <log>.bak (in-place repair).")] = True,
+    check: Annotated[bool, typer.Option("--check",
+                     help="Change nothing: exit 4 if repair would change the log, 0 if not.")] = False,
+    quiet: Quiet = False,
+    schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
+    max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+) -> None:
+    """Close the open handles of an interrupted run and move a torn tail aside.
+
+    Refuses (exit 1, file untouched) a log that fails verification for any
+    other reason, and (exit 5) a log whose writer still holds its lock.
+    Rewrites atomically and keeps the original as <log>.bak.
+
+    Example: ract trace repair evals/runs/<run_id>/events.jsonl
+    """
+    console = stderr_console(quiet=quiet)
+    options = RepairOptions(backup=backup, output=output, check=check, schema_version=schema_version,
+                            max_line_bytes=max_line_bytes)
+    try:
+        result = repair_file(path, options)
+    except RepairRefused as exc:
+        console.print(f"ract trace repair: refused: {clean(exc.message)}", markup=False)
+        for f in exc.findings[:_SHOWN_FINDINGS]:
+            where = f"{f.path}:{f.line}" if f.line is not None else f"{f.path}"
+            console.print(clean(f"  {where}: {f.code} {f.message}"), markup=False)
+        if len(exc.findings) > _SHOWN_FINDINGS:
+            console.print(f"  ... {len(exc.findings) - _SHOWN_FINDINGS} more", markup=False)
+        console.print("  the log was left untouched", markup=False)
+        raise typer.Exit(int(exc.exit_code)) from None
+    except RactError as exc:
+        console.print(f"ract trace repair: {clean(exc.message)}", markup=False)
+        raise typer.Exit(int(exc.exit_code)) from None
+    render(console, result, check=check)
+    if check and result.changed:
+        raise typer.Exit(int(ExitCode.INCOMPLETE))
+    raise typer.Exit(0)
+
+
+def render(console, result: RepairResult, *, check: bool) -> None:
+    """What was (or would be) done, one line per action, on stderr."""
+    path = clean(result.path)
+    out = console.print
+    if not result.changed:
+        out(f"nothing to repair: {path}", markup=False)
+        if result.written_to is not None:
+            out(f"  copied unchanged to {clean(result.written_to)}", markup=False)
+        return
+    if check:
+        out(f"would repair {path}:", markup=False)
+    elif result.written_to is not None and result.written_to != result.path:
+        out(f"repaired {path} -> {clean(result.written_to)} (source left untouched):", markup=False)
+    else:
+        out(f"repaired {path}:", markup=False)
+    verb_move, verb_close = ("would move", "would close") if check else ("moved", "closed")
+    if result.torn is not None:
+        t = result.torn
+        where = f" to {clean(t.sidecar)}" if t.sidecar is not None else " to a sidecar"
+        out(f"  torn tail: {t.length} bytes of line {t.line} (offset {t.offset}) {verb_move}{where}", markup=False)
+    for c in result.closes:
+        out(clean(f"  {verb_close} {c.source_kind} {c.source_event_id} (line {c.source_line}) "
+                  f"with synthesized {c.close_kind} {c.close_id}"), markup=False)
+    if result.newline_added:
+        out("  added the missing final newline of the last event before the closes", markup=False)
+    if result.backup is not None:
+        out(f"  original kept as {clean(result.backup)}", markup=False)
+    if check:
+        out(f"  {len(result.closes)} close(s) would be synthesized; nothing was changed (--check)", markup=False)

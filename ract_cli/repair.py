@@ -1,0 +1,483 @@
+"""``repair`` (SPEC §4): close what an interrupted run left open, never launder tampering.
+
+Two layers:
+
+* ``synthesize_closes`` / ``closes_for_events`` are pure: open events in,
+  synthesized close events out (ids, payloads, timestamps, order and chain
+  exactly as SPEC §4). No file, no clock, no randomness.
+* ``repair_file`` reads one log through the one ``ChainReader``, refuses
+  anything but a torn tail and open handles, moves the torn bytes into a
+  sidecar, keeps a backup, and rewrites the log atomically (temp file in the
+  same directory, fsync, rename, fsync of the directory). The original
+  complete lines are stream-copied byte for byte, so memory stays bounded
+  whatever the size of the log.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import hashlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
+from .findings import ERROR, Finding
+from .handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
+from .kinds import LATEST_SCHEMA_VERSION, VALIDATORS
+from .model import GENESIS_HASH
+from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, analyze_line, open_log, split_line_ending
+from .writer import encode_line, event_hash, is_locked
+
+__all__ = [
+    "COPIED_KEYS",
+    "RepairOptions",
+    "RepairRefused",
+    "RepairResult",
+    "SynthesizedClose",
+    "TornTail",
+    "closes_for_events",
+    "repair_file",
+    "repair_id",
+    "synthesize_close",
+    "synthesize_closes",
+]
+
+REPAIR_ID_PREFIX = "ract.repair:"
+REASON = "interrupted"
+
+#: per close kind: the fixed additions of SPEC §4
+ADDITIONS: dict[str, dict[str, str]] = {
+    "run.aborted": {},
+    "step.rolled_back": {},
+    "tool.result": {"status": "unknown"},
+    "response.received": {"status": "timed_out"},
+    "handshake.resolved": {"resolution": "interrupted"},
+}
+
+#: per open kind: (key in the open's payload, key in the close's payload) copied when present.
+#: Only keys that are documented fields of the close kind, meaning the same thing there.
+#: ``handshake.requested``'s ``status`` ("pending") is never copied: it is not a valid
+#: ``handshake.resolved`` status. ``step.started``'s ``parent_snapshot`` is the snapshot the
+#: step started from, i.e. the close's ``parent_snapshot_before``.
+COPIED_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "run.started": (),
+    "step.started": (("branch", "branch"), ("parent_snapshot", "parent_snapshot_before")),
+    "tool.called": (("tool", "tool"),),
+    "prompt.sent": (("provider", "provider"), ("intent_id", "intent_id")),
+    "handshake.requested": (("milestone_id", "milestone_id"), ("description", "description")),
+}
+
+#: reader findings repair can live with: the torn tail and open handles it fixes, and warnings
+REPAIRABLE_CODES = frozenset({
+    "TORN_TAIL", "OPEN_RUN", "OPEN_HANDLE", "MISSING_FINAL_NEWLINE", "CLOCK_REGRESSION",
+    "RUN_DIR_MISMATCH", "REPAIRED", "EMPTY_LOG",
+})
+
+
+# --- pure part: opens in, closes out ----------------------------------------
+
+def repair_id(source_event_id: str) -> str:
+    """SPEC §4: the synthesized close's id, first 32 hex of SHA-256("ract.repair:" + open id)."""
+    return hashlib.sha256((REPAIR_ID_PREFIX + source_event_id).encode("utf-8")).hexdigest()[:32]
+
+
+def synthesize_close(open_event: dict, *, run_id: str, timestamp_ns: int, prev_hash: str) -> dict:
+    """The close SPEC §4 synthesizes for one open event, chained onto ``prev_hash``."""
+    open_kind = open_event["kind"]
+    close_kind = CLOSE_FOR_OPEN[open_kind]
+    source_id = open_event["id"]
+    open_payload = open_event.get("payload") if isinstance(open_event.get("payload"), dict) else {}
+    validate = VALIDATORS[close_kind]
+    payload: dict = {}
+    for src, dst in COPIED_KEYS[open_kind]:
+        if src in open_payload and not validate({dst: open_payload[src]}):
+            payload[dst] = open_payload[src]  # copied only when valid for the close kind
+    payload.update(ADDITIONS[close_kind])
+    payload.update({"synthesized": True, "reason": REASON, "source_event_id": source_id})
+    event = {
+        "id": repair_id(source_id),
+        "run_id": run_id,
+        "step_id": open_event.get("step_id"),
+        "parent_id": source_id,
+        "timestamp_ns": timestamp_ns,
+        "kind": close_kind,
+        "payload": payload,
+        "prev_hash": prev_hash,
+    }
+    event["hash"] = event_hash(event)
+    return event
+
+
+def _opens_to_close(tracker: HandleTracker) -> list[OpenHandle]:
+    """What repair closes, in the order it appends the closes.
+
+    Innermost first (reverse order of opening); the run's close last. The run
+    is closed once, for its first ``run.started``; any other ``run.started``
+    is closed by that same run close.
+    """
+    inner = [h for h in tracker.open_handles() if h.kind != "run.started"]
+    inner.reverse()
+    if not tracker.run_is_closed and tracker.run_started is not None:
+        inner.append(tracker.run_started)
+    return inner
+
+
+def synthesize_closes(opens: Sequence[dict], *, run_id: str, prev_hash: str, timestamp_ns: int) -> list[dict]:
+    """Closes for ``opens`` (already in append order), each chained onto the previous hash."""
+    closes = []
+    for open_event in opens:
+        close = synthesize_close(open_event, run_id=run_id, timestamp_ns=timestamp_ns, prev_hash=prev_hash)
+        prev_hash = close["hash"]
+        closes.append(close)
+    return closes
+
+
+def closes_for_events(events: Iterable[dict]) -> list[dict]:
+    """The pure core of repair: a log's events in file order → the closes repair appends.
+
+    Pairs closes with opens by SPEC §4's rules (``HandleTracker``); the
+    closes' ``timestamp_ns`` is the largest timestamp among ``events`` and the
+    first close chains onto the last event's ``hash``. Empty when nothing is open.
+    """
+    tracker = HandleTracker()
+    head, run_id, max_ts = GENESIS_HASH, None, None
+    for n, event in enumerate(events):
+        tracker.feed(event, n + 1, 0)
+        head = event["hash"]
+        run_id = event["run_id"] if run_id is None else run_id
+        ts = event["timestamp_ns"]
+        max_ts = ts if max_ts is None else max(max_ts, ts)
+    opens = [h.event for h in _opens_to_close(tracker)]
+    if not opens:
+        return []
+    return synthesize_closes(opens, run_id=run_id, prev_hash=head, timestamp_ns=max_ts)
+
+
+# --- file part --------------------------------------------------------------
+
+class RepairRefused(RefusedError):
+    """The log does not verify apart from a torn tail and open handles (exit 1)."""
+
+    def __init__(self, message: str, findings: Sequence[Finding] = ()) -> None:
+        super().__init__(message, exit_code=ExitCode.TAMPERED)
+        self.findings = list(findings)
+
+
+@dataclass(frozen=True)
+class RepairOptions:
+    backup: bool = True  # keep the original next to the log (in-place repair only)
+    output: str | os.PathLike[str] | None = None  # write the result here; the source stays untouched
+    check: bool = False  # change nothing; report whether repair would change something
+    schema_version: int = LATEST_SCHEMA_VERSION
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+
+@dataclass(frozen=True)
+class TornTail:
+    line: int  # 1-based line number of the torn line
+    offset: int  # byte offset where it starts
+    length: int  # its bytes (all moved to the sidecar)
+    sidecar: Path | None  # where they went (None under --check)
+
+
+@dataclass(frozen=True)
+class SynthesizedClose:
+    close_kind: str
+    close_id: str
+    source_kind: str
+    source_event_id: str
+    source_line: int
+    source_offset: int
+
+
+@dataclass
+class RepairResult:
+    """What repair found and did. ``changed``: the repaired bytes differ from the log's."""
+
+    path: Path
+    events: int = 0  # complete events kept
+    torn: TornTail | None = None
+    closes: list[SynthesizedClose] = field(default_factory=list)
+    newline_added: bool = False  # the last kept event lacked its "\n"; repair added it
+    written_to: Path | None = None  # the file holding the result (None: nothing written)
+    backup: Path | None = None
+    warnings: list[Finding] = field(default_factory=list)  # reader warnings on the original
+
+    @property
+    def changed(self) -> bool:
+        return self.torn is not None or bool(self.closes)
+
+
+def resolve_log_path(path: str | os.PathLike[str]) -> Path:
+    """A log file, or a run directory holding ``events.jsonl``."""
+    p = Path(path)
+    if p.is_dir() and (p / "events.jsonl").is_file():
+        return p / "events.jsonl"
+    return p
+
+
+def is_raxol_journal(path: Path, limit: int = 1 << 20) -> bool:
+    """SPEC §8 detection on the first line: an object carrying ``type`` and no ``kind``."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(limit)
+    except OSError:
+        return False
+    body, _ = split_line_ending(first)
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "type" in obj and "kind" not in obj
+
+
+def _unique_path(base: Path) -> Path:
+    """``base``, or ``base.1``, ``base.2``... : the first name that does not exist."""
+    candidate, n = base, 0
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = base.with_name(f"{base.name}.{n}")
+    return candidate
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:  # some filesystems cannot fsync a directory
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
+def _copy_range(src_fd: int, dst_fd: int, start: int, length: int) -> None:
+    """Copy ``length`` bytes of ``src_fd`` from ``start`` into ``dst_fd`` (at its position)."""
+    offset, remaining = start, length
+    fast = hasattr(os, "copy_file_range")
+    while remaining > 0:
+        chunk = min(remaining, 1 << 30)
+        copied = 0
+        if fast:
+            try:
+                copied = os.copy_file_range(src_fd, dst_fd, chunk, offset)
+            except OSError:
+                copied = 0
+            if copied == 0:
+                fast = False  # not supported here (or at end of file): the slow path decides
+                continue
+        else:
+            data = os.pread(src_fd, min(chunk, 1 << 20), offset)
+            if not data:
+                raise LogIOError("log shrank while it was being copied")
+            _write_all(dst_fd, data)
+            copied = len(data)
+        offset += copied
+        remaining -= copied
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _exclusive_file(base: Path, data_fd: int, start: int, length: int) -> Path:
+    """Create a new file next to ``base`` (never overwriting) holding the given bytes; fsync it."""
+    while True:
+        target = _unique_path(base)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue  # lost a race for that name: take the next
+        break
+    try:
+        _copy_range(data_fd, fd, start, length)
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        os.unlink(target)
+        raise
+    os.close(fd)
+    return target
+
+
+def _backup(path: Path, src_fd: int, size: int) -> Path:
+    """Keep the original as ``<log>.bak`` (never overwriting): a hard link, else a copy."""
+    base = path.with_name(path.name + ".bak")
+    while True:
+        target = _unique_path(base)
+        try:
+            os.link(path, target)
+            return target
+        except FileExistsError:
+            continue
+        except OSError:
+            return _exclusive_file(base, src_fd, 0, size)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader, int, bytes | None]:
+    """Pass 1: read through the chain reader; refuse anything but a torn tail and open handles.
+
+    Returns the reader, the length of the prefix of complete events, and the
+    raw bytes of the last complete event (to see whether it ends in ``\\n``).
+    """
+    reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
+                         max_findings=50, display_path=display)
+    prefix_len, last_raw = 0, None
+    seen = 0
+    it = iter(reader)
+    try:
+        for ev in it:
+            prefix_len, last_raw = ev.offset + len(ev.raw), ev.raw
+            findings = reader.findings
+            if reader.broken_at is not None:
+                break  # tampered: no need to read on
+            if len(findings) != seen:
+                if any(f.severity == ERROR and f.code not in REPAIRABLE_CODES for f in findings[seen:]):
+                    break
+                seen = len(findings)
+    finally:
+        it.close()
+    code = reader.exit_code
+    bad = [f for f in reader.findings if f.severity == ERROR and f.code not in REPAIRABLE_CODES]
+    if code == ExitCode.IO or any(f.code == "IO_ERROR" for f in bad):
+        io = next((f for f in bad if f.code == "IO_ERROR"), None)
+        raise LogIOError(io.message if io else f"{display}: cannot read the log")
+    if not reader.done or bad or code not in (ExitCode.OK, ExitCode.INCOMPLETE):
+        first = bad[0] if bad else None
+        where = f" at line {first.line}" if first is not None and first.line is not None else ""
+        what = f": {first.code}{where}: {first.message}" if first is not None else ""
+        raise RepairRefused(
+            f"{display} does not verify apart from a torn tail and open handles{what}; "
+            "repair never rewrites a log that fails verification (run `ract trace verify` for every finding)",
+            bad,
+        )
+    return reader, prefix_len, last_raw
+
+
+def _self_check(reader: ChainReader, closes: list[dict], first_line: int, first_offset: int) -> None:
+    """Feed the synthesized lines to the reader's state: they must chain, validate and close everything."""
+    state = reader.state
+    state.expected_prev = state.head  # after a torn tail the reader stops judging linkage
+    before = len(state.findings)
+    line, offset = first_line, first_offset
+    for close in closes:
+        raw = encode_line(close)
+        result = analyze_line(raw[:-1], reader.schema_version)
+        state.feed(result, line, offset)
+        line, offset = line + 1, offset + len(raw)
+    problems = [f for f in state.findings[before:] if f.severity == ERROR]
+    still_open = [h for h in state.handles.open_handles() if h.kind != "run.started"]
+    if problems or still_open or (state.handles.run_started is not None and not state.handles.run_is_closed):
+        what = f"{problems[0].code}: {problems[0].message}" if problems else "handles remain open"
+        raise RepairRefused(f"{reader.display_path}: the synthesized closes would not verify ({what}); "
+                            "refusing to write", problems)
+
+
+def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOptions()) -> RepairResult:
+    """Repair one log (SPEC §4). Raises ``RepairRefused`` (exit 1), ``WriterLockedError``/``LogIOError`` (5).
+
+    Order of writes, so that a crash at any point leaves the log either as it
+    was or completely repaired, and never loses a byte: torn bytes to the
+    sidecar (fsync), backup (hard link), temp file (copy, closes, fsync),
+    rename over the log, fsync of the directory.
+    """
+    if options.check and options.output is not None:
+        raise UsageError("--check changes nothing; it cannot be combined with --output")
+    src = resolve_log_path(path)
+    display = str(src)
+    handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
+    with handle:
+        fd = handle.fileno()
+        if options.check:
+            if is_locked(src):
+                raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")
+        else:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the rewrite is done
+            except BlockingIOError:
+                raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")\
+                    from None
+        if is_raxol_journal(src):
+            raise RepairRefused(f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
+                                "journals, since synthesizing a close there would invent a done verdict")
+        before = os.fstat(fd)
+        reader, prefix_len, last_raw = _read(src, display, options)
+        state = reader.state
+        size = before.st_size
+        result = RepairResult(path=src, events=state.events,
+                              warnings=[f for f in reader.findings if f.severity != ERROR])
+        if prefix_len < size:
+            # every line before the torn one is a complete event (anything else was refused)
+            result.torn = TornTail(line=state.events + 1, offset=prefix_len, length=size - prefix_len, sidecar=None)
+        opens = _opens_to_close(state.handles)
+        closes: list[dict] = []
+        if opens:
+            closes = synthesize_closes([h.event for h in opens], run_id=state.run_id, prev_hash=state.head,
+                                       timestamp_ns=state.last_ts)
+            result.closes = [SynthesizedClose(c["kind"], c["id"], h.kind, h.event_id, h.line, h.offset)
+                             for c, h in zip(closes, opens)]
+            result.newline_added = last_raw is not None and not last_raw.endswith(b"\n")
+            _self_check(reader, closes, state.events + 1, prefix_len + int(result.newline_added))
+        if options.check:
+            return result
+
+        output = Path(options.output) if options.output is not None else None
+        if output is not None and (_same_file(output, src) or output == src):
+            output = None  # --output naming the log itself is an in-place repair
+        if output is None and not result.changed:
+            return result  # nothing to repair: not one byte written
+
+        after = os.fstat(fd)
+        if (after.st_size, after.st_mtime_ns, after.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
+            raise LogIOError(f"{display} changed while it was being read; nothing written")
+        target = output if output is not None else src
+        if output is not None and output.is_dir():
+            raise UsageError(f"--output {output} is a directory")
+        directory = target.parent if str(target.parent) else Path(".")
+        tail = (b"\n" if result.newline_added else b"") + b"".join(encode_line(c) for c in closes)
+
+        if result.torn is not None:
+            sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len, size - prefix_len)
+            _fsync_dir(directory)
+            result.torn = TornTail(result.torn.line, result.torn.offset, result.torn.length, sidecar)
+        if output is None and options.backup:
+            result.backup = _backup(src, fd, size)
+        _atomic_write(target, directory, fd, prefix_len, tail, stat.S_IMODE(before.st_mode))
+        result.written_to = target
+        return result
+
+
+def _atomic_write(target: Path, directory: Path, src_fd: int, prefix_len: int, tail: bytes, mode: int) -> None:
+    tmp_fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".repair.tmp", dir=directory)
+    try:
+        try:
+            _copy_range(src_fd, tmp_fd, 0, prefix_len)
+            _write_all(tmp_fd, tail)
+            os.fchmod(tmp_fd, mode)
+            os.fsync(tmp_fd)
+        finally:
+            os.close(tmp_fd)
+        os.replace(tmp_name, target)
+    except BaseException:
+        try:
+            os.unlink(tmp_name)
+        except OSError:
+            pass
+        raise
+    _fsync_dir(directory)
