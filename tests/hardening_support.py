@@ -1,0 +1,179 @@
+"""Shared helpers of the hardening tests (issue 9): small logs, a strict
+independent parser, and the list of ``ract trace`` commands that exist.
+
+Nothing here mocks our own I/O: logs are real files written by
+``EventWriter``; commands run in-process through ``ract_cli.cli.app.main``
+or as real subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ract_cli.writer import EventWriter, FsyncPolicy
+
+ROOT = Path(__file__).resolve().parent.parent
+RACT = str(ROOT / ".venv" / "bin" / "ract") if (ROOT / ".venv" / "bin" / "ract").exists() else "ract"
+PYTHON = sys.executable
+LONG = os.environ.get("RACT_LONG") == "1"
+
+RUN_ID = "5eed" * 8
+BASE_TS = 1_764_000_000_000_000_000
+
+
+def write_small_log(path: Path, *, run_id: str = RUN_ID, extra: dict | None = None) -> bytes:
+    """An 8-event completed run, compact canonical lines, with tricky values.
+
+    The payloads carry exponent floats, unicode, control characters (written as
+    ``\\u00xx`` escapes), nested arrays, booleans, nulls, negative and 2^53+
+    integers, so flips and mutations hit every token type of JSON.
+    """
+    ids = iter(f"{i:032x}" for i in range(0xA0, 0xB0))
+    ts = iter(range(BASE_TS, BASE_TS + 100 * 10**9, 10**9))
+    step = "5" * 32
+    odd = {"tiny": 1e-7, "big": 1e21, "neg": -2.5, "huge_int": 2**60 + 7, "ctl": "a\u001fb\tc\"\\",
+           "uni": "ﬀ é 𝄞 \u2028", "list": [True, False, None, [0, -1]], **(extra or {})}
+    with EventWriter(path, run_id=run_id, fsync=FsyncPolicy.NEVER, new_id=lambda: next(ids),
+                     clock=lambda: next(ts)) as w:
+        run = w.append("run.started", {"intent_id": "1" * 32, "compiler_version": "0.4.0", "coverage_gate": 0.85,
+                                       "predicate_count": 2, "required_count": 1})
+        started = w.append("step.started", {"parent_snapshot": "c" * 40, "branch": "rootact/step/x",
+                                            "timeout_seconds": 600}, step_id=step)
+        call = w.append("tool.called", {"tool": "pytest", "arguments": {"argv": ["pytest", "-x"], "odd": odd}},
+                        step_id=step)
+        w.append("tool.result", {"tool": "pytest", "ok": False, "duration_ns": 12_345}, step_id=step,
+                 parent_id=call["id"])
+        prompt = w.append("prompt.sent", {"provider": "anthropic", "response_shape": "action", "intent_id": "1" * 32,
+                                          "prompt_chars": 512}, step_id=step)
+        w.append("response.received", {"provider": "anthropic", "intent_id": "1" * 32, "response_type": "tool_use",
+                                        "preview": "plan: é"}, step_id=step, parent_id=prompt["id"])
+        w.append("step.committed", {"outcome": "COMMITTED", "parent_snapshot_before": "c" * 40,
+                                    "parent_snapshot_after": "d" * 40, "branch": "rootact/step/x",
+                                    "reason": "ok"}, step_id=step, parent_id=started["id"])
+        w.append("run.completed", {"final_decision": "accept", "duration_ns": 7 * 10**9, "event_count": 8},
+                 parent_id=run["id"])
+    return path.read_bytes()
+
+
+# --- an independent, strict reading of a log --------------------------------
+
+class Unparseable(Exception):
+    pass
+
+
+def _pairs(pairs: list) -> tuple:
+    # Keep every member in file order: a duplicate key or a reorder is visible.
+    return ("obj", tuple((k, v) for k, v in pairs))
+
+
+def _typed(value: object) -> object:
+    """A structure where equal means identical JSON values, types included."""
+    if isinstance(value, tuple) and value and value[0] == "obj":
+        return ("obj", tuple(sorted((k, _typed(v)) for k, v in value[1])))
+    if isinstance(value, list):
+        return ("arr", tuple(_typed(v) for v in value))
+    if isinstance(value, bool) or value is None:
+        return ("lit", repr(value))
+    if isinstance(value, int):
+        return ("int", value)
+    if isinstance(value, float):
+        return ("float", repr(value))  # repr keeps -0.0 apart from 0.0
+    return ("str", value)
+
+
+def strict_values(data: bytes) -> tuple:
+    """Every line's parsed value (typed), independent of ract's own reader.
+
+    Raises ``Unparseable`` for anything that is not strict JSON text: invalid
+    UTF-8, NaN/Infinity, a duplicate key is kept visible as two members.
+    """
+    lines = data.split(b"\n")
+    out = []
+    for i, line in enumerate(lines):
+        if i == len(lines) - 1 and line == b"":
+            break  # the final newline
+        try:
+            text = line.decode("utf-8", "strict")
+            value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise Unparseable(f"line {i + 1}: {exc}") from None
+        keys = [k for k, _ in value[1]] if isinstance(value, tuple) else None
+        if keys is not None and len(keys) != len(set(keys)):
+            raise Unparseable(f"line {i + 1}: duplicate key")
+        out.append(_typed(value))
+    if data and not data.endswith(b"\n"):
+        out.append(("no-final-newline",))
+    return tuple(out)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)
+
+
+# --- the commands that exist --------------------------------------------------
+
+def trace_commands() -> list[str]:
+    """Names of every ``ract trace`` command registered right now."""
+    from ract_cli.cli import app as app_module
+
+    app_module._register_commands()
+    names = []
+    for info in app_module.trace_app.registered_commands:
+        name = info.name or (info.callback.__name__.replace("_command", "").replace("_", "-") if info.callback else None)
+        if name:
+            names.append(name)
+    return sorted(set(names))
+
+
+#: How to run each command read-only over one log path (never rewriting it).
+_READ_ONLY_ARGS: dict[str, list[str]] = {
+    "verify": [],
+    "replay": [],
+    "project": [],
+    "grep": [],
+    "repair": ["--check"],
+}
+
+
+def command_argv(command: str, path: str | os.PathLike[str], *extra: str) -> list[str]:
+    """``trace <command> [read-only flags] <path>``: argv that never modifies ``path``."""
+    return ["trace", command, *_READ_ONLY_ARGS.get(command, []), *extra, str(path)]
+
+
+def read_only_commands() -> list[str]:
+    """Commands safe to run over any input file without changing it."""
+    return [c for c in trace_commands() if c in _READ_ONLY_ARGS]
+
+
+@contextlib.contextmanager
+def _captured():
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        yield out, err
+
+
+def run_inprocess(argv: list[str]) -> tuple[int, str, str]:
+    """Run ``ract`` in-process; an uncaught exception propagates to the test."""
+    from ract_cli.cli.app import main
+
+    with _captured() as (out, err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_subprocess(argv: list[str], *, timeout: float = 60, env: dict | None = None,
+                   cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess:
+    """Run the installed ``ract`` entry point; a hang fails through ``timeout``."""
+    full_env = {**os.environ, "COLUMNS": "120", **(env or {})}
+    return subprocess.run([RACT, *argv], capture_output=True, timeout=timeout, env=full_env, cwd=cwd)
+
+
+def assert_no_traceback(stderr: bytes | str, context: object = "") -> None:
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    assert "Traceback (most recent call last)" not in text, f"traceback for {context}:\n{text[-3000:]}"
