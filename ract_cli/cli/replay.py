@@ -1,0 +1,225 @@
+"""``ract trace replay``: re-walk a run event by event (SPEC §5)."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from ..errors import ExitCode, RactError
+from ..findings import Finding
+from ..kinds import LATEST_SCHEMA_VERSION
+from ..reader import DEFAULT_MAX_LINE_BYTES
+from ..replay import (
+    MAX_PACE_SLEEP_S,
+    ReplayOptions,
+    ReplayResult,
+    ReplayStep,
+    format_elapsed,
+    pace_delay,
+    parse_pace,
+    parse_until,
+    replay,
+    resolve_log_path,
+    summarize,
+)
+from .app import trace_app
+from .options import MaxLineBytes, SchemaVersion
+from .render import clean, stderr_console
+
+
+class Format(str, enum.Enum):
+    text = "text"
+    jsonl = "jsonl"
+
+
+EPILOG = (
+    "Examples: ract trace replay evals/runs/<run_id>/events.jsonl --until 40 ; "
+    "ract trace replay RUN --format jsonl | jq -c .kind ; "
+    "ract trace replay RUN --workspace ../repo --strict-head --check-commits"
+)
+
+
+@trace_app.command("replay", epilog=EPILOG)
+def replay_command(
+    path: Annotated[str, typer.Argument(help="The log (events.jsonl), or its run directory.", show_default=False)],
+    until: Annotated[Optional[str], typer.Option(
+        "--until", metavar="N|EVENT_ID",
+        help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state "
+             "there.")] = None,
+    format: Annotated[Format, typer.Option(
+        "--format", help="text: the timeline; jsonl: the replayed events' original lines, byte for byte.")
+    ] = Format.text,
+    workspace: Annotated[Path, typer.Option(
+        "--workspace", metavar="DIR", exists=True, file_okay=False, dir_okay=True,
+        help="Git workspace checked against the run's initial snapshot (default: the current directory).")
+    ] = Path("."),
+    strict_head: Annotated[bool, typer.Option(
+        "--strict-head", help="A workspace HEAD that differs from the run's initial snapshot exits 6.")] = False,
+    check_commits: Annotated[bool, typer.Option(
+        "--check-commits",
+        help="Check that every step.committed's parent_snapshot_after is a commit of the workspace repository "
+             "descending from its parent_snapshot_before (failures exit 6).")] = False,
+    pace: Annotated[Optional[str], typer.Option(
+        "--pace", metavar="realtime|Nx",
+        help=f"Replay with the recorded timing, N times faster (e.g. 10x); each pause is capped at "
+             f"{MAX_PACE_SLEEP_S:g}s.")] = None,
+    schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
+    max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+) -> None:
+    """Replay a run: verify while walking, print its timeline, or the state at --until.
+
+    The timeline goes to stdout, one line per event: index, time since the
+    start, kind and a compact payload summary, indented under its step.
+    Warnings (workspace HEAD, dirty tree) and findings go to stderr. A log
+    whose chain breaks is replayed up to the break only, and exits 1.
+
+    Example: ract trace replay evals/runs/<run_id>/events.jsonl --until 40
+    """
+    err = stderr_console()
+    try:
+        options = ReplayOptions(
+            schema_version=schema_version, max_line_bytes=max_line_bytes,
+            until=parse_until(until) if until is not None else None,
+            workspace=str(workspace), strict_head=strict_head, check_commits=check_commits,
+        )
+        factor = parse_pace(pace) if pace is not None else None
+        session = replay(resolve_log_path(path), options)
+    except RactError as exc:
+        err.print(f"ract trace replay: {clean(exc.message)}", markup=False)
+        raise typer.Exit(int(exc.exit_code)) from None
+
+    shown: set[int] = set()
+    if session.workspace is not None:
+        for f in session.workspace.findings:
+            err.print(_finding_text(f), markup=False)
+            shown.add(id(f))
+
+    jsonl = format is Format.jsonl
+    out = sys.stdout
+    prev_ts: int | None = None
+    try:
+        for step in session.steps():
+            ts = step.event.event["timestamp_ns"]
+            if factor is not None:
+                time.sleep(pace_delay(prev_ts, ts, factor))
+            prev_ts = ts
+            if jsonl:
+                # The original bytes; the Raxol dialect's ephemeral records are excluded upstream
+                # (ReplayOptions.exclude, default ract_cli.replay.is_ephemeral).
+                out.buffer.write(step.event.raw)
+            else:
+                out.write(clean(timeline_line(step)) + "\n")
+            if factor is not None:
+                out.flush()
+        result = session.finish()
+        if not jsonl:
+            if result.stop == "break":
+                out.write(clean(f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
+                                f"this point is trustworthy") + "\n")
+            if result.until_reached:
+                out.write("\n".join(clean(line) for line in state_lines(result.state)) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        # The reader of stdout went away (e.g. `| head`): stop writing, keep the verdict.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        result = session.finish()
+
+    for f in result.findings:
+        if id(f) not in shown:
+            err.print(_finding_text(f), markup=False)
+    err.print(clean(verdict_line(result, until)), markup=False)
+    raise typer.Exit(int(result.exit_code))
+
+
+# --- rendering (pure functions: tested and used by the golden files) -------
+
+def timeline_line(step: ReplayStep) -> str:
+    """``index  +elapsed  [indent]kind  summary`` for one replayed event (raw: ``clean`` it)."""
+    event = step.event.event
+    depth = step.depth
+    tag = ""
+    if depth:
+        open_steps = step.state.open_steps
+        current = open_steps[-1].step_id if open_steps else None
+        if event["step_id"] != current:  # interleaved steps, or an event of a step never started
+            tag = f"[step {event['step_id'][:12]}] "
+    summary = summarize(event)
+    text = f"{step.index:>6}  {format_elapsed(step.state.elapsed_ns):>10}  {'  ' * depth}{tag}{event['kind']}"
+    return f"{text}  {summary}" if summary else text
+
+
+def _plain(value: Any) -> str:
+    if type(value) is str:
+        return value if value and " " not in value and '"' not in value else _json(value)
+    return _json(value)
+
+
+def _json(value: Any) -> str:
+    import orjson
+
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def state_lines(state: dict[str, Any]) -> list[str]:
+    """The state block printed at ``--until`` (raw: ``clean`` each line)."""
+    lines = [
+        f"== state after event #{state['index']} (line {state['line']}, {format_elapsed(state['elapsed_ns'])}): "
+        f"{state['kind']} {state['event_id']}",
+        f"run: {state['run']}",
+    ]
+
+    def section(title: str, items: list[str]) -> None:
+        lines.append(f"{title} ({len(items)}):" if items else f"{title}: none")
+        lines.extend(f"  {item}" for item in items)
+
+    section("open steps", [
+        f"step {h['step_id']}  line {h['line']}  snapshot {_plain(h['parent_snapshot'])}  branch {_plain(h['branch'])}"
+        f"  id {h['event_id']}" for h in state["open_steps"]])
+    section("tool calls in flight", [
+        f"{_plain(h['tool'])}  step {h['step_id']}  line {h['line']}  id {h['event_id']}" for h in state["tool_calls"]])
+    section("unanswered prompts", [
+        f"{_plain(h['provider'])}  intent {_plain(h['intent_id'])}  step {h['step_id']}  line {h['line']}"
+        f"  id {h['event_id']}" for h in state["prompts"]])
+    section("pending handshakes", [
+        f"{_plain(h['milestone_id'])}  {_plain(h['description'])}  line {h['line']}  id {h['event_id']}"
+        for h in state["handshakes"]])
+    assumptions = state["assumptions"]
+    section("live assumptions", [
+        f"{a['assumption_id']}  {a['status']}  line {a['line']}" for a in assumptions["live"]])
+    section("violated assumptions", [
+        f"{a['assumption_id']}  root {_plain(a['root_id'])}  line {a['line']}" for a in assumptions["violated"]])
+    section("latest predicate verdicts", [
+        f"{p['predicate_id']}  {'ok' if p['ok'] is True else 'FAILED' if p['ok'] is False else _plain(p['ok'])}"
+        f"  {'required' if p['required'] is True else 'optional'}  line {p['line']}  reason {_plain(p['reason'])}"
+        for p in state["predicates"]])
+    return lines
+
+
+def _finding_text(f: Finding) -> str:
+    where = f.path or "-"
+    if f.line is not None:
+        where += f":{f.line}"
+    return clean(f"{where}: {f.severity} {f.code} {f.message}")
+
+
+def verdict_line(result: ReplayResult, until: str | None) -> str:
+    code = result.exit_code
+    text = f"replayed {result.events} event(s) of {result.path}"
+    if result.stop == "break":
+        text += (f"; chain broken at line {result.broken_at}: replay stopped there, nothing after it is "
+                 f"trustworthy")
+    if result.until_reached is False:
+        where = "before the chain break" if result.stop == "break" else "in the log"
+        text += f"; --until {until}: no such event {where}"
+    return f"{text}; exit {int(code)} ({ExitCode(code).name})"

@@ -1,0 +1,270 @@
+"""Replay's workspace checks (SPEC §5), done with GitPython.
+
+The determinism precondition: the run's initial snapshot (``parent_snapshot``
+of its first ``step.started``) should be the workspace's HEAD, and the
+worktree should be clean. ``check_head`` returns what it found as findings
+(data); nothing here prints or exits.
+
+``check_commits`` verifies that each ``step.committed``'s
+``parent_snapshot_after`` exists in the repository and descends from its
+``parent_snapshot_before``.
+
+A snapshot string comes from the log, so it is untrusted: it is only handed to
+git after it has been checked to be a full 40- or 64-character hex object name
+(never an option, never a revision expression).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .findings import Finding, error, warning
+
+#: A full git object name: SHA-1 (40 hex) or SHA-256 (64 hex).
+_FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+
+DIVERGE_NOTE = "the replay may diverge on the first worktree-shaped operation"
+
+
+def full_sha(value: object) -> str | None:
+    """``value`` as a lowercase full object name, or None when it is not one."""
+    if type(value) is str and _FULL_SHA.fullmatch(value):
+        return value.lower()
+    return None
+
+
+def _short_repr(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass
+class WorkspaceReport:
+    """What ``check_head`` learned about the workspace (all fields are data)."""
+
+    workspace: str
+    snapshot: str | None = None  # the run's initial snapshot, when it is a full sha
+    repo_root: str | None = None  # None: not a git repository (or git unusable)
+    head: str | None = None  # HEAD commit; None when unborn or unknown
+    detached: bool = False
+    branch: str | None = None
+    modified: int = 0  # tracked paths with staged or unstaged changes
+    untracked: int = 0  # untracked, not ignored paths
+    checked: bool = False  # True when HEAD could be compared with the snapshot
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def diverged(self) -> bool:
+        return self.checked and self.head != self.snapshot
+
+    @property
+    def dirty(self) -> bool:
+        return bool(self.modified or self.untracked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "workspace": self.workspace,
+            "repo_root": self.repo_root,
+            "snapshot": self.snapshot,
+            "head": self.head,
+            "detached": self.detached,
+            "branch": self.branch,
+            "checked": self.checked,
+            "diverged": self.diverged,
+            "modified": self.modified,
+            "untracked": self.untracked,
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def open_repo(workspace: str | os.PathLike[str]) -> tuple[Any | None, str | None]:
+    """The git repository holding ``workspace`` (searching parents), or (None, why not)."""
+    try:
+        import git  # GitPython: imported lazily, it starts slowly and needs a git binary
+    except Exception as exc:  # noqa: BLE001 - ImportError, or GitPython refusing without git
+        return None, f"GitPython is unusable here ({type(exc).__name__}: {exc})"
+    try:
+        repo = git.Repo(os.fspath(workspace), search_parent_directories=True)
+    except git.NoSuchPathError:
+        return None, f"{os.fspath(workspace)} does not exist"
+    except git.InvalidGitRepositoryError:
+        return None, f"{os.fspath(workspace)} is not a git repository"
+    except Exception as exc:  # noqa: BLE001 - e.g. "dubious ownership", unreadable .git
+        return None, f"{os.fspath(workspace)}: git cannot open it ({type(exc).__name__}: {exc})"
+    return repo, None
+
+
+def check_head(
+    workspace: str | os.PathLike[str],
+    snapshot: object,
+    *,
+    strict: bool = False,
+    where: dict[str, Any] | None = None,
+) -> WorkspaceReport:
+    """Compare the workspace's HEAD with the run's initial snapshot; look for a dirty tree.
+
+    ``snapshot`` is the raw ``parent_snapshot`` value from the log (or None when
+    the run has no ``step.started``); ``where`` locates that event (line,
+    offset, event_id) for the findings. Under ``strict`` a HEAD mismatch is an
+    error (exit 6); otherwise every finding here is a warning.
+    """
+    ws = os.fspath(workspace)
+    report = WorkspaceReport(workspace=ws)
+    loc = dict(where or {})
+    loc.setdefault("path", ws)
+    sha = full_sha(snapshot)
+    report.snapshot = sha
+
+    repo, why = open_repo(workspace)
+    if repo is None:
+        report.findings.append(warning(
+            "PRECONDITION_UNCHECKED", f"determinism precondition cannot be checked: {why}", **loc))
+        return report
+    try:
+        report.repo_root = repo.working_tree_dir or repo.git_dir
+        _read_head(repo, report)
+        if not repo.bare:
+            _read_dirty(repo, report)
+    except Exception as exc:  # noqa: BLE001 - any git failure is a "cannot check", never a crash
+        report.findings.append(warning(
+            "PRECONDITION_UNCHECKED",
+            f"determinism precondition cannot be checked: git failed ({type(exc).__name__}: {exc})", **loc))
+        return report
+    finally:
+        repo.close()
+
+    if snapshot is None:
+        report.findings.append(warning(
+            "PRECONDITION_UNCHECKED",
+            "determinism precondition cannot be checked: the run has no snapshot (no step.started with a "
+            "parent_snapshot)", **loc))
+    elif sha is None:
+        report.findings.append(warning(
+            "PRECONDITION_UNCHECKED",
+            "determinism precondition cannot be checked: the run's initial snapshot "
+            f"{_short_repr(snapshot)} is not a full commit sha (40 or 64 hex)", **loc))
+    else:
+        report.checked = True
+        if report.head != sha:
+            head = report.head or "(none: the branch has no commit yet)"
+            state = " (detached HEAD)" if report.detached else (f" (branch {report.branch})" if report.branch else "")
+            make = error if strict else warning
+            report.findings.append(make(
+                "HEAD_DIVERGED",
+                f"workspace HEAD {head}{state} differs from the run's initial snapshot {sha}: {DIVERGE_NOTE}",
+                expected=sha, actual=report.head, **loc))
+    if report.dirty:
+        parts = []
+        if report.modified:
+            parts.append(f"{report.modified} modified path(s)")
+        if report.untracked:
+            parts.append(f"{report.untracked} untracked path(s)")
+        report.findings.append(warning(
+            "WORKTREE_DIRTY",
+            f"workspace worktree {report.repo_root} is dirty ({', '.join(parts)}): {DIVERGE_NOTE}",
+            path=ws))
+    return report
+
+
+def _read_head(repo: Any, report: WorkspaceReport) -> None:
+    report.detached = bool(repo.head.is_detached)
+    if not report.detached:
+        try:
+            report.branch = repo.active_branch.name
+        except TypeError:
+            report.branch = None
+    try:
+        report.head = repo.head.commit.hexsha
+    except ValueError:  # unborn branch: HEAD names a ref with no commit yet
+        report.head = None
+
+
+def _read_dirty(repo: Any, report: WorkspaceReport) -> None:
+    out = repo.git.status("--porcelain", "--untracked-files=normal", "-z")
+    for entry in out.split("\0"):
+        if not entry:
+            continue
+        if entry.startswith("??"):
+            report.untracked += 1
+        elif len(entry) > 3 and entry[2] == " ":
+            report.modified += 1
+        # else: the source path of a rename (-z puts it in its own field)
+
+
+@dataclass(frozen=True)
+class CommittedStep:
+    """One ``step.committed`` to check: where it is and its two snapshots (raw log values)."""
+
+    line: int
+    offset: int
+    event_id: str | None
+    before: object
+    after: object
+
+
+def check_commits(
+    workspace: str | os.PathLike[str], steps: Iterable[CommittedStep], *, path: str | None = None
+) -> list[Finding]:
+    """SPEC §5: each ``parent_snapshot_after`` exists and descends from its ``parent_snapshot_before``.
+
+    Findings: ``COMMIT_MISSING`` (a snapshot is not a full sha or not a commit
+    of the repository), ``COMMIT_UNRELATED`` (after does not descend from
+    before) — both errors, exit 6 — and ``PRECONDITION_UNCHECKED`` (warning)
+    when there is no repository to check against. ``path`` is the log's path,
+    used to locate findings.
+    """
+    steps = list(steps)
+    if not steps:
+        return []
+    repo, why = open_repo(workspace)
+    if repo is None:
+        return [warning("PRECONDITION_UNCHECKED", f"--check-commits: commits cannot be checked: {why}",
+                        path=os.fspath(workspace))]
+    findings: list[Finding] = []
+    exists: dict[str, bool] = {}
+
+    def commit_exists(sha: str) -> bool:
+        if sha not in exists:
+            try:
+                # ``sha`` is validated full hex: it cannot be read as an option or a revision expression.
+                repo.git.rev_parse("--verify", "--quiet", sha + "^{commit}")
+                exists[sha] = True
+            except Exception:  # noqa: BLE001 - GitCommandError: not a commit here
+                exists[sha] = False
+        return exists[sha]
+
+    try:
+        for step in steps:
+            loc = {"path": path, "line": step.line, "offset": step.offset, "event_id": step.event_id}
+            before, after = full_sha(step.before), full_sha(step.after)
+            missing = False
+            for name, raw, sha in (("parent_snapshot_after", step.after, after),
+                                   ("parent_snapshot_before", step.before, before)):
+                if sha is None:
+                    findings.append(error("COMMIT_MISSING",
+                                          f"step.committed {name} {_short_repr(raw)} is not a full commit sha",
+                                          actual=_short_repr(raw), **loc))
+                    missing = True
+                elif not commit_exists(sha):
+                    findings.append(error("COMMIT_MISSING",
+                                          f"step.committed {name} {sha} is not a commit of the repository "
+                                          f"at {repo.working_tree_dir or repo.git_dir}", actual=sha, **loc))
+                    missing = True
+            if missing:
+                continue
+            try:
+                related = repo.is_ancestor(before, after)
+            except Exception:  # noqa: BLE001
+                related = False
+            if not related:
+                findings.append(error("COMMIT_UNRELATED",
+                                      f"step.committed parent_snapshot_after {after} does not descend from "
+                                      f"parent_snapshot_before {before}", expected=f"descendant of {before}",
+                                      actual=after, **loc))
+    finally:
+        repo.close()
+    return findings
