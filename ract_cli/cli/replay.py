@@ -112,7 +112,7 @@ def replay_command(
             if jsonl:
                 # The original bytes; the Raxol dialect's ephemeral records are excluded upstream
                 # (ReplayOptions.exclude, default ract_cli.replay.is_ephemeral).
-                out.buffer.write(step.event.raw)
+                _write_raw(out, step.event.raw)
             else:
                 out.write(clean(timeline_line(step)) + "\n")
             if factor is not None:
@@ -137,6 +137,15 @@ def replay_command(
             err.print(_finding_text(f), markup=False)
     err.print(clean(verdict_line(result, until)), markup=False)
     raise typer.Exit(int(result.exit_code))
+
+
+def _write_raw(out: Any, raw: bytes) -> None:
+    buffer = getattr(out, "buffer", None)
+    if buffer is not None:
+        out.flush()
+        buffer.write(raw)
+    else:  # a text-only stream (stdout redirected in-process): the line is valid UTF-8
+        out.write(raw.decode("utf-8"))
 
 
 # --- rendering (pure functions: tested and used by the golden files) -------
