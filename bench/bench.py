@@ -1,0 +1,316 @@
+"""``make bench``: how fast ``ract trace verify`` is, measured side by side in one run.
+
+Usage::
+
+    python bench/bench.py            # ~100k-event log: verify (1 and 2 jobs), floor, naive, row modules
+    python bench/bench.py --big      # also peak RSS of `ract trace verify` on a ~1 GB log
+    RACT_BENCH_BIG=1 make bench      # same as --big
+
+The logs are generated once with ``ract_cli.synth.write_benchmark_log`` and
+cached under ``bench/out/`` (gitignored). Nothing here is a test: numbers are
+printed, never asserted. See ``bench/README.md`` for the row-module interface
+(``bench/rows_*.py``) and ``docs/performance.md`` for recorded results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_DIR = ROOT / "bench"
+OUT = BENCH_DIR / "out"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from ract_cli.canonical import jcs_exact  # noqa: E402
+from ract_cli.handles import HandleTracker  # noqa: E402
+from ract_cli.kinds import LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version  # noqa: E402
+from ract_cli.synth import write_benchmark_log  # noqa: E402
+from ract_cli.verify import VerifyOptions, verify_paths  # noqa: E402
+
+BENCH_EVENTS = 100_000
+BIG_EVENTS = 2_000_000  # ~1 GB with the synth generator (~516 bytes per event)
+RSS_TARGET_MB = 120.0
+TARGETS = {"jobs1_vs_floor": 0.7, "jobs2_vs_floor": 1.3, "jobs1_vs_naive": 7.0}
+
+
+# --- the context every row module receives ----------------------------------
+
+@dataclass
+class BenchContext:
+    """Handed to every ``bench/rows_*.py`` module's ``rows(ctx)``.
+
+    ``log_path``: the ~100k-event log; ``events``: its event count;
+    ``verify_seconds``: best wall time of a 1-job ``verify`` of it, measured
+    in this run. ``time(fn)`` / ``time_cmd(argv)`` return best wall seconds.
+    ``ract`` is the argv prefix that runs this checkout's ``ract``.
+    """
+
+    log_path: Path
+    events: int
+    verify_seconds: float = 0.0
+    ract: list[str] = field(default_factory=lambda: [sys.executable, "-m", "ract_cli"])
+
+    def time(self, fn: Callable[[], Any], repeat: int = 3) -> float:
+        """Best wall-clock seconds of ``fn()`` over ``repeat`` runs."""
+        best = float("inf")
+        for _ in range(max(1, repeat)):
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    def time_cmd(self, argv: Sequence[str], repeat: int = 3, stdout: IO[Any] | int | None = None) -> float:
+        """Best wall-clock seconds of a subprocess (its exit code is not checked).
+
+        ``stdout=None`` discards the output; pass a file object (or
+        ``subprocess.PIPE``-like int) to keep it. stderr is discarded.
+        """
+        best = float("inf")
+        for _ in range(max(1, repeat)):
+            if hasattr(stdout, "seek") and hasattr(stdout, "truncate"):
+                stdout.seek(0)  # type: ignore[union-attr]
+                stdout.truncate()  # type: ignore[union-attr]
+            start = time.perf_counter()
+            subprocess.run(list(argv), stdout=subprocess.DEVNULL if stdout is None else stdout,
+                           stderr=subprocess.DEVNULL, check=False, cwd=ROOT)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+
+def row(name: str, events: int, seconds: float, *, ratio: float | None = None, ratio_of: str | None = None,
+        target: float | None = None) -> dict:
+    """A row in the shape every row module returns."""
+    return {
+        "name": name,
+        "events_per_s": events / seconds if seconds > 0 else float("inf"),
+        "seconds": seconds,
+        "ratio": ratio,
+        "ratio_of": ratio_of,
+        "target": target,
+        "met": None if target is None or ratio is None else ratio >= target,
+    }
+
+
+# --- logs -------------------------------------------------------------------
+
+def cached_log(events: int, name: str) -> Path:
+    """Generate (once) a valid chained log of about ``events`` events under bench/out/."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{name}.jsonl"
+    if not path.exists():
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.unlink(missing_ok=True)
+        print(f"generating {path.relative_to(ROOT)} ({events} events, once) ...", file=sys.stderr, flush=True)
+        write_benchmark_log(tmp, events=events)
+        os.replace(tmp, path)
+    return path
+
+
+# --- the reference loops ------------------------------------------------------
+
+def floor_loop(path: Path) -> int:
+    """The floor: orjson parse + orjson sort-keys dump + sha256 per line, no checks at all."""
+    loads, dumps, sha256, opt = orjson.loads, orjson.dumps, hashlib.sha256, orjson.OPT_SORT_KEYS
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            sha256(dumps(loads(line), option=opt)).hexdigest()
+            n += 1
+    return n
+
+
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_ENVELOPE = {"id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash"}
+
+
+def naive_verify(path: Path) -> int:
+    """The naive verifier: the json module, a pure-Python JCS, sha256, and the same checks written plainly."""
+    vocabulary = kinds_for_version(LATEST_SCHEMA_VERSION)
+    problems = 0
+    prev = "0" * 64
+    run_id = None
+    seen: set[str] = set()
+    handles = HandleTracker()
+    last_ts = None
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            n += 1
+            event = json.loads(line)
+            if set(event) != _ENVELOPE:
+                problems += 1
+                continue
+            for key in ("id", "run_id"):
+                problems += not _HEX32.fullmatch(event[key])
+            for key in ("step_id", "parent_id"):
+                problems += event[key] is not None and not _HEX32.fullmatch(event[key])
+            for key in ("prev_hash", "hash"):
+                problems += not _HEX64.fullmatch(event[key])
+            ts = event["timestamp_ns"]
+            problems += not (type(ts) is int and 0 <= ts < 2**63)
+            problems += type(event["payload"]) is not dict
+            body = {k: v for k, v in event.items() if k != "hash"}
+            problems += hashlib.sha256(jcs_exact(body)).hexdigest() != event["hash"]
+            problems += event["prev_hash"] != prev
+            prev = event["hash"]
+            run_id = run_id or event["run_id"]
+            problems += event["run_id"] != run_id
+            problems += event["id"] in seen
+            seen.add(event["id"])
+            if last_ts is not None and ts < last_ts:
+                problems += 1
+            last_ts = ts
+            if event["kind"] in vocabulary:
+                problems += len(VALIDATORS[event["kind"]](event["payload"]))
+            else:
+                problems += 1
+            handles.feed(event, n, 0)
+    if problems:
+        raise SystemExit(f"naive verifier found {problems} problem(s) in the benchmark log: bench is broken")
+    return n
+
+
+def verify_library(path: Path, jobs: int) -> int:
+    report = verify_paths([path], VerifyOptions(jobs=jobs))
+    if report.exit_code != 0:
+        raise SystemExit(f"verify --jobs {jobs} failed on the benchmark log (exit {int(report.exit_code)})")
+    return report.files[0].events
+
+
+# --- peak RSS -------------------------------------------------------------------
+
+def peak_rss_mb(argv: list[str]) -> tuple[float, float, int]:
+    """Run argv; return (peak RSS in MB, wall seconds, exit code) of that process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return usage.ru_maxrss / 1024.0, seconds, proc.returncode  # ru_maxrss is KiB on Linux
+
+
+# --- rows from other modules ------------------------------------------------------
+
+def extra_rows(ctx: BenchContext) -> list[tuple[str, list[dict] | str]]:
+    """Import every bench/rows_*.py and call its rows(ctx); a failing module is reported, not fatal."""
+    results: list[tuple[str, list[dict] | str]] = []
+    for path in sorted(BENCH_DIR.glob("rows_*.py")):
+        try:
+            spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            results.append((path.name, list(module.rows(ctx))))
+        except Exception as exc:  # noqa: BLE001 - one broken row module must not hide the others
+            results.append((path.name, f"failed: {type(exc).__name__}: {exc}"))
+    return results
+
+
+# --- printing -----------------------------------------------------------------------
+
+def _fmt(value: object, spec: str) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return format(value, spec)
+    return str(value)
+
+
+def print_table(rows: list[dict]) -> None:
+    header = f"{'name':46} {'events/s':>12} {'seconds':>9} {'ratio':>8}  {'of':14} {'target':>8}  met"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        met = {True: "yes", False: "NO", None: "-"}.get(r.get("met"), str(r.get("met")))
+        target = r.get("target")
+        target_text = f">= {target:g}" if isinstance(target, (int, float)) else _fmt(target, "")
+        print(f"{str(r.get('name')):46} {_fmt(r.get('events_per_s'), ',.0f'):>12} {_fmt(r.get('seconds'), '.3f'):>9} "
+              f"{_fmt(r.get('ratio'), '.2f'):>8}  {_fmt(r.get('ratio_of'), ''):14} {target_text:>8}  {met}")
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--big", action="store_true", default=os.environ.get("RACT_BENCH_BIG") == "1",
+                        help="also measure peak RSS on a ~1 GB log (generated once, ~2-3 min)")
+    parser.add_argument("--events", type=int, default=BENCH_EVENTS, help="size of the benchmark log")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
+    args = parser.parse_args(argv)
+
+    log = cached_log(args.events, f"bench-{args.events // 1000}k")
+    print(f"machine: {machine()}")
+    print(f"log: {log.relative_to(ROOT)} ({log.stat().st_size / 1e6:.1f} MB)")
+    ctx = BenchContext(log_path=log, events=0)
+    ctx.events = verify_library(log, 1)  # warm-up, and the event count
+    floor_s = ctx.time(lambda: floor_loop(log), args.repeat)
+    naive_s = ctx.time(lambda: naive_verify(log), max(1, args.repeat - 1))
+    jobs1_s = ctx.time(lambda: verify_library(log, 1), args.repeat)
+    jobs2_s = ctx.time(lambda: verify_library(log, 2), args.repeat)
+    ctx.verify_seconds = jobs1_s
+    n = ctx.events
+    floor_eps = n / floor_s
+    rows = [
+        row("floor (orjson loads+dumps sorted+sha256)", n, floor_s),
+        row("naive verifier (json + pure-Python JCS)", n, naive_s, ratio=floor_s / naive_s, ratio_of="floor"),
+        row("ract trace verify --jobs 1", n, jobs1_s, ratio=(n / jobs1_s) / floor_eps, ratio_of="floor",
+            target=TARGETS["jobs1_vs_floor"]),
+        row("ract trace verify --jobs 2", n, jobs2_s, ratio=(n / jobs2_s) / floor_eps, ratio_of="floor",
+            target=TARGETS["jobs2_vs_floor"]),
+        row("ract trace verify --jobs 1 vs naive", n, jobs1_s, ratio=naive_s / jobs1_s, ratio_of="naive",
+            target=TARGETS["jobs1_vs_naive"]),
+    ]
+    if args.big:
+        big = cached_log(BIG_EVENTS, f"big-{BIG_EVENTS}")
+        for jobs in (1, 2):
+            rss, seconds, code = peak_rss_mb([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(big)])
+            r = row(f"peak RSS {rss:.0f} MB: verify --jobs {jobs}, {big.stat().st_size / 1e9:.2f} GB (exit {code})",
+                    BIG_EVENTS, seconds)
+            r.update({"ratio": rss, "ratio_of": "MB (RSS)", "target": f"<= {RSS_TARGET_MB:g}",
+                      "met": rss <= RSS_TARGET_MB and code == 0})
+            rows.append(r)
+    print()
+    print_table(rows)
+    for name, result in extra_rows(ctx):
+        print()
+        print(f"== {name} ==")
+        if isinstance(result, str):
+            print(result)
+        else:
+            print_table(result)
+    if not args.big:
+        print("\n(peak RSS on a ~1 GB log: run `python bench/bench.py --big` or RACT_BENCH_BIG=1 make bench)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
