@@ -151,9 +151,20 @@ def read_only_commands() -> list[str]:
     return [c for c in trace_commands() if c in _READ_ONLY_ARGS]
 
 
+class _Stream(io.TextIOWrapper):
+    """A text stream with a ``.buffer``, as ``sys.stdout`` has (grep writes raw bytes to it)."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+
+    def value(self) -> str:
+        self.flush()
+        return self.buffer.getvalue().decode("utf-8", "replace")
+
+
 @contextlib.contextmanager
 def _captured():
-    out, err = io.StringIO(), io.StringIO()
+    out, err = _Stream(), _Stream()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         yield out, err
 
@@ -164,7 +175,7 @@ def run_inprocess(argv: list[str]) -> tuple[int, str, str]:
 
     with _captured() as (out, err):
         code = main(argv)
-    return code, out.getvalue(), err.getvalue()
+    return code, out.value(), err.value()
 
 
 def run_subprocess(argv: list[str], *, timeout: float = 60, env: dict | None = None,
