@@ -26,7 +26,7 @@ from typing import BinaryIO
 import orjson
 
 from .canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
-from .errors import ChainBrokenError, ExitCode, LogIOError, lowest_nonzero
+from .errors import ChainBrokenError, ExitCode, LogIOError, UsageError, lowest_nonzero
 from .findings import ERROR, Finding, error, exit_code_for, warning
 from .handles import HandleTracker
 from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
@@ -403,13 +403,19 @@ class ChainReader:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_findings: int | None = None,
         display_path: str | None = None,
+        dialect: str = "auto",
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
         self.path = Path(path)
         self.display_path = display_path or str(path)
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
-        self.state = ChainState(self.display_path, require_closed=require_closed, max_findings=max_findings)
+        #: "ract" or "raxol" (SPEC §8): "auto" is resolved here, from the file's first record
+        self.dialect = resolve_dialect(dialect, self.path, max_line_bytes)
+        state_type = ChainState
+        if self.dialect == "raxol":
+            from .raxol import JournalState as state_type
+        self.state = state_type(self.display_path, require_closed=require_closed, max_findings=max_findings)
         self.done = False
 
     # convenient views of the state
@@ -452,6 +458,10 @@ class ChainReader:
         state = self.state
         limit = self.max_line_bytes
         schema_version = self.schema_version
+        analyze, make_event = analyze_line, LogEvent
+        if self.dialect == "raxol":  # same framing, the journal's per-line analyzer and record type
+            from .raxol import JournalEvent, analyze_record
+            analyze, make_event = analyze_record, JournalEvent
         framer = LineFramer(f, limit)
         for line_no, start, raw in framer:
             if raw is None:
@@ -460,7 +470,7 @@ class ChainReader:
                     line_no, start)
                 continue
             body, has_newline = split_line_ending(raw)
-            result = analyze_line(body, schema_version)
+            result = analyze(body, schema_version)
             if not has_newline:
                 if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
                     # A last line cut short by a killed writer.
@@ -470,10 +480,21 @@ class ChainReader:
                                                    severity="warning"))
             state.feed(result, line_no, start)
             if result.event is not None:
-                yield LogEvent(line_no, start, raw, result.event, state.first_integrity_failure is None)
+                yield make_event(line_no, start, raw, result.event, state.first_integrity_failure is None)
         if framer.read_error is not None:
             state.add(error("IO_ERROR", framer.read_error, path=self.display_path,
                             line=framer.error_line, offset=framer.error_offset))
+
+
+def resolve_dialect(dialect: str, path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> str:
+    """``"ract"`` or ``"raxol"``: ``"auto"`` detects from the file's first record (SPEC §8)."""
+    if dialect == "auto":
+        from .raxol import detect_file_dialect
+
+        return detect_file_dialect(path, max_line_bytes=max_line_bytes)
+    if dialect not in ("ract", "raxol"):
+        raise UsageError(f"dialect must be ract, raxol or auto, not {dialect!r}")
+    return dialect
 
 
 def _torn_tail_problem(raw: bytes) -> Problem:
