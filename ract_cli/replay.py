@@ -243,9 +243,10 @@ class ReplayState:
         self.index = 0  # replayed events so far (1-based index of the last one)
         self.event: LogEvent | None = None  # the last event applied
         self.first_ts: int | None = None
-        self.assumptions: dict[str, AssumptionStatus] = {}  # live or violated (discharged ones are dropped)
+        # live or violated, in order of first appearance (discharged ones are dropped and counted)
+        self.assumptions: dict[str, AssumptionStatus] = {}
         self.discharged = 0
-        self.predicates: dict[str, PredicateVerdict] = {}
+        self.predicates: dict[str, PredicateVerdict] = {}  # latest verdict each, in order of first evaluation
 
     def apply(self, ev: LogEvent) -> None:
         event = ev.event
@@ -260,7 +261,6 @@ class ReplayState:
             self._assumption(kind, payload, ev)
         elif kind == "predicate.evaluated" and "predicate_id" in payload:
             pid = _key(payload["predicate_id"])
-            self.predicates.pop(pid, None)  # re-insert: order of the latest verdicts
             self.predicates[pid] = PredicateVerdict(pid, payload.get("ok"), payload.get("required"),
                                                     payload.get("reason"), payload.get("kind"), ev.line,
                                                     self.index, event["id"])
@@ -278,7 +278,6 @@ class ReplayState:
             if self.assumptions.pop(aid, None) is not None or known is None:
                 self.discharged += 1
         elif kind == "assumption.violated":
-            self.assumptions.pop(aid, None)
             self.assumptions[aid] = AssumptionStatus(aid, "violated", ev.line, ev.event["id"],
                                                      root_id=payload.get("root_id"),
                                                      text=known.text if known else None)
