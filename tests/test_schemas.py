@@ -19,7 +19,10 @@ STALE = "docs/schemas/ is stale: run `make schemas` and commit the result"
 
 
 def _files(directory: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file()}
+    # *-report.json are the commands' JSON report schemas (e.g. project-report.json),
+    # hand-written and checked by their commands' tests, not exported from kinds.py.
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())
+            if p.is_file() and not p.name.endswith("-report.json")}
 
 
 @pytest.fixture(scope="module")
