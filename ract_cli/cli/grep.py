@@ -1,0 +1,338 @@
+"""``ract trace grep``: find events across many runs, verified while searching (SPEC §6)."""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from typing import Annotated, Optional
+
+import orjson
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import RactError, UsageError
+from ..findings import ERROR, Finding
+from ..grep import FileResult, GrepOptions, GrepSearch, Match, build_filter, format_ns, grep_paths, unknown_kind_patterns
+from ..kinds import LATEST_SCHEMA_VERSION
+from ..reader import DEFAULT_MAX_LINE_BYTES
+from .app import trace_app
+from .options import MaxLineBytes, Paths, Quiet, SchemaVersion
+from .render import clean, markup_safe, stderr_console, stdout_console, stdout_is_terminal
+
+SHOWN_FINDINGS_PER_FILE = 10
+TABLE_BATCH = 200
+PAYLOAD_WIDTH = 160
+BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+
+
+class Format(str, enum.Enum):
+    jsonl = "jsonl"
+    table = "table"
+    json = "json"
+
+
+class _Stop(Exception):
+    """stdout went away (``| head``): stop quietly."""
+
+
+@trace_app.command(
+    "grep",
+    epilog="Example: ract trace grep --kind process.reaped --where 'payload.reap_latency_ms>1000' evals/runs/ | jq .payload",
+)
+def grep_command(
+    paths: Paths,
+    kind: Annotated[Optional[list[str]], typer.Option("--kind", "-k", metavar="PATTERN",
+                    help="Event kind, exact or glob (process.*, *). Repeat to OR.")] = None,
+    run: Annotated[Optional[list[str]], typer.Option("--run", metavar="ID", help="run_id (32 hex). Repeat to OR.")] = None,
+    step: Annotated[Optional[list[str]], typer.Option("--step", metavar="ID", help="step_id (32 hex). Repeat to OR.")] = None,
+    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN",
+                     help="Inclusive lower bound: ISO-8601 (UTC unless a zone is given) or integer ns.")] = None,
+    until: Annotated[Optional[str], typer.Option("--until", metavar="WHEN",
+                     help="Inclusive upper bound; a bare date means the end of that day.")] = None,
+    synthesized: Annotated[Optional[bool], typer.Option("--synthesized/--no-synthesized",
+                           help="Only closes synthesized by repair / only events that are not.",
+                           show_default=False)] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", "-w", metavar="EXPR",
+                     help="PATH=V, PATH!=V, <, <=, >, >=, PATH~REGEX, PATH!~REGEX, PATH? on dotted paths "
+                          "(payload.ok=false). V is JSON when it parses, else a string. Repeat to AND.")] = None,
+    format: Annotated[Optional[Format], typer.Option("--format", help="jsonl (default when piped: the lines byte "
+                      "for byte), table (default on a terminal) or json.", show_default=False)] = None,
+    with_filename: Annotated[bool, typer.Option("-H", "--with-filename", help="Prefix lines with path:line: "
+                             "(and counts with path:).")] = False,
+    count: Annotated[bool, typer.Option("-c", "--count", help="Print the number of matching events "
+                     "(path:count per file when several files).")] = False,
+    files_with_matches: Annotated[bool, typer.Option("-l", "--files-with-matches",
+                                  help="Print only the paths of files with a match.")] = False,
+    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip hashing for speed: lines are prefiltered on "
+                         "raw bytes and nothing is verified (said on stderr).")] = False,
+    quiet: Quiet = False,
+    schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
+    max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+) -> None:
+    """Filter events across logs and directories, verifying each chain while searching.
+
+    Options combine with AND; a repeated option ORs its values (--where ANDs).
+    Exit 0: matches found; 7: nothing matched and every chain verified;
+    otherwise the lowest non-zero code of SPEC §3 (1 at a chain break, where
+    grep stops that file and prints nothing at or after the break).
+
+    Example: ract trace grep --kind 'tool.*refused' evals/runs/ | jq -c .payload
+    """
+    err = stderr_console(quiet=quiet)
+    try:
+        if count and files_with_matches:
+            raise UsageError("-c/--count and -l/--files-with-matches cannot be combined")
+        if (count or files_with_matches) and format in (Format.table, Format.json):
+            raise UsageError(f"-c/-l print plain lines; they cannot be combined with --format {format.value}")
+        flt = build_filter(kinds=kind or (), runs=run or (), steps=step or (), since=since, until=until,
+                           synthesized=synthesized, where=where or ())
+        search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
+                                                    max_line_bytes=max_line_bytes))
+    except RactError as exc:
+        err.print(f"ract trace grep: {markup_safe(exc.message)}")
+        raise typer.Exit(int(exc.exit_code)) from None
+
+    for pattern in unknown_kind_patterns(kind or (), schema_version):
+        err.print(f"ract trace grep: warning: --kind {clean(pattern)!r} matches no kind of the vocabulary "
+                  f"(schema version {schema_version})", markup=False)
+    if no_verify:
+        err.print("ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
+                  "verdict on their logs", markup=False)
+
+    terminal = stdout_is_terminal()
+    if count:
+        sink: _Sink = _CountSink(search, terminal, with_filename)
+    elif files_with_matches:
+        sink = _FilesSink(terminal)
+    else:
+        fmt = format or (Format.table if terminal else Format.jsonl)
+        if fmt is Format.json:
+            sink = _JsonSink()
+        elif fmt is Format.table:
+            sink = _TableSink(search.several or with_filename)
+        else:
+            sink = _JsonlSink(terminal, with_filename)
+    if quiet:
+        sink = _Sink()
+
+    try:
+        for item in search:
+            if isinstance(item, Match):
+                sink.match(item)
+            else:
+                _report(err, item)
+                sink.file_done(item)
+        sink.finish(search)
+    except (_Stop, BrokenPipeError):
+        _silence_stdout()
+        raise typer.Exit(BROKEN_PIPE_EXIT) from None
+    raise typer.Exit(int(search.exit_code))
+
+
+# --- stderr -------------------------------------------------------------------
+
+def _report(err, result: FileResult) -> None:  # noqa: ANN001 (rich Console)
+    """Say on stderr what went wrong in one file (errors, the stop, a repaired log)."""
+    if not result.is_file:
+        for f in result.findings:
+            err.print(f"ract trace grep: {clean(f.message)}", markup=False)
+        return
+    shown = 0
+    errors = [f for f in result.findings if f.severity == ERROR]
+    for f in errors[:SHOWN_FINDINGS_PER_FILE]:
+        err.print(_finding_line(f), markup=False)
+        shown += 1
+    hidden = len(errors) - shown + result.suppressed
+    if hidden > 0:
+        err.print(f"{clean(result.path)}: {hidden} more finding(s) not shown", markup=False)
+    for f in result.findings:
+        if f.code == "REPAIRED":
+            err.print(_finding_line(f), markup=False)
+    if result.stopped_at is not None:
+        first_hidden = result.withheld_line or result.stopped_at
+        err.print(f"{clean(result.path)}:{result.stopped_at}: chain not verified from here: grep stopped this file; "
+                  f"nothing at or after line {first_hidden} was printed", markup=False)
+
+
+def _finding_line(f: Finding) -> str:
+    where = f"{f.path}:{f.line}" if f.line is not None else f"{f.path}"
+    return clean(f"{where}: {f.code} {f.message}")
+
+
+# --- stdout -------------------------------------------------------------------
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _write_bytes(data: bytes) -> None:
+    try:
+        sys.stdout.buffer.write(data)
+    except BrokenPipeError:
+        raise _Stop() from None
+
+
+def _flush() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise _Stop() from None
+
+
+class _Sink:
+    """Receives the search's items in order; the base prints nothing (--quiet)."""
+
+    def match(self, m: Match) -> None:
+        pass
+
+    def file_done(self, result: FileResult) -> None:
+        pass
+
+    def finish(self, search: GrepSearch) -> None:
+        pass
+
+
+class _JsonlSink(_Sink):
+    """The lines byte for byte (piped), or escaped for display (on a terminal)."""
+
+    def __init__(self, terminal: bool, with_filename: bool) -> None:
+        self.terminal = terminal
+        self.with_filename = with_filename
+        self._prefix_path: str | None = None
+        self._prefix: bytes = b""
+        self._write = sys.stdout.buffer.write if not terminal else None
+
+    def match(self, m: Match) -> None:
+        if self.terminal:
+            text = m.raw.decode("utf-8", "replace").rstrip("\r\n")
+            prefix = f"{m.path}:{m.line}:" if self.with_filename else ""
+            try:
+                sys.stdout.write(clean(prefix + text) + "\n")
+            except BrokenPipeError:
+                raise _Stop() from None
+            return
+        try:
+            if self.with_filename:
+                if m.path != self._prefix_path:
+                    self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
+                self._write(self._prefix + b":" + str(m.line).encode() + b":" + m.raw)  # type: ignore[misc]
+            else:
+                self._write(m.raw)  # type: ignore[misc]
+        except BrokenPipeError:
+            raise _Stop() from None
+
+    def finish(self, search: GrepSearch) -> None:
+        _flush()
+
+
+class _JsonSink(_Sink):
+    """One JSON object, streamed: {"matches": [...], "files": [...], "exit_code": N}."""
+
+    def __init__(self) -> None:
+        self.first = True
+        self.files: list[FileResult] = []
+        _write_bytes(b'{"matches":[')
+
+    def match(self, m: Match) -> None:
+        _write_bytes((b"\n" if self.first else b",\n") + orjson.dumps(m.to_dict()))
+        self.first = False
+
+    def file_done(self, result: FileResult) -> None:
+        self.files.append(result)
+
+    def finish(self, search: GrepSearch) -> None:
+        files = orjson.dumps([f.to_dict() for f in self.files])
+        tail = orjson.dumps({"total_matches": search.total_matches, "verified": search.options.verify,
+                             "exit_code": int(search.exit_code)})
+        _write_bytes(b"\n],\n\"files\":" + files + b",\n" + tail[1:] + b"\n")
+        _flush()
+
+
+class _CountSink(_Sink):
+    def __init__(self, search: GrepSearch, terminal: bool, with_filename: bool) -> None:
+        self.terminal = terminal
+        self.prefix = with_filename or search.several
+
+    def file_done(self, result: FileResult) -> None:
+        if not result.is_file:
+            return
+        if self.prefix:
+            _write_path_line(result.path, self.terminal, f":{result.matches}")
+        else:
+            _write_bytes(f"{result.matches}\n".encode())
+
+    def finish(self, search: GrepSearch) -> None:
+        _flush()
+
+
+class _FilesSink(_Sink):
+    def __init__(self, terminal: bool) -> None:
+        self.terminal = terminal
+
+    def file_done(self, result: FileResult) -> None:
+        if result.is_file and result.matches:
+            _write_path_line(result.path, self.terminal, "")
+
+    def finish(self, search: GrepSearch) -> None:
+        _flush()
+
+
+def _write_path_line(path: str, terminal: bool, suffix: str) -> None:
+    if terminal:
+        _write_bytes((clean(path) + suffix + "\n").encode("utf-8", "replace"))
+    else:
+        _write_bytes(os.fsencode(path) + suffix.encode() + b"\n")
+
+
+class _TableSink(_Sink):
+    """A table on the terminal, printed in batches so memory stays bounded."""
+
+    def __init__(self, show_file: bool) -> None:
+        self.console = stdout_console()
+        self.show_file = show_file
+        self.rows: list[list[Text]] = []
+        self.header = True
+
+    def match(self, m: Match) -> None:
+        event = m.event
+        step = event.get("step_id")
+        payload = orjson.dumps(event.get("payload")).decode()
+        if len(payload) > PAYLOAD_WIDTH:
+            payload = payload[:PAYLOAD_WIDTH - 3] + "..."
+        row = [Text(str(m.line)), Text(format_ns(event.get("timestamp_ns"))), Text(clean(event.get("kind"))),
+               Text(clean(step[:8]) if isinstance(step, str) else "-"), Text(clean(payload))]
+        if self.show_file:
+            row.insert(0, Text(clean(m.path)))
+        self.rows.append(row)
+        if len(self.rows) >= TABLE_BATCH:
+            self._print()
+
+    def _print(self) -> None:
+        table = Table(show_header=self.header, header_style="bold", box=None, pad_edge=False)
+        if self.show_file:
+            table.add_column("file", overflow="fold")
+        table.add_column("line", justify="right", no_wrap=True, min_width=6)
+        table.add_column("time (UTC)", no_wrap=True, min_width=30)
+        table.add_column("kind", no_wrap=True, min_width=24)
+        table.add_column("step", no_wrap=True, min_width=8)
+        table.add_column("payload", overflow="ellipsis", no_wrap=True)
+        for row in self.rows:
+            table.add_row(*row)
+        self.console.print(table)
+        self.rows.clear()
+        self.header = False
+
+    def finish(self, search: GrepSearch) -> None:
+        if self.rows:
+            self._print()
+        noun = "match" if search.total_matches == 1 else "matches"
+        self.console.print(Text(f"{search.total_matches} {noun} in {search.files_with_matches} of "
+                                f"{len(search.files)} file(s)", style="dim"))
