@@ -116,7 +116,10 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION) -> Li
         kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
 
-    dumped = orjson.dumps(obj, option=_SORT)
+    try:
+        dumped = orjson.dumps(obj, option=_SORT)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
+        dumped = b""
     fast = dumped == body and orjson_is_jcs(dumped)
     if not fast:
         # Foreign formatting or a number orjson rounds: re-read exactly.
@@ -143,6 +146,9 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION) -> Li
             canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
         except CanonicalizationError as exc:
             return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", str(exc))], parsed=False)
+        except RecursionError:
+            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", "nesting too deep to canonicalize")],
+                              parsed=False)
     computed = hashlib.sha256(canonical).hexdigest()
     if computed != stored_hash:
         problems.append(
