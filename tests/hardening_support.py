@@ -188,3 +188,35 @@ def run_subprocess(argv: list[str], *, timeout: float = 60, env: dict | None = N
 def assert_no_traceback(stderr: bytes | str, context: object = "") -> None:
     text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
     assert "Traceback (most recent call last)" not in text, f"traceback for {context}:\n{text[-3000:]}"
+
+
+def chain_events(events: list[dict]) -> bytes:
+    """Re-chain and re-hash events (genesis first) into log bytes, as a foreign writer would.
+
+    Uses the reference canonicalizer with a raised recursion limit, so it can
+    write values nested deeper than ``EventWriter`` ever writes.
+    """
+    import hashlib
+
+    from ract_cli.canonical import jcs_exact
+    from ract_cli.model import GENESIS_HASH
+
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20_000))
+    try:
+        prev, out = GENESIS_HASH, []
+        for event in events:
+            event = {k: v for k, v in event.items() if k != "hash"}
+            event["prev_hash"] = prev
+            event["hash"] = prev = hashlib.sha256(jcs_exact(event)).hexdigest()
+            out.append(jcs_exact(event) + b"\n")
+        return b"".join(out)
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def log_events(data: bytes) -> list[dict]:
+    """The events of a (valid) log's bytes, parsed with exact integers."""
+    from ract_cli.reader import parse_exact
+
+    return [parse_exact(line) for line in data.splitlines()]
