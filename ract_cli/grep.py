@@ -284,10 +284,14 @@ class GrepFilter:
         """Whether one parsed event passes every condition."""
         if self.kinds and not self._kind_ok(event.get("kind")):
             return False
-        if self.runs and event.get("run_id") not in self.runs:
-            return False
-        if self.steps and event.get("step_id") not in self.steps:
-            return False
+        if self.runs:
+            run_id = event.get("run_id")
+            if type(run_id) is not str or run_id not in self.runs:
+                return False
+        if self.steps:
+            step_id = event.get("step_id")
+            if type(step_id) is not str or step_id not in self.steps:
+                return False
         if self.since_ns is not None or self.until_ns is not None:
             ts = event.get("timestamp_ns")
             if type(ts) is not int:
