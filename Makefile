@@ -29,6 +29,7 @@ schemas: $(STAMP)
 
 fixtures: $(STAMP)
 	$(BIN)/python scripts/gen_fixtures.py fixtures
+	$(BIN)/python scripts/gen_journal_fixtures.py fixtures
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

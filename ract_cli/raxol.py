@@ -409,9 +409,9 @@ def check_record(record: dict) -> list[Problem]:
         return problems
     family = record.get("family", FAMILY)
     if rtype not in LOOP_TYPES or family != FAMILY:
-        where = f"type {rtype!r}" if family == FAMILY else f"family {family!r} type {rtype!r}"
-        problems.append(Problem("UNKNOWN_TYPE", f"{_short(where)} is not in the v0 loop vocabulary (the contract "
-                                "only grows: skipped)", severity=WARNING))
+        where = f"type {_short(rtype)}" if family == FAMILY else f"family {_short(family)} type {_short(rtype)}"
+        problems.append(Problem("UNKNOWN_TYPE", f"{where} is not in the v0 loop vocabulary (the contract only "
+                                "grows: skipped)", severity=WARNING))
         return problems
     check = _PAYLOAD_CHECKS[rtype]
     check(payload, problems)

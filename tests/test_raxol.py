@@ -1,0 +1,689 @@
+"""Raxol agent journals (SPEC §8): the evidence decode, encoding, detection, the contract, chained journals."""
+
+from __future__ import annotations
+
+import copy
+import enum
+import math
+import types
+from collections import OrderedDict
+from collections.abc import Mapping
+from pathlib import Path
+
+import orjson
+import pytest
+
+from ract_cli import raxol
+from ract_cli.errors import ExitCode, UsageError
+from ract_cli.raxol import (
+    ABSENT,
+    ACCEPTED,
+    REJECTED,
+    UNKNOWN,
+    Atom,
+    EvidenceStatus,
+    JournalEvent,
+    chain_records,
+    detect_dialect,
+    detect_file_dialect,
+    encode_line,
+    evidence_status,
+    record_hash,
+    sanitize_payload,
+)
+from ract_cli.reader import ChainReader
+from ract_cli.synth_raxol import JOURNAL_FIXTURES, journal_bytes, journal_path, write_journal_fixtures
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+# --- atom-likes used by the decode table --------------------------------------
+
+class Key(enum.Enum):
+    evidence = "evidence"
+    refs = "refs"
+
+
+class Ev(enum.Enum):
+    accepted = "accepted"
+    rejected = "rejected"
+    absent = "absent"
+    partial = "partial"  # a future grow-only value
+
+
+class EvStr(str, enum.Enum):
+    ACCEPTED = "accepted"
+
+
+class EvInt(enum.IntEnum):
+    accepted = 1
+    rejected = 2
+
+
+class Named:
+    def __init__(self, name: object) -> None:
+        self.name = name
+
+
+class HostileName:
+    @property
+    def name(self) -> str:
+        raise RuntimeError("boom")
+
+
+class HostileMapping(Mapping):
+    def __getitem__(self, key):
+        raise RuntimeError("boom")
+
+    def __iter__(self):
+        raise RuntimeError("boom")
+
+    def __len__(self) -> int:
+        return 1
+
+
+class HostileEqStr(str):
+    def __eq__(self, other):  # a forged string must not be able to claim equality
+        return True
+
+    __hash__ = str.__hash__
+
+
+FINAL = {"usage": {"input_tokens": 10}, "iteration": 2, "final": True}
+
+# (id, payload, expected status). Every row of the decode of the reference contract.
+DECODE = [
+    # the key present is authoritative: wire strings
+    ("string-accepted", {**FINAL, "evidence": "accepted", "refs": ["i3"]}, ACCEPTED),
+    ("string-accepted-no-refs", {**FINAL, "evidence": "accepted"}, ACCEPTED),
+    ("string-rejected", {**FINAL, "evidence": "rejected",
+                         "evidence_rejected": {"refs": ["i3"], "reason": "not_evidence", "ref": 0}}, REJECTED),
+    ("string-rejected-bare", {**FINAL, "evidence": "rejected"}, REJECTED),
+    ("string-absent", {**FINAL, "evidence": "absent"}, ABSENT),
+    ("key-wins-over-refs-absent", {**FINAL, "evidence": "absent", "refs": ["i3"]}, ABSENT),
+    ("key-wins-over-refs-rejected", {**FINAL, "evidence": "rejected", "refs": ["i3"]}, REJECTED),
+    ("key-present-null", {**FINAL, "evidence": None}, UNKNOWN),
+    ("key-present-null-with-refs", {**FINAL, "evidence": None, "refs": ["i3"]}, UNKNOWN),
+    # grandfather rule: legacy records (no evidence key)
+    ("legacy-refs", {**FINAL, "refs": ["i3", "i5"]}, ACCEPTED),
+    ("legacy-refs-tuple", {**FINAL, "refs": ("i3",)}, ACCEPTED),
+    ("legacy-neither", dict(FINAL), UNKNOWN),
+    ("legacy-empty-payload", {}, UNKNOWN),
+    ("legacy-refs-empty-list", {**FINAL, "refs": []}, UNKNOWN),
+    ("legacy-refs-null", {**FINAL, "refs": None}, UNKNOWN),
+    ("legacy-refs-string", {**FINAL, "refs": "i3"}, UNKNOWN),
+    ("legacy-refs-int", {**FINAL, "refs": 3}, UNKNOWN),
+    ("legacy-refs-dict", {**FINAL, "refs": {"i3": True}}, UNKNOWN),
+    ("legacy-refs-true", {**FINAL, "refs": True}, UNKNOWN),
+    ("legacy-rejected-detail-only", {**FINAL, "evidence_rejected": {"refs": ["i3"], "reason": "missing_ref",
+                                                                    "ref": None}}, UNKNOWN),
+    # forged strings: never accepted
+    ("forged-upper", {**FINAL, "evidence": "ACCEPTED", "refs": ["i3"]}, UNKNOWN),
+    ("forged-capital", {**FINAL, "evidence": "Accepted"}, UNKNOWN),
+    ("forged-leading-space", {**FINAL, "evidence": " accepted"}, UNKNOWN),
+    ("forged-trailing-newline", {**FINAL, "evidence": "accepted\n"}, UNKNOWN),
+    ("forged-nul", {**FINAL, "evidence": "accepted\x00"}, UNKNOWN),
+    ("forged-fullwidth", {**FINAL, "evidence": "\uff41ccepted"}, UNKNOWN),
+    ("forged-cyrillic-a", {**FINAL, "evidence": "\u0430ccepted"}, UNKNOWN),
+    ("forged-prefix", {**FINAL, "evidence": "accept"}, UNKNOWN),
+    ("forged-yes", {**FINAL, "evidence": "yes"}, UNKNOWN),
+    ("forged-true-string", {**FINAL, "evidence": "true"}, UNKNOWN),
+    ("forged-empty", {**FINAL, "evidence": ""}, UNKNOWN),
+    ("forged-unknown-string", {**FINAL, "evidence": "unknown"}, UNKNOWN),
+    ("forged-colon-only", {**FINAL, "evidence": ":"}, UNKNOWN),
+    ("forged-double-colon", {**FINAL, "evidence": "::accepted"}, UNKNOWN),
+    ("forged-eq-str-subclass", {**FINAL, "evidence": HostileEqStr("nope")}, UNKNOWN),
+    # future grow-only enum values
+    ("future-partial", {**FINAL, "evidence": "partial", "refs": ["i3"]}, UNKNOWN),
+    ("future-revoked", {**FINAL, "evidence": "revoked"}, UNKNOWN),
+    ("future-enum-member", {**FINAL, "evidence": Ev.partial, "refs": ["i3"]}, UNKNOWN),
+    ("future-atom", {**FINAL, "evidence": Atom("deferred")}, UNKNOWN),
+    # garbage types
+    ("garbage-int", {**FINAL, "evidence": 1}, UNKNOWN),
+    ("garbage-zero", {**FINAL, "evidence": 0, "refs": ["i3"]}, UNKNOWN),
+    ("garbage-float", {**FINAL, "evidence": 1.0}, UNKNOWN),
+    ("garbage-nan", {**FINAL, "evidence": math.nan}, UNKNOWN),
+    ("garbage-true", {**FINAL, "evidence": True, "refs": ["i3"]}, UNKNOWN),
+    ("garbage-false", {**FINAL, "evidence": False}, UNKNOWN),
+    ("garbage-list", {**FINAL, "evidence": ["accepted"]}, UNKNOWN),
+    ("garbage-empty-list", {**FINAL, "evidence": []}, UNKNOWN),
+    ("garbage-dict", {**FINAL, "evidence": {"value": "accepted"}}, UNKNOWN),
+    ("garbage-tuple", {**FINAL, "evidence": ("accepted",)}, UNKNOWN),
+    ("garbage-bytes", {**FINAL, "evidence": b"accepted"}, UNKNOWN),
+    ("garbage-object", {**FINAL, "evidence": object()}, UNKNOWN),
+    ("garbage-named-int", {**FINAL, "evidence": Named(1)}, UNKNOWN),
+    ("garbage-hostile-name", {**FINAL, "evidence": HostileName(), "refs": ["i3"]}, UNKNOWN),
+    # atom-keyed and atom-valued payloads (live in-memory events)
+    ("atom-key-atom-value", {Atom("usage"): {}, Atom("final"): True, Atom("evidence"): Atom("accepted"),
+                             Atom("refs"): ["i3"]}, ACCEPTED),
+    ("atom-key-string-value", {Atom("evidence"): "rejected"}, REJECTED),
+    ("string-key-atom-value", {"evidence": Atom("absent")}, ABSENT),
+    ("enum-key-enum-value", {Key.evidence: Ev.accepted}, ACCEPTED),
+    ("enum-value-rejected", {"evidence": Ev.rejected}, REJECTED),
+    ("str-enum-value", {"evidence": EvStr.ACCEPTED}, ACCEPTED),
+    ("int-enum-value-by-name", {"evidence": EvInt.rejected}, REJECTED),
+    ("named-object-value", {"evidence": Named("absent")}, ABSENT),
+    ("inspect-notation", {":evidence": ":accepted", ":refs": ["i3"]}, ACCEPTED),
+    ("inspect-notation-value", {"evidence": ":rejected"}, REJECTED),
+    ("atom-legacy-refs", {Atom("final"): True, Atom("refs"): ["i3"]}, ACCEPTED),
+    ("enum-legacy-refs", {Key.refs: ["i3"]}, ACCEPTED),
+    ("atom-legacy-neither", {Atom("usage"): {}, Atom("final"): True}, UNKNOWN),
+    ("atom-key-garbage-value", {Atom("evidence"): 42}, UNKNOWN),
+    ("atom-and-string-keys-agree", {Atom("evidence"): Atom("absent"), "evidence": "absent"}, ABSENT),
+    ("atom-and-string-keys-disagree", {Atom("evidence"): Atom("rejected"), "evidence": "accepted"}, UNKNOWN),
+    ("atom-and-string-refs-one-empty", {Atom("refs"): [], "refs": ["i3"]}, UNKNOWN),
+    ("other-mapping-types", OrderedDict([("evidence", "accepted")]), ACCEPTED),
+    ("mapping-proxy", types.MappingProxyType({"refs": ["i3"]}), ACCEPTED),
+    # not a payload at all
+    ("payload-none", None, UNKNOWN),
+    ("payload-list", [("evidence", "accepted")], UNKNOWN),
+    ("payload-string", "accepted", UNKNOWN),
+    ("payload-int", 7, UNKNOWN),
+    ("payload-bool", True, UNKNOWN),
+    ("payload-hostile-mapping", HostileMapping(), UNKNOWN),
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), [pytest.param(p, e, id=i) for i, p, e in DECODE])
+def test_evidence_status_decode(payload: object, expected: EvidenceStatus) -> None:
+    status = evidence_status(payload)
+    assert status is expected
+    assert status == expected.value  # compares equal to its wire string
+
+
+def test_decode_outcomes_are_quaternary() -> None:
+    assert {e for _, _, e in DECODE} == {ACCEPTED, REJECTED, ABSENT, UNKNOWN}
+    assert [s.value for s in EvidenceStatus] == ["accepted", "rejected", "absent", "unknown"]
+    assert str(ACCEPTED) == "accepted" and f"{UNKNOWN}" == "unknown"
+    assert orjson.dumps({"s": REJECTED}) == b'{"s":"rejected"}'
+
+
+def test_legacy_record_without_marker_is_never_absent() -> None:
+    for payload in ({"usage": {}, "final": True}, {"final": True}, {}, {"usage": {"input_tokens": 1}}):
+        assert evidence_status(payload) == "unknown"
+
+
+# --- sanitize_payload / encode_line -------------------------------------------------
+
+class Unencodable:
+    def __repr__(self) -> str:
+        return "<pid 0.123.0>"
+
+
+class HostileRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+SANITIZE = [
+    ("plain", {"a": 1, "b": "x", "c": [1.5, None, True]}, {"a": 1, "b": "x", "c": [1.5, None, True]}),
+    ("atom-values", {"status": Atom("ok"), "e": Ev.accepted}, {"status": "ok", "e": "accepted"}),
+    ("atom-keys", {Atom("item_id"): "i1", Key.refs: ["i3"]}, {"item_id": "i1", "refs": ["i3"]}),
+    ("tuple", {"t": (1, "a")}, {"t": [1, "a"]}),
+    ("object", {"pid": Unencodable()}, {"pid": "<pid 0.123.0>"}),
+    ("hostile-repr", {"x": HostileRepr()}, {"x": "<unrepresentable HostileRepr>"}),
+    ("nan", {"x": math.nan}, {"x": "nan"}),
+    ("inf", {"x": math.inf}, {"x": "inf"}),
+    ("huge-int", {"x": 2**70}, {"x": str(2**70)}),
+    ("set", {"x": {1}}, {"x": "{1}"}),
+    ("bytes", {"x": b"ab"}, {"x": "b'ab'"}),
+    ("int-key", {1: "one"}, {"1": "one"}),
+    ("lone-surrogate", {"x": "a\ud800"}, {"x": "'a\\ud800'"}),
+    ("non-dict", ["a"], {"value": ["a"]}),
+    ("none", None, {"value": None}),
+]
+
+
+@pytest.mark.parametrize(("payload", "expected"), [pytest.param(p, e, id=i) for i, p, e in SANITIZE])
+def test_sanitize_payload(payload: object, expected: dict) -> None:
+    clean = sanitize_payload(payload)
+    assert clean == expected
+    orjson.dumps(clean)  # encodable
+
+
+def test_sanitize_payload_survives_a_cycle() -> None:
+    cyclic: dict = {"a": 1}
+    cyclic["self"] = cyclic
+    clean = sanitize_payload(cyclic)
+    assert clean["a"] == 1
+    orjson.dumps(clean)
+
+
+def test_encode_line_is_one_canonical_json_line() -> None:
+    line = encode_line({"type": Atom("turn_completed"), "payload": {"usage": {"t": 1}, "final": True,
+                                                                   "evidence": Ev.accepted, "blob": Unencodable()}})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert orjson.loads(line) == {"type": "turn_completed", "payload": {"usage": {"t": 1}, "final": True,
+                                                                       "evidence": "accepted",
+                                                                       "blob": "<pid 0.123.0>"}}
+    assert line == orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS) + b"\n"
+
+
+def test_chain_records_hash_the_record_without_hash() -> None:
+    records = chain_records([{"type": "turn_started", "payload": {"prompt": "p"}},
+                             {"type": "error", "payload": {"reason": "x"}}])
+    assert records[0]["prev_hash"] == "0" * 64
+    assert records[1]["prev_hash"] == records[0]["hash"]
+    for r in records:
+        assert r["hash"] == record_hash(r) == record_hash({k: v for k, v in r.items() if k != "hash"})
+
+
+# --- dialect detection --------------------------------------------------------------
+
+@pytest.mark.parametrize(("record", "dialect"), [
+    ({"type": "turn_started", "payload": {}}, "raxol"),
+    ({"type": "x"}, "raxol"),
+    ({"type": "turn_started", "kind": "run.started", "payload": {}}, "ract"),
+    ({"kind": "run.started", "payload": {}}, "ract"),
+    ({}, "ract"),
+    (["type"], "ract"),
+    (None, "ract"),
+    ("type", "ract"),
+])
+def test_detect_dialect(record: object, dialect: str) -> None:
+    assert detect_dialect(record) == dialect
+
+
+def test_detect_file_dialect(tmp_path: Path) -> None:
+    journal = tmp_path / "j.jsonl"
+    journal.write_bytes(b"\n{broken\n" + encode_line({"type": "turn_started", "payload": {"prompt": "p"}}))
+    assert detect_file_dialect(journal) == "raxol"
+    assert detect_file_dialect(tmp_path / "missing.jsonl") == "ract"
+    assert detect_file_dialect(tmp_path) == "ract"
+    assert detect_file_dialect(FIXTURES / "runs" / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl") == "ract"
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    assert detect_file_dialect(empty) == "ract"
+
+
+def test_reader_dialect_option(tmp_path: Path) -> None:
+    journal = FIXTURES / "journals" / "accepted.jsonl"
+    assert ChainReader(journal).dialect == "raxol"
+    run = FIXTURES / "runs" / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
+    assert ChainReader(run).dialect == "ract"
+    # forcing the wrong dialect: a journal is not a RACT log, a RACT log is not a journal
+    forced = ChainReader(journal, dialect="ract")
+    forced.read_all()
+    assert forced.exit_code == ExitCode.TAMPERED and forced.findings[0].code == "ENVELOPE_ERROR"
+    forced = ChainReader(run, dialect="raxol")
+    forced.read_all()
+    assert forced.exit_code == ExitCode.SCHEMA
+    assert {f.code for f in forced.findings if f.severity == "error"} == {"CONTRACT_VIOLATION"}
+    with pytest.raises(UsageError):
+        ChainReader(journal, dialect="elixir")
+
+
+# --- the contract -------------------------------------------------------------------
+
+def rec(rtype: str, payload: dict, **extra: object) -> dict:
+    return {"schema_version": "1.1.0", "type": rtype, "payload": payload, **extra}
+
+
+def valid_journal() -> list[dict]:
+    return [
+        rec("turn_started", {"prompt": "fix it"}),
+        rec("item_started", {"item_id": "i1", "item_type": "tool_use"}),
+        rec("item_completed", {"item_id": "i1", "item_type": "tool_use", "name": "bash"}),
+        rec("item_started", {"item_id": "i2", "item_type": "tool_result"}),
+        rec("item_completed", {"item_id": "i2", "item_type": "tool_result", "output": "ok"}),
+        rec("turn_completed", {"usage": {"input_tokens": 10, "output_tokens": 2}, "iteration": 1, "final": False}),
+        rec("turn_started", {"prompt": "continue"}),
+        rec("item_started", {"item_id": "i1", "item_type": "message"}),  # item ids are turn-scoped
+        rec("item_delta", {"item_id": "i1", "chunk": "Do"}),
+        rec("item_delta", {"item_id": "i1", "chunk": "ne"}),
+        rec("item_completed", {"item_id": "i1", "item_type": "message", "text": "Done"}),
+        rec("turn_completed", {"usage": {"input_tokens": 5, "output_tokens": 1}, "iteration": 2, "final": True,
+                               "evidence": "accepted", "refs": ["i2"]}),
+    ]
+
+
+def write_journal(path: Path, records: list[dict]) -> Path:
+    path.write_bytes(b"".join(encode_line(r) for r in records))
+    return path
+
+
+def read(path: Path, **kw: object) -> ChainReader:
+    reader = ChainReader(path, **kw)
+    reader.read_all()
+    return reader
+
+
+def final_payload(j: list[dict]) -> dict:
+    return j[-1]["payload"]
+
+
+def _set(path: tuple, value: object):
+    def mutate(j: list[dict]) -> None:
+        target = j[path[0]]
+        for key in path[1:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return mutate
+
+
+def _delete(path: tuple):
+    def mutate(j: list[dict]) -> None:
+        target = j[path[0]]
+        for key in path[1:-1]:
+            target = target[key]
+        del target[path[-1]]
+    return mutate
+
+
+def _insert(index: int, record: dict):
+    return lambda j: j.insert(index, record)
+
+
+def _rejected(detail: object):
+    def mutate(j: list[dict]) -> None:
+        p = final_payload(j)
+        p.pop("refs")
+        p["evidence"] = "rejected"
+        p["evidence_rejected"] = detail
+    return mutate
+
+
+GOOD_DETAIL = {"refs": ["i2"], "reason": "mutation_echo", "ref": 0}
+
+# (id, mutation of valid_journal(), line of the violation)
+VIOLATIONS = [
+    ("duplicate-item-id", _insert(3, rec("item_started", {"item_id": "i1", "item_type": "tool_result"})), 4),
+    ("completed-never-started", _insert(5, rec("item_completed", {"item_id": "i9", "item_type": "message"})), 6),
+    ("completed-twice", _insert(5, rec("item_completed", {"item_id": "i2", "item_type": "tool_result"})), 6),
+    ("completed-from-previous-turn", _insert(10, rec("item_completed", {"item_id": "i2",
+                                                                        "item_type": "tool_result"})), 11),
+    ("record-after-final", lambda j: j.append(rec("error", {"reason": "late"})), 13),
+    ("turn-after-final", lambda j: j.append(rec("turn_started", {"prompt": "again"})), 13),
+    ("unknown-type-after-final", lambda j: j.append(rec("approval_requested", {})), 13),
+    ("marker-on-non-final-turn", _set((5, "payload", "evidence"), "absent"), 6),
+    ("rejection-detail-on-non-final-turn", _set((5, "payload", "evidence_rejected"), GOOD_DETAIL), 6),
+    ("marker-on-item", _set((4, "payload", "evidence"), "accepted"), 5),
+    ("marker-on-turn-started", _set((0, "payload", "evidence"), "accepted"), 1),
+    ("evidence-future-value", _set((11, "payload", "evidence"), "partial"), 12),
+    ("evidence-forged-case", _set((11, "payload", "evidence"), "ACCEPTED"), 12),
+    ("evidence-unknown-string", _set((11, "payload", "evidence"), "unknown"), 12),
+    ("evidence-int", _set((11, "payload", "evidence"), 1), 12),
+    ("evidence-null", _set((11, "payload", "evidence"), None), 12),
+    ("evidence-bool", _set((11, "payload", "evidence"), True), 12),
+    ("evidence-list", _set((11, "payload", "evidence"), ["accepted"]), 12),
+    ("evidence-object", _set((11, "payload", "evidence"), {"status": "accepted"}), 12),
+    ("rejected-detail-with-accepted", _set((11, "payload", "evidence_rejected"), GOOD_DETAIL), 12),
+    ("rejected-detail-without-evidence", lambda j: (_delete((11, "payload", "evidence"))(j),
+                                                    _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j)), 12),
+    ("rejected-detail-with-absent", lambda j: (_set((11, "payload", "evidence"), "absent")(j),
+                                               _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j)), 12),
+    ("rejected-detail-not-object", _rejected(["i2"]), 12),
+    ("rejected-detail-null", _rejected(None), 12),
+    ("rejected-no-refs", _rejected({"reason": "missing_ref", "ref": None}), 12),
+    ("rejected-refs-not-list", _rejected({"refs": "i2", "reason": "missing_ref", "ref": None}), 12),
+    ("rejected-no-reason", _rejected({"refs": ["i2"], "ref": None}), 12),
+    ("rejected-bad-reason", _rejected({"refs": ["i2"], "reason": "too_slow", "ref": None}), 12),
+    ("rejected-reason-case", _rejected({"refs": ["i2"], "reason": "Missing_Ref", "ref": None}), 12),
+    ("rejected-reason-int", _rejected({"refs": ["i2"], "reason": 1, "ref": None}), 12),
+    ("rejected-no-ref", _rejected({"refs": ["i2"], "reason": "foreign_turn"}), 12),
+    ("rejected-ref-string", _rejected({"refs": ["i2"], "reason": "foreign_turn", "ref": "0"}), 12),
+    ("rejected-ref-negative", _rejected({"refs": ["i2"], "reason": "foreign_turn", "ref": -1}), 12),
+    ("rejected-ref-bool", _rejected({"refs": ["i2"], "reason": "foreign_turn", "ref": True}), 12),
+    ("rejected-ref-float", _rejected({"refs": ["i2"], "reason": "foreign_turn", "ref": 1.5}), 12),
+    ("no-type", _delete((2, "type")), 3),
+    ("type-not-string", _set((2, "type"), 7), 3),
+    ("type-null", _set((2, "type"), None), 3),
+    ("no-payload", _delete((2, "payload")), 3),
+    ("payload-list", _set((2, "payload"), []), 3),
+    ("payload-null", _set((2, "payload"), None), 3),
+    ("turn-started-no-prompt", _delete((0, "payload", "prompt")), 1),
+    ("turn-started-prompt-not-string", _set((0, "payload", "prompt"), ["hi"]), 1),
+    ("item-started-no-item-id", _delete((1, "payload", "item_id")), 2),
+    ("item-started-no-item-type", _delete((1, "payload", "item_type")), 2),
+    ("item-id-int", _set((1, "payload", "item_id"), 1), 2),
+    ("item-id-empty", _set((1, "payload", "item_id"), ""), 2),
+    ("item-type-not-string", _set((1, "payload", "item_type"), {"t": 1}), 2),
+    ("item-delta-no-chunk", _delete((8, "payload", "chunk")), 9),
+    ("item-delta-chunk-not-string", _set((8, "payload", "chunk"), 5), 9),
+    ("item-delta-no-item-id", _delete((8, "payload", "item_id")), 9),
+    ("item-completed-no-item-id", _delete((2, "payload", "item_id")), 3),
+    ("item-completed-no-item-type", _delete((2, "payload", "item_type")), 3),
+    ("turn-completed-no-usage", _delete((5, "payload", "usage")), 6),
+    ("turn-completed-usage-not-object", _set((5, "payload", "usage"), 12), 6),
+    ("turn-completed-no-final", _delete((5, "payload", "final")), 6),
+    ("turn-completed-final-string", _set((5, "payload", "final"), "true"), 6),
+    ("turn-completed-iteration-negative", _set((5, "payload", "iteration"), -1), 6),
+    ("turn-completed-iteration-bool", _set((5, "payload", "iteration"), True), 6),
+    ("turn-completed-iteration-string", _set((5, "payload", "iteration"), "2"), 6),
+    ("error-no-reason", _insert(6, rec("error", {})), 7),
+    ("error-null-reason", _insert(6, rec("error", {"reason": None})), 7),
+    ("schema-version-garbage", _set((0, "schema_version"), "one"), 1),
+    ("schema-version-number", _set((0, "schema_version"), 1.1), 1),
+]
+
+
+@pytest.mark.parametrize(("mutate", "line"), [pytest.param(m, ln, id=i) for i, m, ln in VIOLATIONS])
+def test_contract_violation_exits_3(tmp_path: Path, mutate, line: int) -> None:
+    records = valid_journal()
+    mutate(records)
+    reader = read(write_journal(tmp_path / "j.jsonl", records))
+    assert reader.dialect == "raxol"
+    violations = [f for f in reader.findings if f.code == "CONTRACT_VIOLATION"]
+    assert violations, reader.findings
+    assert violations[0].line == line
+    assert violations[0].severity == "error"
+    assert reader.exit_code == ExitCode.SCHEMA
+
+
+def test_valid_journal_is_clean(tmp_path: Path) -> None:
+    reader = read(write_journal(tmp_path / "j.jsonl", valid_journal()))
+    assert reader.findings == [] and reader.exit_code == ExitCode.OK
+    events = list(ChainReader(tmp_path / "j.jsonl"))
+    assert all(type(e) is JournalEvent for e in events)
+    assert [e.kind for e in events if not e.durable] == ["item_delta", "item_delta"]
+    assert events[0].payload == {"prompt": "fix it"}
+
+
+# (id, mutation, the warning's code) -- legal but noted, exit 0
+WARNINGS = [
+    ("unknown-type", _insert(6, rec("approval_requested", {"tool": "bash"})), "UNKNOWN_TYPE"),
+    ("unknown-family", _insert(6, rec("turn_started", {"prompt": "x"}, family="ui")), "UNKNOWN_TYPE"),
+    ("unknown-type-without-payload", _insert(6, {"type": "heartbeat", "payload": {}}), "UNKNOWN_TYPE"),
+    ("unknown-item-type", lambda j: (_set((1, "payload", "item_type"), "image")(j),
+                                     _set((2, "payload", "item_type"), "image")(j)), "CONTRACT_WARNING"),
+    ("item-type-changes", _set((2, "payload", "item_type"), "message"), "CONTRACT_WARNING"),
+    ("item-never-completed", _insert(5, rec("item_started", {"item_id": "i7", "item_type": "message"})),
+     "CONTRACT_WARNING"),
+    ("delta-for-unstarted-item", _insert(5, rec("item_delta", {"item_id": "i8", "chunk": "x"})), "CONTRACT_WARNING"),
+    ("accepted-without-refs", _delete((11, "payload", "refs")), "CONTRACT_WARNING"),
+    ("absent-with-refs", _set((11, "payload", "evidence"), "absent"), "CONTRACT_WARNING"),
+    ("turn-started-twice", lambda j: j.pop(5), "CONTRACT_WARNING"),
+    ("schema-version-changes", _set((3, "schema_version"), "1.2.0"), "CONTRACT_WARNING"),
+    ("no-final-turn", lambda j: j.pop(), "OPEN_RUN"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "code"), [pytest.param(m, c, id=i) for i, m, c in WARNINGS])
+def test_contract_warning_exits_0(tmp_path: Path, mutate, code: str) -> None:
+    records = valid_journal()
+    mutate(records)
+    reader = read(write_journal(tmp_path / "j.jsonl", records))
+    assert code in {f.code for f in reader.findings if f.severity == "warning"}, reader.findings
+    assert reader.exit_code == ExitCode.OK, reader.findings
+
+
+def test_marker_in_pre_1_1_0_journal_is_a_warning(tmp_path: Path) -> None:
+    records = valid_journal()
+    for r in records:
+        del r["schema_version"]
+    reader = read(write_journal(tmp_path / "legacy.jsonl", records))
+    assert [(f.code, f.line) for f in reader.findings] == [("CONTRACT_WARNING", 12)]
+    assert "1.0.0" in reader.findings[0].message
+    assert reader.exit_code == ExitCode.OK
+    for r in records:
+        r["schema_version"] = "1.0.9"
+    assert [f.code for f in read(write_journal(tmp_path / "legacy.jsonl", records)).findings] == ["CONTRACT_WARNING"]
+    for r in records:
+        r["schema_version"] = "1.1.0"
+    assert read(write_journal(tmp_path / "legacy.jsonl", records)).findings == []
+    # the version stamped on an earlier record carries over to records without one
+    for r in records[1:]:
+        del r["schema_version"]
+    assert read(write_journal(tmp_path / "legacy.jsonl", records)).findings == []
+
+
+def test_legacy_journal_without_marker_is_clean(tmp_path: Path) -> None:
+    records = valid_journal()
+    for r in records:
+        del r["schema_version"]
+    del final_payload(records)["evidence"]
+    reader = read(write_journal(tmp_path / "legacy.jsonl", records))
+    assert reader.findings == []
+    summary = reader.state.summary()
+    assert summary.schema_version == "1.0.0" and summary.evidence == ACCEPTED  # grandfathered by its refs
+    del final_payload(records)["refs"]
+    assert read(write_journal(tmp_path / "legacy.jsonl", records)).state.summary().evidence == UNKNOWN
+
+
+def test_open_journal_under_require_closed_exits_4(tmp_path: Path) -> None:
+    records = valid_journal()[:-1]
+    path = write_journal(tmp_path / "open.jsonl", records)
+    assert read(path).exit_code == ExitCode.OK
+    reader = read(path, require_closed=True)
+    assert reader.exit_code == ExitCode.INCOMPLETE
+    assert [f.code for f in reader.findings if f.severity == "error"] == ["OPEN_RUN"]
+
+
+def test_extra_top_level_and_payload_keys_are_tolerated(tmp_path: Path) -> None:
+    records = valid_journal()
+    for i, r in enumerate(records):
+        r["seq"] = i
+        r["at"] = "2026-11-29T20:00:00Z"
+        r["payload"]["x_new_field"] = {"nested": [1, 2]}
+    assert read(write_journal(tmp_path / "grown.jsonl", records)).findings == []
+
+
+def test_summary_counts(tmp_path: Path) -> None:
+    records = valid_journal()
+    records.insert(6, rec("error", {"reason": "tool timed out"}))
+    summary = read(write_journal(tmp_path / "j.jsonl", records)).state.summary()
+    assert summary.turns == 2 and summary.turn_boundaries == 2
+    assert summary.items_by_type == {"message": 1, "tool_result": 1, "tool_use": 1}
+    assert summary.usage == {"input_tokens": 15, "output_tokens": 3}
+    assert summary.iterations == 2
+    assert summary.deltas == 2 and summary.records == 13 and summary.durable_records == 11
+    assert summary.errors == [{"line": 7, "reason": "tool timed out"}]
+    assert summary.closed and summary.final_line == 13
+    assert summary.evidence == ACCEPTED and summary.trust == "journal-trust"
+    assert summary.to_dict()["evidence"] == "accepted"
+
+
+# --- chained journals ---------------------------------------------------------------
+
+def test_chained_journal_verifies(tmp_path: Path) -> None:
+    path = write_journal(tmp_path / "c.jsonl", chain_records(valid_journal()))
+    reader = read(path)
+    assert reader.findings == []
+    summary = reader.state.summary()
+    assert summary.chained and summary.chain_verified and summary.trust == "verified-chain"
+    assert summary.head == reader.state.head == chain_records(valid_journal())[-1]["hash"]
+
+
+def _chained() -> list[dict]:
+    return chain_records(valid_journal())
+
+
+CHAIN_BREAKS = [
+    ("edited-payload", lambda j: _set((11, "payload", "evidence"), "rejected")(j), "HASH_MISMATCH", 12),
+    ("edited-extra-key", lambda j: _set((3, "seq"), 99)(j), "HASH_MISMATCH", 4),
+    ("hash-not-hex", lambda j: _set((2, "hash"), "zz")(j), "HASH_MISMATCH", 3),
+    ("hash-removed", lambda j: _delete((2, "hash"))(j), "HASH_MISMATCH", 3),
+    ("record-deleted", lambda j: j.pop(4), "CHAIN_BREAK", 5),
+    ("records-swapped", lambda j: j.insert(3, j.pop(4)), "CHAIN_BREAK", 4),
+    ("first-record-deleted", lambda j: j.pop(0), "MISSING_GENESIS", 1),
+    ("unchained-record-inserted", _insert(6, {"type": "error", "payload": {"reason": "x"}}), "CHAIN_BREAK", 7),
+    ("unchained-record-appended", lambda j: j.append({"type": "error", "payload": {"reason": "x"}}),
+     "CHAIN_BREAK", 13),
+]
+
+
+@pytest.mark.parametrize(("mutate", "code", "line"), [pytest.param(m, c, ln, id=i) for i, m, c, ln in CHAIN_BREAKS])
+def test_chain_break_exits_1(tmp_path: Path, mutate, code: str, line: int) -> None:
+    records = _chained()
+    mutate(records)
+    reader = read(write_journal(tmp_path / "c.jsonl", records))
+    first = next(f for f in reader.findings if f.severity == "error" and f.exit_code == ExitCode.TAMPERED)
+    assert (first.code, first.line) == (code, line), reader.findings
+    assert reader.exit_code == ExitCode.TAMPERED
+    summary = reader.state.summary()
+    assert not summary.chain_verified and summary.trust == "broken-chain"
+
+
+def test_chain_starting_mid_journal_is_a_break(tmp_path: Path) -> None:
+    records = valid_journal()[:6] + chain_records(valid_journal()[6:])
+    reader = read(write_journal(tmp_path / "c.jsonl", records))
+    assert reader.exit_code == ExitCode.TAMPERED
+    assert reader.findings[0].code == "CHAIN_BREAK" and reader.findings[0].line == 7
+
+
+def test_events_after_a_break_are_untrusted(tmp_path: Path) -> None:
+    records = _chained()
+    records[3]["payload"]["output"] = "forged"
+    events = list(ChainReader(write_journal(tmp_path / "c.jsonl", records)))
+    assert [e.trusted for e in events] == [True] * 3 + [False] * 9
+
+
+# --- framing: the one reader's, same as RACT ----------------------------------------
+
+def test_journal_framing(tmp_path: Path) -> None:
+    body = b"".join(encode_line(r) for r in valid_journal())
+    cases = {
+        "torn-tail": (body + b'{"type":"item_sta', "TORN_TAIL", ExitCode.INCOMPLETE),
+        "malformed-line": (body[:50] + b"\n" + body, "MALFORMED_LINE", ExitCode.TAMPERED),
+        "duplicate-key": (b'{"type":"error","type":"error","payload":{"reason":"x"}}\n' + body, "DUPLICATE_KEY",
+                          ExitCode.TAMPERED),
+        "nan": (b'{"type":"error","payload":{"reason":NaN}}\n' + body, "MALFORMED_LINE", ExitCode.TAMPERED),
+        "blank-line": (b"\n" + body, "MALFORMED_LINE", ExitCode.TAMPERED),
+        "missing-final-newline": (body[:-1], "MISSING_FINAL_NEWLINE", ExitCode.OK),
+    }
+    for name, (data, code, exit_code) in cases.items():
+        path = tmp_path / f"{name}.jsonl"
+        path.write_bytes(data)
+        reader = read(path, dialect="raxol")
+        assert code in {f.code for f in reader.findings}, (name, reader.findings)
+        assert reader.exit_code == exit_code, (name, reader.findings)
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(body.replace(b"\n", b"\r\n"))
+    assert read(crlf).findings == []
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(body)
+    reader = read(long, dialect="raxol", max_line_bytes=120)
+    assert "LINE_TOO_LONG" in {f.code for f in reader.findings}
+
+
+def test_empty_journal(tmp_path: Path) -> None:
+    path = tmp_path / "empty.jsonl"
+    path.write_bytes(b"")
+    reader = read(path, dialect="raxol")
+    assert [f.code for f in reader.findings] == ["EMPTY_LOG"] and reader.exit_code == ExitCode.OK
+
+
+# --- fixtures -----------------------------------------------------------------------
+
+def test_committed_journal_fixtures_match_the_generator(tmp_path: Path) -> None:
+    written = write_journal_fixtures(tmp_path)
+    assert sorted(p.name for p in (FIXTURES / "journals").glob("*.jsonl")) == sorted(p.name for p in written.values())
+    for name, path in written.items():
+        assert journal_path(FIXTURES, name).read_bytes() == path.read_bytes(), f"{name}: run make fixtures"
+
+
+def test_generator_is_deterministic() -> None:
+    for fixture in JOURNAL_FIXTURES.values():
+        assert journal_bytes(fixture.make()) == journal_bytes(copy.deepcopy(fixture.make()))
+
+
+@pytest.mark.parametrize("name", list(JOURNAL_FIXTURES))
+def test_journal_fixture_verdicts(name: str) -> None:
+    fixture = JOURNAL_FIXTURES[name]
+    reader = read(journal_path(FIXTURES, name))
+    assert reader.dialect == "raxol"
+    assert int(reader.exit_code) == fixture.exit_code, reader.findings
+    summary = reader.state.summary()
+    assert summary.evidence == fixture.evidence
+    assert summary.trust == fixture.trust
