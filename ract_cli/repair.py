@@ -25,14 +25,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from .errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
 from .findings import ERROR, Finding
 from .handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
 from .kinds import LATEST_SCHEMA_VERSION, VALIDATORS
 from .model import GENESIS_HASH
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, analyze_line, open_log, split_line_ending
+from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, analyze_line, open_log, resolve_dialect
 from .writer import encode_line, event_hash, is_locked
 
 __all__ = [
@@ -223,21 +221,6 @@ def resolve_log_path(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def is_raxol_journal(path: Path, limit: int = 1 << 20) -> bool:
-    """SPEC §8 detection on the first line: an object carrying ``type`` and no ``kind``."""
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(limit)
-    except OSError:
-        return False
-    body, _ = split_line_ending(first)
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and "type" in obj and "kind" not in obj
-
-
 def _unique_path(base: Path) -> Path:
     """``base``, or ``base.1``, ``base.2``... : the first name that does not exist."""
     candidate, n = base, 0
@@ -337,7 +320,7 @@ def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader
     raw bytes of the last complete event (to see whether it ends in ``\\n``).
     """
     reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
-                         max_findings=50, display_path=display)
+                         max_findings=50, display_path=display, dialect="ract")
     prefix_len, last_raw = 0, None
     seen = 0
     it = iter(reader)
@@ -413,7 +396,7 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
             except BlockingIOError:
                 raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")\
                     from None
-        if is_raxol_journal(src):
+        if resolve_dialect("auto", src, options.max_line_bytes) == "raxol":
             raise RepairRefused(f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
                                 "journals, since synthesizing a close there would invent a done verdict")
         before = os.fstat(fd)
