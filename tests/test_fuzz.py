@@ -1,0 +1,475 @@
+"""Fuzzing the reader and every command's input path (issue 9).
+
+Property-based (hypothesis) over ``analyze_line``, ``ChainReader``,
+``verify_file`` and every ``ract trace`` command in-process
+(``ract_cli.cli.app.main``): random bytes, mutated valid logs (byte
+insert/delete/replace, line duplicate/swap/drop/truncate), huge numbers,
+deep nesting, long lines, random unicode. The properties:
+
+* nothing raises (an uncaught exception or a traceback fails the test);
+* nothing hangs (every call runs under a SIGALRM guard / subprocess timeout);
+* nothing lies: a mutated log that verifies clean (exit 0) has exactly the
+  parsed values of a prefix of the original (only whole trailing lines may
+  go missing undetected: that is what ``--expect-head`` is for);
+* repair never launders: it refuses and leaves the bytes alone, or its
+  result verifies;
+* memory stays bounded on a 100 MB line (subprocess, peak RSS via wait4).
+
+``make test`` runs a derandomized bounded profile; ``make fuzz``
+(``RACT_LONG=1 HYPOTHESIS_PROFILE=fuzz``) runs many more random examples, and
+``scripts/fuzz.py`` runs for a set duration.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hardening_support import (
+    LONG,
+    RACT,
+    ROOT,
+    assert_no_traceback,
+    chain_events,
+    command_argv,
+    log_events,
+    read_only_commands,
+    run_inprocess,
+    strict_values,
+    Unparseable,
+    write_small_log,
+)
+
+from ract_cli.findings import FINDING_CODES
+from ract_cli.reader import ChainReader, analyze_line
+from ract_cli.synth import fixture_path
+from ract_cli.verify import VerifyOptions, verify_file
+
+FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" or LONG
+SCALE = int(os.environ.get("RACT_FUZZ_SCALE", "1"))
+
+
+def examples(ci: int, fuzz: int) -> int:
+    return (fuzz if FUZZ else ci) * SCALE
+
+
+def fuzz_settings(ci: int, fuzz: int, **kw) -> settings:
+    return settings(max_examples=examples(ci, fuzz), deadline=None, derandomize=not FUZZ, database=None,
+                    print_blob=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                           HealthCheck.filter_too_much, HealthCheck.large_base_example], **kw)
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float, what: object = ""):
+    """Fail (not hang) when the block runs longer than ``seconds``."""
+    def alarm(signum, frame):
+        raise Hang(f"no answer within {seconds}s: {what!r}"[:500])
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --- inputs -------------------------------------------------------------------
+
+WORK = Path(tempfile.mkdtemp(prefix="ract-fuzz-"))
+atexit.register(shutil.rmtree, WORK, True)
+SMALL = write_small_log(WORK / "small.jsonl")
+COMPLETED = fixture_path(ROOT / "fixtures", "completed").read_bytes()
+BASES = {"small": SMALL, "completed-head": b"".join(COMPLETED.splitlines(keepends=True)[:12])}
+ALLOWED_EXITS = {0, 1, 3, 4, 5, 7}  # never 2 (usage) for a valid command line, never a crash
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+@st.composite
+def mutated_log(draw) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(BASES)))
+    data = bytearray(BASES[name])
+    for _ in range(draw(st.integers(1, 4))):
+        op = draw(st.sampled_from(["insert", "delete", "replace", "dup", "swap", "drop", "truncate", "splice"]))
+        if not data:
+            break
+        if op in ("insert", "delete", "replace", "truncate"):
+            i = draw(st.integers(0, len(data) - 1))
+            if op == "insert":
+                data[i:i] = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
+                    [b"\n", b"\r", b" ", b"\\", b'"', b"0", b"\xff", b"\xc3", b",", b"}", b"\x00"]))
+            elif op == "delete":
+                del data[i:i + draw(st.integers(1, 3))]
+            elif op == "replace":
+                data[i] = draw(st.integers(0, 255))
+            else:
+                del data[i:]
+        else:
+            lines = _lines(bytes(data))
+            i = draw(st.integers(0, len(lines) - 1))
+            j = draw(st.integers(0, len(lines) - 1))
+            if op == "dup":
+                lines.insert(j, lines[i])
+            elif op == "swap":
+                lines[i], lines[j] = lines[j], lines[i]
+            elif op == "drop":
+                del lines[i]
+            else:  # splice a line of the other base log in
+                other = _lines(BASES["completed-head" if name == "small" else "small"])
+                lines.insert(j, other[min(i, len(other) - 1)])
+            data = bytearray(b"".join(lines))
+    return name, bytes(data)
+
+
+def _no_lie(name: str, mutated: bytes) -> None:
+    """Exit 0 is only allowed for the parsed values of a prefix of the original log."""
+    try:
+        values = strict_values(mutated)
+    except Unparseable as exc:
+        raise AssertionError(f"verify passed bytes that are not strict JSON: {exc}") from None
+    values = tuple(v for v in values if v != ("no-final-newline",))
+    original = strict_values(BASES[name])
+    assert values == original[:len(values)], "verify passed a log whose values are not a prefix of the original"
+
+
+# --- analyze_line -------------------------------------------------------------
+
+@fuzz_settings(ci=300, fuzz=20_000)
+@given(st.binary(max_size=600))
+def test_analyze_line_random_bytes(body: bytes) -> None:
+    result = analyze_line(body)
+    assert all(p.code in FINDING_CODES for p in result.problems)
+    assert result.event is None or result.problems or type(result.event) is dict
+
+
+@fuzz_settings(ci=200, fuzz=20_000)
+@given(st.sampled_from(_lines(SMALL)), st.integers(0, 2000), st.binary(min_size=1, max_size=8))
+def test_analyze_line_mutated(line: bytes, where: int, insert: bytes) -> None:
+    body = line.rstrip(b"\n")
+    i = where % (len(body) + 1)
+    for mutated in (body[:i] + insert + body[i:], body[:i] + body[i + 1:], body[:i] + insert + body[i + len(insert):]):
+        result = analyze_line(mutated)
+        assert all(p.code in FINDING_CODES for p in result.problems)
+        if mutated != body and result.event is not None and not result.problems and b"\n" not in mutated:
+            # clean means the same values in another spelling
+            assert strict_values(mutated + b"\n") == strict_values(line)
+
+
+JSON_LEAF = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
+             | st.text(max_size=20))
+JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
+                          | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+
+
+@fuzz_settings(ci=150, fuzz=10_000)
+@given(st.dictionaries(st.sampled_from(["id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload",
+                                        "prev_hash", "hash", "extra"]), JSON_VALUE, max_size=10))
+def test_analyze_line_random_envelopes(obj: dict) -> None:
+    import json
+
+    body = json.dumps(obj, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    result = analyze_line(body)
+    assert all(p.code in FINDING_CODES for p in result.problems)
+    assert result.event is None or not any(p.code == "ENVELOPE_ERROR" for p in result.problems)
+
+
+# --- whole logs -------------------------------------------------------------------
+
+@fuzz_settings(ci=120, fuzz=5_000)
+@given(mutated_log())
+def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
+    name, data = case
+    path = WORK / "mutated.jsonl"
+    path.write_bytes(data)
+    with hang_guard(10, data[:200]):
+        reader = ChainReader(path)
+        events = list(reader)
+        report = verify_file(path, VerifyOptions())
+    assert reader.exit_code == report.exit_code  # one reader, one verdict
+    assert all(f.code in FINDING_CODES for f in reader.findings)
+    assert all(ev.raw == data[ev.offset:ev.offset + len(ev.raw)] for ev in events)  # offsets point at the bytes
+    if report.exit_code == 0:
+        _no_lie(name, data)
+
+
+@fuzz_settings(ci=25, fuzz=1_500)
+@given(mutated_log())
+def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
+    """Every read-only command in-process: no exception, an allowed exit code, no lie from verify."""
+    name, data = case
+    path = WORK / "cmd" / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    codes = {}
+    for command in read_only_commands():
+        with hang_guard(20, (command, data[:200])):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        assert code in ALLOWED_EXITS, (command, code, err[-800:])
+        codes[command] = code
+    assert path.read_bytes() == data  # read-only commands changed nothing
+    if codes.get("verify") == 0:
+        _no_lie(name, data)
+        # every command sees the same verdict: none reports tampering on a log verify passed
+        assert all(c != 1 for c in codes.values()), codes
+    if codes.get("verify") == 1:
+        for command in ("grep", "project", "replay"):
+            if command in codes:
+                assert codes[command] == 1, (command, codes)
+
+
+@fuzz_settings(ci=25, fuzz=1_500)
+@given(mutated_log())
+def test_repair_never_launders(case: tuple[str, bytes]) -> None:
+    """repair on a mutated copy: refuses with the bytes untouched, or leaves a log that verifies."""
+    if "repair" not in read_only_commands():
+        pytest.skip("no repair command yet")
+    name, data = case
+    d = Path(tempfile.mkdtemp(dir=WORK))
+    path = d / "events.jsonl"
+    path.write_bytes(data)
+    with hang_guard(20, data[:200]):
+        code, out, err = run_inprocess(["trace", "repair", "--no-backup", str(path)])
+    assert_no_traceback(err, "repair")
+    assert code in ALLOWED_EXITS, (code, err[-800:])
+    if code == 0:
+        report = verify_file(path)
+        assert report.exit_code == 0, (report.findings, err)
+        # original complete lines are kept byte for byte
+        kept = [ln for ln in _lines(data) if ln.endswith(b"\n")]
+        assert path.read_bytes().startswith(b"".join(kept)) or verify_file_bytes_equal(path, data)
+    else:
+        assert path.read_bytes() == data, "repair refused but changed the file"
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def verify_file_bytes_equal(path: Path, data: bytes) -> bool:
+    return path.read_bytes() == data
+
+
+@fuzz_settings(ci=60, fuzz=5_000)
+@given(st.binary(max_size=3000))
+def test_random_bytes_file(data: bytes) -> None:
+    path = WORK / "random.jsonl"
+    path.write_bytes(data)
+    with hang_guard(10, data[:100]):
+        report = verify_file(path)
+        code, out, err = run_inprocess(["trace", "verify", str(path)])
+    assert code == report.exit_code
+    assert_no_traceback(err)
+    if report.exit_code == 0:
+        assert data == b"" or strict_values(data)  # only an empty file or a real log can pass
+
+
+@fuzz_settings(ci=30, fuzz=2_000)
+@given(st.lists(st.text(max_size=40), min_size=1, max_size=6), st.text(max_size=20))
+def test_random_unicode_written_then_read_by_every_command(texts: list[str], key: str) -> None:
+    """Any unicode (lone surrogates included) through the writer: the log verifies, every command reads it."""
+    d = Path(tempfile.mkdtemp(dir=WORK))
+    path = d / "events.jsonl"
+    write_small_log(path, extra={"texts": texts, key or "k": texts[0]})
+    assert verify_file(path).exit_code == 0
+    for command in read_only_commands():
+        with hang_guard(20, command):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        assert code in (0, 4 if command == "repair" else 0), (command, code, err[-500:])
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# --- huge numbers, deep nesting, long lines -----------------------------------------
+
+HUGE = [b"1e400", b"-1e400", b"1e-400", b"123456789012345678901234567890", b"9223372036854775808",
+        b"-9223372036854775809", b"9223372036854775807", b"-9223372036854775808", b"0." + b"1" * 5000,
+        b"1" * 5000, b"1E+2", b"-0", b"-0.0", b"1.0e1"]
+
+
+@pytest.mark.parametrize("number", HUGE, ids=lambda n: n[:24].decode())
+def test_huge_numbers_in_payload_and_timestamp(number: bytes, tmp_path: Path) -> None:
+    lines = _lines(SMALL)
+    in_payload = lines[2].replace(b'"tiny":1e-7', b'"tiny":' + number)
+    in_ts = lines[2].replace(b'"timestamp_ns":1764000002000000000', b'"timestamp_ns":' + number)
+    for mutated in (in_payload, in_ts):
+        assert mutated != lines[2]
+        path = tmp_path / "events.jsonl"
+        path.write_bytes(b"".join(lines[:2] + [mutated] + lines[3:]))
+        for command in read_only_commands():
+            with hang_guard(20, (command, number[:20])):
+                code, out, err = run_inprocess(command_argv(command, path))
+            assert_no_traceback(err, command)
+            # the stored hash no longer matches (or the value is refused): tampering, in every command
+            assert code == 1, (command, number[:30], code, err[-500:])
+
+
+@pytest.mark.parametrize("depth", [255, 256, 300, 600, 900, 1023, 1024, 5000, 100_000])
+@pytest.mark.parametrize("shape", ["array", "object"])
+def test_deep_nesting_hashed_events(depth: int, shape: str, tmp_path: Path) -> None:
+    """A correctly chained event nested ``depth`` levels: every command answers, none crashes.
+
+    Regression: 256..1023 levels crashed ``analyze_line`` (orjson reads 1024
+    levels but writes only 255). Up to the reader's recursion bound the event
+    verifies; deeper it is MALFORMED_LINE (exit 1), never a traceback.
+    """
+    nested = ("[" * depth + "]" * depth) if shape == "array" else ('{"a":' * depth + "1" + "}" * depth)
+    path = tmp_path / "events.jsonl"
+    if depth <= 1024:
+        old = sys.getrecursionlimit()
+        sys.setrecursionlimit(20_000)
+        try:
+            import json
+
+            events = log_events(SMALL)
+            events[2]["payload"]["arguments"]["deep"] = json.loads(nested)
+            data = chain_events(events)
+        finally:
+            sys.setrecursionlimit(old)
+    else:  # too deep for any JSON reader here: splice the raw text in (hash left stale)
+        data = SMALL.replace(b'"argv":', b'"deep":' + nested.encode() + b',"argv":', 1)
+    path.write_bytes(data)
+    for command in read_only_commands():
+        with hang_guard(30, (command, depth)):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        if depth <= 900:
+            assert code == 0, (command, depth, code, err[-500:])
+        else:
+            assert code in (0, 1), (command, depth, code, err[-500:])
+    if depth > 1024:
+        assert verify_file(path).exit_code == 1
+
+
+@pytest.mark.parametrize("text", [b"[" * 100_000, b"{\"a\":" * 100_000, b"[" * 100_000 + b"]" * 100_000,
+                                  b'"' + b"\\" * 100_001, b"\xf0\x9f" * 50_000])
+def test_deep_or_hostile_single_lines(text: bytes, tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    lines = _lines(SMALL)
+    path.write_bytes(lines[0] + text + b"\n" + b"".join(lines[1:]))
+    for command in read_only_commands():
+        with hang_guard(30, command):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        assert code == 1, (command, code, err[-500:])
+
+
+@pytest.mark.parametrize("limit", [1, 64, 430])  # every line of SMALL is longer than 430 bytes
+def test_max_line_bytes_small_every_command(limit: int, tmp_path: Path) -> None:
+    """A line longer than --max-line-bytes is LINE_TOO_LONG (exit 1) in every command."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(SMALL)
+    for command in read_only_commands():
+        with hang_guard(20, command):
+            code, out, err = run_inprocess(command_argv(command, path, "--max-line-bytes", str(limit)))
+        assert_no_traceback(err, command)
+        assert code == 1, (command, limit, code, err[-500:])
+    reader = ChainReader(path, max_line_bytes=limit)
+    list(reader)
+    assert {f.code for f in reader.findings if f.severity == "error"} == {"LINE_TOO_LONG"}
+
+
+def test_line_exactly_at_the_limit_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(SMALL)
+    longest = max(len(ln) - 1 for ln in _lines(SMALL))
+    assert verify_file(path, VerifyOptions(max_line_bytes=longest)).exit_code == 0
+    assert verify_file(path, VerifyOptions(max_line_bytes=longest - 1)).exit_code == 1
+
+
+def _run_measured(argv: list[str], timeout: float = 120) -> tuple[int, int, bytes, float]:
+    """Run ``ract`` as a subprocess; return (exit code, peak RSS in KiB, stderr, seconds)."""
+    started = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([RACT, *argv], stdout=out, stderr=err, env={**os.environ, "COLUMNS": "120"})
+        deadline = started + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                raise AssertionError(f"hang: {argv} ran longer than {timeout}s")
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return proc.returncode, usage.ru_maxrss, err.read(), time.monotonic() - started
+
+
+@pytest.fixture(scope="module")
+def hundred_mb_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A valid event, one 100 MB line (a JSON string), a valid event."""
+    path = tmp_path_factory.mktemp("big") / "events.jsonl"
+    lines = _lines(SMALL)
+    with open(path, "wb") as f:
+        f.write(lines[0])
+        f.write(b'{"payload":"')
+        chunk = b"A" * (1 << 20)
+        for _ in range(100):
+            f.write(chunk)
+        f.write(b'"}\n')
+        f.writelines(lines[1:])
+    return path
+
+
+def test_100mb_line_memory_bounded(hundred_mb_log: Path) -> None:
+    """Default 64 MiB limit: LINE_TOO_LONG, peak RSS well under the file size + limit."""
+    code, rss_kib, err, seconds = _run_measured(["trace", "verify", str(hundred_mb_log)])
+    print(f"100 MB line, default limit: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
+    assert_no_traceback(err)
+    assert code == 1 and b"LINE_TOO_LONG" in err
+    assert rss_kib < (64 + 160) * 1024  # the 64 MiB read buffer + interpreter, never the whole 100 MB twice
+
+
+def test_100mb_line_small_limit_memory_small(hundred_mb_log: Path) -> None:
+    code, rss_kib, err, seconds = _run_measured(["trace", "verify", "--max-line-bytes", "1048576",
+                                                 str(hundred_mb_log)])
+    print(f"100 MB line, 1 MiB limit: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
+    assert_no_traceback(err)
+    assert code == 1 and b"LINE_TOO_LONG" in err
+    assert rss_kib < 120 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LONG, reason="100 MB line through every command: set RACT_LONG=1 (make fuzz)")
+def test_100mb_line_every_command(hundred_mb_log: Path) -> None:
+    for command in read_only_commands():
+        for limit in ("1048576", str(64 * 1024 * 1024)):
+            code, rss_kib, err, seconds = _run_measured(command_argv(command, hundred_mb_log,
+                                                                     "--max-line-bytes", limit))
+            print(f"{command} limit {limit}: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
+            assert_no_traceback(err, command)
+            assert code == 1, (command, code, err[-500:])
+            assert rss_kib < (int(limit) // 1024) * 2 + 200 * 1024
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LONG, reason="a valid 100 MB event read whole: set RACT_LONG=1 (make fuzz)")
+def test_100mb_valid_event_under_a_raised_limit(tmp_path: Path) -> None:
+    events = log_events(SMALL)
+    events[2]["payload"]["arguments"]["blob"] = "B" * (100 << 20)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(chain_events(events))
+    code, rss_kib, err, seconds = _run_measured(["trace", "verify", "--max-line-bytes", str(200 << 20), str(path)])
+    print(f"valid 100 MB event: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
+    assert_no_traceback(err)
+    assert code == 0
+    assert rss_kib < 1200 * 1024
