@@ -137,8 +137,8 @@ def _fmt_value(value: Any, limit: int = 60) -> str:
         return orjson.dumps(text).decode()
     try:
         text = orjson.dumps(value).decode()
-    except TypeError:
-        text = repr(value)
+    except Exception:  # noqa: BLE001 - nesting deeper than orjson writes
+        text = _safe_repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -207,8 +207,15 @@ def _key(value: object) -> str:
         return value
     try:
         return orjson.dumps(value).decode()
-    except TypeError:
+    except Exception:  # noqa: BLE001 - too deep for orjson: fall back to repr, which may be too deep as well
+        return _safe_repr(value)
+
+
+def _safe_repr(value: object) -> str:
+    try:
         return repr(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deeply>"
 
 
 # --- state --------------------------------------------------------------
@@ -247,6 +254,7 @@ class ReplayState:
         self.assumptions: dict[str, AssumptionStatus] = {}
         self.discharged = 0
         self.predicates: dict[str, PredicateVerdict] = {}  # latest verdict each, in order of first evaluation
+        self._open_steps: dict[str, str | None] = {}  # step.started id -> step_id, in opening order
 
     def apply(self, ev: LogEvent) -> None:
         event = ev.event
@@ -254,8 +262,12 @@ class ReplayState:
         self.event = ev
         if self.first_ts is None:
             self.first_ts = event["timestamp_ns"]
-        self.handles.feed(event, ev.line, ev.offset)
+        paired = self.handles.feed(event, ev.line, ev.offset)
         kind = event["kind"]
+        if kind == "step.started":
+            self._open_steps[event["id"]] = event["step_id"]
+        elif paired is not None and paired.kind == "step.started":
+            self._open_steps.pop(paired.event_id, None)
         payload = event["payload"]
         if kind.startswith("assumption."):
             self._assumption(kind, payload, ev)
@@ -288,6 +300,11 @@ class ReplayState:
         if self.event is None or self.first_ts is None:
             return 0
         return self.event.event["timestamp_ns"] - self.first_ts
+
+    @property
+    def current_step_id(self) -> str | None:
+        """``step_id`` of the most recently started step still open (O(1), unlike ``open_steps``)."""
+        return self._open_steps[next(reversed(self._open_steps))] if self._open_steps else None
 
     def open_of(self, kind: str) -> list[OpenHandle]:
         return [h for h in self.handles.open_handles() if h.kind == kind]

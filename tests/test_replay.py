@@ -358,3 +358,38 @@ def test_recorded_responses_stop_at_the_break() -> None:
     assert responses.exit_code == ExitCode.TAMPERED
     assert all(r.line < broken for rs in responses.by_intent.values() for r in rs)
     assert len(responses) == sum(1 for e in file_events(path)[: broken - 1] if e["kind"] == "response.received")
+
+
+def test_summarize_survives_nesting_deeper_than_the_encoders() -> None:
+    deep: object = "x"
+    for _ in range(5000):
+        deep = [deep]
+    text = summarize({"kind": "tool.called", "step_id": None, "payload": {"tool": "t", "arguments": deep}})
+    assert text.startswith("tool=t arguments=") and len(text) <= 160
+
+
+def test_deeply_nested_payload_replays(logs) -> None:
+    deep: object = 1
+    for _ in range(400):  # deeper than orjson writes (255), shallower than the reader's limit
+        deep = {"d": deep}
+    event = logs.rehash({"id": "f" * 32, "run_id": "1a2b3c4d5e6f708192a3b4c5d6e7f809", "step_id": None,
+                         "parent_id": None, "timestamp_ns": 5, "kind": "laziness.skipped",
+                         "payload": {"reason": "deep", "nested": deep}, "prev_hash": "0" * 64})
+    path = logs.path()
+    path.write_bytes(logs.line_of(event))
+    steps = list(Replayer(path))
+    assert len(steps) == 1 and steps[0].event.trusted
+    assert summarize(steps[0].event.event) == "reason=deep"
+
+
+def test_current_step_follows_opens_and_closes(logs) -> None:
+    s1, s2 = "1" * 32, "2" * 32
+    path = logs.write([
+        ("run.started", {}, None),
+        ("step.started", {}, s1),
+        ("step.started", {}, s2),
+        ("step.committed", {}, s2),
+        ("tool.called", {"tool": "x"}, s1),
+        ("step.rolled_back", {}, s1),
+    ])
+    assert [s.state.current_step_id for s in Replayer(path)] == [None, s1, s2, s1, s1, None]

@@ -423,3 +423,32 @@ def test_real_subprocess_no_traceback_and_stdout_only_data(plain_dir: Path) -> N
     assert done.returncode == 0 and b"Traceback" not in done.stderr
     assert done.stdout == (GOLDEN / "completed.txt").read_bytes()  # no wrapping, no warnings on stdout
     assert b"PRECONDITION_UNCHECKED" in done.stderr
+
+
+def test_interleaved_steps_are_tagged(logs, plain_dir: Path) -> None:
+    s1, s2 = "1" * 32, "2" * 32
+    log = logs.write([
+        ("run.started", {}, None),
+        ("step.started", {}, s1),
+        ("tool.called", {"tool": "one"}, s1),
+        ("step.started", {}, s2),
+        ("tool.called", {"tool": "two"}, s2),
+        ("tool.result", {"tool": "one", "ok": True}, s1),
+        ("step.committed", {}, s2),
+        ("step.committed", {}, s1),
+        ("run.completed", {}, None),
+    ])
+    code, out, _ = run(str(log), "--workspace", str(plain_dir))
+    lines = out.decode().splitlines()
+    assert code == 0 and len(lines) == 9
+    assert re.search(r"\+\d\.\d{3}s    tool\.called  tool=one$", lines[2])  # nested under its step
+    assert re.search(r"\+\d\.\d{3}s    tool\.called  tool=two$", lines[4])
+    assert f"    [step {s1[:12]}] tool.result  tool=one" in lines[5]  # not the innermost open step
+    assert re.search(r"\+\d\.\d{3}s  step\.committed", lines[6]) and re.search(r"\+\d\.\d{3}s  run\.completed", lines[8])
+
+
+def test_broken_pipe_is_quiet(plain_dir: Path) -> None:
+    cmd = (f"{sys.executable} -m ract_cli trace replay {fixture('completed')} --format jsonl "
+           f"--workspace {plain_dir} | head -c 10")
+    done = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=60)
+    assert len(done.stdout) == 10 and b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr

@@ -156,9 +156,7 @@ def timeline_line(step: ReplayStep) -> str:
     depth = step.depth
     tag = ""
     if depth:
-        open_steps = step.state.open_steps
-        current = open_steps[-1].step_id if open_steps else None
-        if event["step_id"] != current:  # interleaved steps, or an event of a step never started
+        if event["step_id"] != step.state.current_step_id:  # interleaved steps, or an event of a step never started
             tag = f"[step {event['step_id'][:12]}] "
     summary = summarize(event)
     text = f"{step.index:>6}  {format_elapsed(step.state.elapsed_ns):>10}  {'  ' * depth}{tag}{event['kind']}"
@@ -176,8 +174,11 @@ def _json(value: Any) -> str:
 
     try:
         return orjson.dumps(value).decode()
-    except TypeError:
-        return repr(value)
+    except Exception:  # noqa: BLE001 - nested deeper than orjson writes
+        try:
+            return repr(value)
+        except RecursionError:
+            return f"<{type(value).__name__} nested too deeply>"
 
 
 def state_lines(state: dict[str, Any]) -> list[str]:
