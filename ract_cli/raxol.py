@@ -571,7 +571,8 @@ class JournalSummary:
     items_started: int
     usage: dict[str, int | float]
     iterations: int | None  # highest iteration stamped on a turn_completed
-    errors: list[dict]
+    errors: list[dict]  # the first MAX_KEPT error records: {"line", "reason"}
+    error_count: int
     unknown_types: dict[str, int]
     closed: bool  # a final turn_completed was seen
     final_line: int | None
@@ -604,6 +605,7 @@ class JournalSummary:
             "usage": dict(self.usage),
             "iterations": self.iterations,
             "errors": list(self.errors),
+            "error_count": self.error_count,
             "unknown_types": dict(self.unknown_types),
             "closed": self.closed,
             "final_line": self.final_line,
@@ -624,9 +626,26 @@ def _add_usage(totals: dict[str, int | float], usage: dict, prefix: str = "", de
     for key, value in usage.items():
         name = f"{prefix}{key}"
         if type(value) in (int, float):
-            totals[name] = totals.get(name, 0) + value
+            _tally(totals, name, value)
         elif type(value) is dict and depth < 3:
             _add_usage(totals, value, name + ".", depth + 1)
+
+
+MAX_KEYS = 1000  # distinct names kept per table (item types, usage keys, unknown types); the rest pool in "(other)"
+MAX_TEXT = 200  # characters kept of a log-derived string in a summary
+MAX_KEPT = 1000  # error records itemized
+OTHER = "(other)"
+
+
+def _tally(table: dict, key: str, amount: int | float = 1) -> None:
+    if key not in table and len(table) >= MAX_KEYS:
+        key = OTHER
+    table[key] = table.get(key, 0) + amount
+
+
+def _text(value: Any) -> str:
+    text = value if type(value) is str else _short(value)
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
 
 def _record_id(record: dict) -> str | None:
@@ -656,7 +675,8 @@ class JournalState(ChainState):
     items_by_type: dict = field(default_factory=dict)
     usage: dict = field(default_factory=dict)
     iterations: int | None = None
-    errors: list = field(default_factory=list)
+    errors: list = field(default_factory=list)  # the first MAX_KEPT error records
+    error_count: int = 0
     unknown_types: dict = field(default_factory=dict)
     _started: dict = field(default_factory=dict)  # item_id -> (item_type, line) in the current turn
     _completed: set = field(default_factory=set)
@@ -721,7 +741,7 @@ class JournalState(ChainState):
         if type(rtype) is not str or type(payload) is not dict:
             return
         if rtype not in LOOP_TYPES or record.get("family", FAMILY) != FAMILY:
-            self.unknown_types[rtype] = self.unknown_types.get(rtype, 0) + 1
+            _tally(self.unknown_types, _text(rtype))
             return
         if any(key in payload for key in MARKER_KEYS) and self.schema_version < MARKER_SINCE:
             self.add(warning("CONTRACT_WARNING", f"evidence marker in a schema_version "
@@ -765,7 +785,7 @@ class JournalState(ChainState):
                     self.add(warning("CONTRACT_WARNING", f"item {_short(item_id)} started as {_short(started_type)} "
                                      f"but completed as {_short(item_type)}", event_id=event_id, **where))
             if type(item_type) is str:
-                self.items_by_type[item_type] = self.items_by_type.get(item_type, 0) + 1
+                _tally(self.items_by_type, _text(item_type))
         elif rtype == "turn_completed":
             self.turn_boundaries += 1
             self._close_items(f"turn_completed at line {where['line']}", event_id)
@@ -781,8 +801,9 @@ class JournalState(ChainState):
                 self.final_line = where["line"]
                 self.final_payload = payload
         elif rtype == "error":
-            reason = payload.get("reason")
-            self.errors.append({"line": where["line"], "reason": reason if type(reason) is str else _short(reason)})
+            self.error_count += 1
+            if len(self.errors) < MAX_KEPT:
+                self.errors.append({"line": where["line"], "reason": _text(payload.get("reason"))})
 
     def _close_items(self, boundary: str, event_id: str | None) -> None:
         for item_id, (_, line) in self._started.items():
@@ -820,16 +841,86 @@ class JournalState(ChainState):
             usage=dict(sorted(self.usage.items())),
             iterations=self.iterations,
             errors=list(self.errors),
+            error_count=self.error_count,
             unknown_types=dict(sorted(self.unknown_types.items())),
             closed=self.closed,
             final_line=self.final_line,
             evidence=evidence,
-            evidence_rejected=detail if type(detail) is dict else None,
+            evidence_rejected=_detail(detail) if type(detail) is dict else None,
             chained=bool(self.chained),
             chain_verified=chained and self.first_integrity_failure is None,
             head=self.head if self.chained else None,
         )
 
 
+def _detail(detail: dict) -> dict:
+    """An ``evidence_rejected`` detail, bounded for a report."""
+    refs = detail.get("refs")
+    out: dict[str, Any] = {"reason": _text(detail.get("reason")), "ref": detail.get("ref") if _is_int(detail.get("ref"))
+                           else None}
+    if type(refs) is list:
+        out["refs"] = [_text(r) for r in refs[:50]]
+        out["refs_count"] = len(refs)
+    return out
+
+
 def _finding(p: Problem, event_id: str | None, where: dict) -> Finding:
     return Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
+
+
+# --- project: the journal report ------------------------------------------
+
+#: what the evidence verdict stands on (``JournalSummary.trust``) -> how a report says it
+TRUST_TEXT = {
+    "verified-chain": "a verified hash chain",
+    "broken-chain": "a hash chain that does NOT verify: not to be believed",
+    "journal-trust": "trust in the journal only (no hash chain)",
+}
+def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict[str, Any]:
+    """The ``project`` report of a journal read to its end by ``ChainReader(dialect="raxol")``.
+
+    Counts cover every record (a journal's projection is its ``JournalState``);
+    ``trusted``/``untrusted_from_line`` and ``evidence.trust`` say how far that
+    can be believed. The JSON shape is documented in ``docs/raxol.md``.
+    """
+    state: JournalState = reader.state
+    summary = state.summary()
+    broken = state.first_integrity_failure
+    exit_code = state.exit_code
+    findings = state.findings
+    flags = [{"code": f.code, "source": "verify", "line": f.line, "event_id": f.event_id, "kind": None,
+              "message": f.message} for f in findings]
+    kept = flags[:max_items]
+    journal = summary.to_dict()
+    errors = journal.pop("errors")
+    evidence = journal.pop("evidence")
+    detail = journal.pop("evidence_rejected")
+    trust = journal.pop("trust")
+    for key in ("dialect", "chained", "chain_verified", "head", "records", "closed", "final_line"):
+        journal.pop(key)
+    count = journal.pop("error_count")
+    journal["errors"] = {"count": count, "items": errors[:max_items], "omitted": count - min(len(errors), max_items)}
+    return {
+        "report_version": 1,
+        "dialect": "raxol",
+        "path": path,
+        "run_id": None,
+        "status": "completed" if summary.closed else "open",
+        "exit_code": int(exit_code),
+        "exit_name": exit_code.name,
+        "trusted": broken is None,
+        "untrusted_from_line": broken,
+        "evidence": {
+            "status": evidence,
+            "line": summary.final_line,
+            "rejected": detail,
+            "trust": trust,
+            "stands_on": TRUST_TEXT[trust] if evidence is not None else None,
+        },
+        "journal": journal,
+        "chain": {"chained": summary.chained, "verified": summary.chain_verified, "head": summary.head,
+                  "events": summary.records, "durable_events": summary.durable_records},
+        "audit_flags": {"count": len(flags), "items": kept, "omitted": len(flags) - len(kept)},
+        "findings": [f.to_dict() for f in findings],
+        "suppressed_findings": state.suppressed,
+    }

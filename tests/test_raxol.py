@@ -687,3 +687,46 @@ def test_journal_fixture_verdicts(name: str) -> None:
     summary = reader.state.summary()
     assert summary.evidence == fixture.evidence
     assert summary.trust == fixture.trust
+
+
+# --- replay and project (library) ---------------------------------------------------
+
+def test_journal_replay_skips_deltas_and_stops_at_a_break(tmp_path: Path) -> None:
+    from ract_cli.raxol_replay import JournalReplaySession
+
+    session = JournalReplaySession(FIXTURES / "journals" / "accepted.jsonl")
+    kinds = [step.event.kind for step in session.steps()]
+    result = session.finish()
+    assert "item_delta" not in kinds and kinds[0] == "turn_started" and kinds[-1] == "turn_completed"
+    raw = (FIXTURES / "journals" / "accepted.jsonl").read_bytes().splitlines()
+    assert len(kinds) == sum(1 for line in raw if b'"type":"item_delta"' not in line)
+    assert result.exit_code == ExitCode.OK and result.stop == "end"
+    assert result.state["closed"] and result.state["evidence"] == "accepted"
+
+    session = JournalReplaySession(FIXTURES / "journals" / "chained-tampered.jsonl")
+    steps = list(session.steps())
+    result = session.finish()
+    assert result.stop == "break" and result.broken_at == 29 and result.exit_code == ExitCode.TAMPERED
+    assert all(s.event.line < 29 for s in steps) and not result.state["closed"]
+
+    session = JournalReplaySession(FIXTURES / "journals" / "accepted.jsonl", until=3)
+    assert [s.index for s in session.steps()] == [1, 2, 3]
+    result = session.finish()
+    assert result.stop == "until" and result.until_reached and result.state["index"] == 3
+
+
+def test_journal_report_shape() -> None:
+    from ract_cli.raxol import journal_report
+
+    for name, fixture in JOURNAL_FIXTURES.items():
+        reader = read(journal_path(FIXTURES, name))
+        report = journal_report(reader, name)
+        assert report["dialect"] == "raxol" and report["exit_code"] == fixture.exit_code
+        assert report["evidence"]["status"] == fixture.evidence
+        assert report["evidence"]["trust"] == fixture.trust
+        assert report["trusted"] is (fixture.exit_code != 1)
+        orjson.dumps(report)
+    report = journal_report(read(journal_path(FIXTURES, "rejected")), "r")
+    assert report["evidence"]["rejected"] == {"reason": "stale_evidence", "ref": 1, "refs": ["i3", "i5"],
+                                              "refs_count": 2}
+    assert report["journal"]["errors"]["count"] == 1

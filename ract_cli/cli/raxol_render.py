@@ -1,0 +1,197 @@
+"""Terminal and Markdown rendering of Raxol journals (SPEC §8) for replay and project.
+
+Pure functions from library data to text. Every returned string may hold
+log-derived text: callers pass it through ``clean`` (terminal) or use the
+Markdown helpers here, which escape it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..raxol import evidence_status
+from ..raxol_replay import JournalReplayStep
+from .render import clean
+
+SUMMARY_WIDTH = 60
+
+#: payload keys shown on a replay timeline, per type (others: the first scalar keys)
+SUMMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "turn_started": ("prompt",),
+    "item_started": ("item_id", "item_type"),
+    "item_completed": ("item_id", "item_type", "name", "text", "output"),
+    "turn_completed": ("iteration", "final", "usage"),
+    "error": ("reason",),
+}
+
+
+def _value(value: Any, limit: int = SUMMARY_WIDTH) -> str:
+    if type(value) is str:
+        text = value if value and all(c.isalnum() or c in "_-.:/" for c in value) else _json(value)
+    else:
+        text = _json(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json(value: Any) -> str:
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return repr(value)
+
+
+def summarize_record(record: dict) -> str:
+    """A compact ``key=value`` summary of a journal record's payload (raw: ``clean`` it)."""
+    payload = record.get("payload")
+    if type(payload) is not dict:
+        return ""
+    rtype = record.get("type")
+    keys = SUMMARY_KEYS.get(rtype) if type(rtype) is str else None
+    if keys is None:
+        keys = tuple(k for k, v in payload.items() if type(v) in (str, int, float, bool))[:3]
+    parts = [f"{k}={_value(payload[k])}" for k in keys if k in payload]
+    if rtype == "turn_completed" and payload.get("final") is True:
+        parts.append(f"evidence={evidence_status(payload)}")
+    return "  ".join(parts)
+
+
+def journal_timeline_line(step: JournalReplayStep) -> str:
+    """``index  turn N  [indent]type  summary`` for one replayed record (raw: ``clean`` it)."""
+    rtype = step.event.kind or "(no type)"
+    text = f"{step.index:>6}  turn {step.state.turn:<4} {'  ' * step.depth}{rtype}"
+    summary = summarize_record(step.event.event)
+    return f"{text}  {summary}" if summary else text
+
+
+def journal_state_lines(state: dict[str, Any]) -> list[str]:
+    """The state block printed at ``replay --until`` for a journal (raw: ``clean`` each line)."""
+    lines = [
+        f"== state after record #{state['index']} (line {state['line']}): {state['type']}"
+        + (f" {state['event_id']}" if state["event_id"] else ""),
+        f"turn: {state['turn']} ({'open' if state['turn_open'] else 'closed'}), iteration: "
+        f"{state['iteration'] if state['iteration'] is not None else '-'}",
+        f"run: {'closed by the final turn_completed' if state['closed'] else 'open'}"
+        + (f", evidence {state['evidence']}" if state["evidence"] else ""),
+    ]
+    items = state["open_items"]
+    lines.append(f"open items ({len(items)}):" if items else "open items: none")
+    lines.extend(f"  {i['item_id']}  {i['item_type']}  line {i['line']}" for i in items)
+    lines.append("items completed: " + (_counts(state["items_completed"]) or "none"))
+    lines.append("usage: " + (_counts(state["usage"]) or "none"))
+    lines.append(f"errors: {state['errors']}")
+    return lines
+
+
+def _counts(table: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in table.items())
+
+
+# --- project ----------------------------------------------------------------
+
+def evidence_text(run: dict) -> str:
+    """``accepted, standing on a verified hash chain`` (raw: ``clean`` it)."""
+    ev = run["evidence"]
+    if ev["status"] is None:
+        return "none: the journal has no final turn_completed"
+    text = f"{ev['status']} (line {ev['line']}), standing on {ev['stands_on']}"
+    detail = ev["rejected"]
+    if detail:
+        text += f"; rejected for {detail['reason']} at ref {detail['ref'] if detail['ref'] is not None else 'null'}"
+    return text
+
+
+def _items_text(journal: dict) -> str:
+    return (_counts(journal["items_by_type"]) or "none") + f" (started {journal['items_started']})"
+
+
+def _errors_text(journal: dict) -> str:
+    errors = journal["errors"]
+    text = str(errors["count"])
+    if errors["items"]:
+        text += ": " + "; ".join(f"line {e['line']} {e['reason']}" for e in errors["items"][:5])
+        if errors["count"] > 5:
+            text += f"; {errors['count'] - 5} more"
+    return text
+
+
+def detail_rows(run: dict) -> list[tuple[str, str]]:
+    """The rows of a journal's detailed report, shared by text and Markdown (raw values)."""
+    j, chain = run["journal"], run["chain"]
+    return [
+        ("path", run["path"]),
+        ("dialect", f"raxol journal, schema_version {j['schema_version']}"),
+        ("status", run["status"]),
+        ("evidence", evidence_text(run)),
+        ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
+        ("trusted", "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}"),
+        ("chain", ("verified" if chain["verified"] else "broken") + f", head {chain['head']}" if chain["chained"]
+         else "none (records carry no hash chain)"),
+        ("records", f"{chain['events']} ({j['durable_records']} durable, {j['deltas']} item_delta)"),
+        ("turns", f"{j['turns']} started, {j['turn_boundaries']} completed"),
+        ("iterations", "-" if j["iterations"] is None else str(j["iterations"])),
+        ("items by type", _items_text(j)),
+        ("usage", _counts(j["usage"]) or "-"),
+        ("errors", _errors_text(j)),
+        ("unknown types", _counts(j["unknown_types"]) or "none"),
+    ]
+
+
+def journal_detail_renderable(run: dict) -> Group:
+    """The detailed project report of one journal as rich renderables (markup never interpreted)."""
+    parts: list = []
+    if not run["trusted"]:
+        parts.append(Text(f"UNTRUSTED from line {run['untrusted_from_line']}: the journal fails verification "
+                          f"there; its evidence verdict is not to be believed.", style="bold red"))
+    table = Table(title=f"ract journal report: {clean(run['path'])}", show_header=False, title_justify="left",
+                  box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for key, value in detail_rows(run)[1:]:
+        style = None
+        if key == "evidence":
+            style = {"verified-chain": "green", "broken-chain": "bold red"}.get(run["evidence"]["trust"], "yellow")
+        table.add_row(Text(key), Text(clean(value), style=style or ""))
+    parts.append(table)
+    flags = run["audit_flags"]
+    if flags["count"]:
+        grid = Table(title=f"findings ({flags['count']})", title_justify="left")
+        for name in ("line", "code", "message"):
+            grid.add_column(name, overflow="fold")
+        for f in flags["items"]:
+            grid.add_row(Text(clean(f["line"] if f["line"] is not None else "-")), Text(clean(f["code"])),
+                         Text(clean(f["message"])))
+        parts.append(grid)
+    else:
+        parts.append(Text("findings: none", style="green"))
+    return Group(*parts)
+
+
+def journal_fleet_row(run: dict) -> list[object]:
+    """A journal's row in project's summary table (same columns as a RACT run's)."""
+    j = run["journal"]
+    return ["(journal)", run["path"], run["status"],
+            "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})", run["exit_code"],
+            run["chain"]["events"], "-", "-", f"{j['turns']} turns",
+            f"{j['items_by_type'].get('tool_use', 0)} tool_use; evidence {run['evidence']['status'] or 'none'} "
+            f"({run['evidence']['trust']})", run["audit_flags"]["count"]]
+
+
+def journal_markdown(run: dict, md: Any, md_table: Any, level: str = "##") -> list[str]:
+    """Markdown lines for one journal; ``md``/``md_table`` are project's escaping helpers."""
+    out = [f"{level} Journal {md(run['path'])}: {md(run['status'])}", ""]
+    if not run["trusted"]:
+        out += [f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the journal fails verification there; "
+                "its evidence verdict is not to be believed.", ""]
+    out += md_table(["field", "value"], [[k, v] for k, v in detail_rows(run)])
+    flags = run["audit_flags"]
+    out += [f"{level}# Findings ({flags['count']})", ""]
+    if flags["count"]:
+        out += md_table(["line", "code", "message"], [[f["line"], f["code"], f["message"]] for f in flags["items"]])
+    else:
+        out += ["None.", ""]
+    return out
