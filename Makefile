@@ -31,5 +31,8 @@ fixtures: $(STAMP)
 	$(BIN)/python scripts/gen_fixtures.py fixtures
 	$(BIN)/python scripts/gen_journal_fixtures.py fixtures
 
+goldens: $(STAMP)
+	for s in scripts/gen_goldens_*.py; do $(BIN)/python $$s || exit 1; done
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
