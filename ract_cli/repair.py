@@ -384,6 +384,11 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         raise UsageError("--check changes nothing; it cannot be combined with --output")
     src = resolve_log_path(path)
     display = str(src)
+    output = Path(options.output) if options.output is not None else None
+    if output is not None and (output == src or _same_file(output, src)):
+        output = None  # --output naming the log itself is an in-place repair
+    if output is not None and output.is_dir():
+        raise UsageError(f"--output {output} is a directory, not a file")
     handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
     with handle:
         fd = handle.fileno()
@@ -420,28 +425,27 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         if options.check:
             return result
 
-        output = Path(options.output) if options.output is not None else None
-        if output is not None and (_same_file(output, src) or output == src):
-            output = None  # --output naming the log itself is an in-place repair
-        if output is None and not result.changed:
+        if not result.changed and output is None:
             return result  # nothing to repair: not one byte written
 
         after = os.fstat(fd)
         if (after.st_size, after.st_mtime_ns, after.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
             raise LogIOError(f"{display} changed while it was being read; nothing written")
-        target = output if output is not None else src
-        if output is not None and output.is_dir():
-            raise UsageError(f"--output {output} is a directory")
-        directory = target.parent if str(target.parent) else Path(".")
+        # in place: write next to the real file, so a symlinked log is repaired, not replaced by a file
+        target = output if output is not None else (Path(os.path.realpath(src)) if src.is_symlink() else src)
+        directory = target.parent
         tail = (b"\n" if result.newline_added else b"") + b"".join(encode_line(c) for c in closes)
-
-        if result.torn is not None:
-            sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len, size - prefix_len)
-            _fsync_dir(directory)
-            result.torn = TornTail(result.torn.line, result.torn.offset, result.torn.length, sidecar)
-        if output is None and options.backup:
-            result.backup = _backup(src, fd, size)
-        _atomic_write(target, directory, fd, prefix_len, tail, stat.S_IMODE(before.st_mode))
+        try:
+            if result.torn is not None:
+                sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len,
+                                          size - prefix_len)
+                _fsync_dir(directory)
+                result.torn = TornTail(result.torn.line, result.torn.offset, result.torn.length, sidecar)
+            if output is None and options.backup:
+                result.backup = _backup(target, fd, size)
+            _atomic_write(target, directory, fd, prefix_len, tail, stat.S_IMODE(before.st_mode))
+        except OSError as exc:
+            raise LogIOError(f"cannot write the repaired log next to {target}: {exc.strerror or exc}") from None
         result.written_to = target
         return result
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ract_cli.errors import ExitCode, LogIOError, WriterLockedError
+from ract_cli.errors import ExitCode, LogIOError, UsageError, WriterLockedError
 from ract_cli.kinds import VALIDATORS
 from ract_cli.reader import ChainReader
 from ract_cli.repair import (
@@ -651,6 +651,44 @@ def test_paths_that_are_not_logs_are_io_errors(tmp_path, what):
     with pytest.raises(LogIOError) as exc:
         repair_file(path)
     assert exc.value.exit_code == ExitCode.IO
+
+
+def test_symlinked_log_is_repaired_through_the_link(tmp_path):
+    real = run_dir(tmp_path, "interrupted")
+    real.write_bytes(fixture_bytes("interrupted"))
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    result = repair_file(link)
+    assert link.is_symlink() and result.written_to == real
+    assert result.backup == real.with_name("events.jsonl.bak")
+    assert verify(real).exit_code == ExitCode.OK
+
+
+def test_output_into_a_missing_directory_is_an_io_error(tmp_path):
+    path = run_dir(tmp_path, "interrupted")
+    data = fixture_bytes("interrupted")
+    path.write_bytes(data)
+    with pytest.raises(LogIOError):
+        repair_file(path, RepairOptions(output=tmp_path / "missing" / "out.jsonl"))
+    assert path.read_bytes() == data and names_in(path.parent) == ["events.jsonl"]
+
+
+def test_output_naming_a_directory_is_a_usage_error(tmp_path):
+    path = run_dir(tmp_path, "interrupted")
+    path.write_bytes(fixture_bytes("interrupted"))
+    with pytest.raises(UsageError):
+        repair_file(path, RepairOptions(output=tmp_path))
+
+
+def test_output_naming_the_log_itself_repairs_in_place(tmp_path):
+    path = run_dir(tmp_path, "interrupted")
+    path.write_bytes(fixture_bytes("interrupted"))
+    result = repair_file(path, RepairOptions(output=path))
+    assert result.written_to == path and result.backup is not None
+
+
+def names_in(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
 
 
 def test_run_directory_is_accepted(tmp_path):
