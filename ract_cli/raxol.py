@@ -924,3 +924,8 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
         "findings": [f.to_dict() for f in findings],
         "suppressed_findings": state.suppressed,
     }
+
+
+def discovery_suffixes(dialect: str) -> tuple[str, ...]:
+    """File suffixes a directory search also takes: ``*.jsonl`` journals when the dialect is raxol."""
+    return (".jsonl",) if dialect == "raxol" else ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Annotated
 
 import typer
@@ -17,5 +18,21 @@ MaxLineBytes = Annotated[
     int, typer.Option("--max-line-bytes", min=1, help="A longer line is a LINE_TOO_LONG finding instead of being read.")
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
+
+
+class Dialect(str, enum.Enum):
+    """Which format a log is read as (SPEC §8): detected per file, or forced."""
+
+    auto = "auto"
+    ract = "ract"
+    raxol = "raxol"
+
+
+DialectOption = Annotated[
+    Dialect,
+    typer.Option("--dialect", case_sensitive=False,
+                 help="ract (run logs), raxol (agent journals: records with type, no kind) or auto (detect per "
+                      "file). With raxol, directories are searched for *.jsonl too."),
+]
 
 DEFAULTS = {"schema_version": LATEST_SCHEMA_VERSION, "max_line_bytes": DEFAULT_MAX_LINE_BYTES}
