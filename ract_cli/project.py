@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from .discovery import discover
 from .errors import ExitCode, lowest_nonzero
 from .findings import ERROR, Finding
-from .handles import HandleTracker, OpenHandle
+from .handles import CLOSE_FOR_OPEN, RUN_CLOSES, STEP_CLOSES, HandleTracker, OpenHandle
 from .kinds import LATEST_SCHEMA_VERSION
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader
 
@@ -69,6 +69,9 @@ FLAG_CODES: dict[str, str] = {
     "MANIFEST_LEDGER_REFUSED": "the manifest ledger refused an entry",
     # verifier findings carried over as flags keep their finding code (HASH_MISMATCH, TORN_TAIL, ...)
 }
+#: kinds the HandleTracker pairs (opens and closes), and the closes among them
+_CLOSE_KINDS = frozenset(CLOSE_FOR_OPEN.values()) | RUN_CLOSES | STEP_CLOSES
+_PAIRED_KINDS = frozenset(CLOSE_FOR_OPEN) | _CLOSE_KINDS
 #: reader warnings worth an auditor's look (reader errors are always carried over)
 _FLAGGED_WARNINGS = frozenset({"CLOCK_REGRESSION", "RUN_DIR_MISMATCH"})
 #: reader warnings that the projection's own flags already cover
@@ -316,7 +319,12 @@ class Projector:
         kind = event["kind"]
         ts = event["timestamp_ns"]
         self.events += 1
-        _count(self.kinds, _label(kind))
+        kinds = self.kinds
+        n = kinds.get(kind)
+        if n is None:
+            _count(kinds, _label(kind))
+        else:
+            kinds[kind] = n + 1
         if self.run_id is None:
             self.run_id = event["run_id"]
         self.head = event.get("hash")
@@ -324,20 +332,23 @@ class Projector:
             self.first_ts = ts
         if self.last_ts is None or ts > self.last_ts:
             self.last_ts = ts
-        paired = self.handles.feed(event, line, offset)
         payload = event["payload"]
-        if _synthesized(payload) and kind in ("run.aborted", "run.completed", "step.rolled_back", "step.committed",
-                                              "tool.result", "response.received", "handshake.resolved"):
-            self.synthesized.add({"line": line, "event_id": event["id"], "kind": kind,
-                                  "source_event_id": _text(payload.get("source_event_id")),
-                                  "reason": _text(payload.get("reason"))})
-            self._flag("SYNTHESIZED_CLOSE", line, event, f"{kind} synthesized by repair "
-                       f"({_text(payload.get('reason')) or 'no reason'})")
+        paired = None
+        if kind in _PAIRED_KINDS:
+            paired = self.handles.feed(event, line, offset)
+            if kind in _CLOSE_KINDS and payload.get("synthesized") is True:
+                self._synthesized_close(event, payload, kind, line)
         handler = self._dispatch.get(kind)
         if handler is not None:
             handler(event, payload, line, ts, paired)
-        elif type(kind) is str and kind.endswith("_error"):
+        elif kind.endswith("_error"):
             self._error_event(event, payload, line)
+
+    def _synthesized_close(self, event: dict, payload: dict, kind: str, line: int) -> None:
+        reason = _text(payload.get("reason"))
+        self.synthesized.add({"line": line, "event_id": event["id"], "kind": kind,
+                              "source_event_id": _text(payload.get("source_event_id")), "reason": reason})
+        self._flag("SYNTHESIZED_CLOSE", line, event, f"{kind} synthesized by repair ({reason or 'no reason'})")
 
     def _flag(self, code: str, line: int | None, event: dict | None, message: str, source: str = "log") -> None:
         self.flags.add({"code": code, "source": source, "line": line,

@@ -1,0 +1,49 @@
+"""Benchmark rows for ``ract trace project`` (issue 7).
+
+Target: projecting the benchmark log runs at >= 0.6x the events/s of a
+1-job ``verify`` of the same log measured in the same run
+(``ratio = verify_seconds / project_seconds``, i.e. project's events/s over
+verify's). Projection reads through the same chain reader, so the ratio is
+what the projection costs on top of verification. Before timing, one run
+checks that the report covers every event (a fast wrong answer is not a result).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+TARGET = 0.6
+
+
+def _row(name: str, events: int, seconds: float, *, ratio=None, ratio_of=None, target=None) -> dict:
+    return {
+        "name": name,
+        "events_per_s": events / seconds if seconds > 0 else float("inf"),
+        "seconds": seconds,
+        "ratio": ratio,
+        "ratio_of": ratio_of,
+        "target": target,
+        "met": None if target is None or ratio is None else ratio >= target,
+    }
+
+
+def rows(ctx) -> list[dict]:
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from ract_cli.project import project_file
+
+    report = project_file(ctx.log_path)
+    if report["events"] != ctx.events or not report["trusted"]:
+        raise RuntimeError(f"project covered {report['events']} of {ctx.events} events "
+                           f"(trusted={report['trusted']})")
+    seconds = ctx.time(lambda: project_file(ctx.log_path))
+    verify = ctx.verify_seconds
+    cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(ctx.log_path)])
+    return [
+        _row("ract trace project (library, 1 log)", ctx.events, seconds,
+             ratio=verify / seconds if verify else None, ratio_of="verify", target=TARGET),
+        _row("  ract trace project --format json (subprocess, for the record)", ctx.events, cli,
+             ratio=verify / cli if verify else None, ratio_of="verify"),
+    ]
