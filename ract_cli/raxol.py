@@ -50,12 +50,20 @@ from .reader import (
     Problem,
     _describe_json_error,
     _DuplicateKey,
-    _short,
     open_log,
     parse_exact,
     split_line_ending,
 )
+from .reader import _short as _reader_short
 from .writer import sanitize_payload as _sanitize_json
+
+
+def _short(value: object) -> str:
+    """A bounded repr of a log value for a message; never raises (deep nesting included)."""
+    try:
+        return _reader_short(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deep to show>"
 
 __all__ = [
     "ACCEPTED",
@@ -357,7 +365,10 @@ def analyze_record(body: bytes, _unused: object = None) -> LineResult:
     if type(obj) is not dict:
         kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
-    dumped = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    try:
+        dumped = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
+        dumped = b""
     fast = dumped == body and orjson_is_jcs(dumped)
     if not fast:
         try:
@@ -378,6 +389,9 @@ def analyze_record(body: bytes, _unused: object = None) -> LineResult:
             computed = hashlib.sha256(canonical_bytes(unhashed) if fast else jcs_exact(unhashed)).hexdigest()
         except CanonicalizationError as exc:
             return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", str(exc))], parsed=False)
+        except RecursionError:
+            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", "nesting too deep to canonicalize")],
+                              parsed=False)
         if "hash" not in obj:
             problems.append(Problem("HASH_MISMATCH", "record carries prev_hash but no hash", expected=computed))
         elif computed != stored_hash:

@@ -730,3 +730,23 @@ def test_journal_report_shape() -> None:
     assert report["evidence"]["rejected"] == {"reason": "stale_evidence", "ref": 1, "refs": ["i3", "i5"],
                                               "refs_count": 2}
     assert report["journal"]["errors"]["count"] == 1
+
+
+@pytest.mark.parametrize("depth", [254, 300, 990, 5000])
+def test_deeply_nested_records_never_crash(tmp_path: Path, depth: int) -> None:
+    nested = "[" * depth + "]" * depth
+    lines = [
+        '{"type":"turn_started","payload":{"prompt":"p"}}',
+        '{"type":%s,"payload":{}}' % nested,
+        '{"type":"turn_completed","payload":{"usage":%s,"final":false,"iteration":%s}}' % (nested, nested),
+        '{"type":"turn_completed","payload":{"usage":{},"final":true,"evidence":%s,"refs":%s}}' % (nested, nested),
+    ]
+    path = tmp_path / "deep.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    reader = read(path, dialect="raxol")
+    assert reader.exit_code in (ExitCode.TAMPERED, ExitCode.SCHEMA)
+    assert reader.state.summary().evidence in (UNKNOWN, None)
+    chained = tmp_path / "deep-chained.jsonl"
+    chained.write_text('{"type":"error","payload":{"reason":%s},"prev_hash":"%s","hash":"%s"}\n'
+                       % (nested, "0" * 64, "0" * 64))
+    assert read(chained, dialect="raxol").exit_code == ExitCode.TAMPERED
