@@ -407,3 +407,11 @@ def test_missing_path_is_an_io_finding(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["completed", "aborted", "interrupted", "tampered", "foreign-format"])
 def test_projection_is_deterministic(name: str) -> None:
     assert project_file(fixture(name)) == project_file(fixture(name))
+
+
+def test_every_flag_code_is_documented() -> None:
+    doc = (ROOT / "docs" / "project.md").read_text("utf-8")
+    for code in FLAG_CODES:
+        assert f"| `{code}` |" in doc, code
+    flag_schema = SCHEMA["$defs"]["flag"]["properties"]
+    assert set(flag_schema) == {"code", "source", "line", "event_id", "kind", "message"}
