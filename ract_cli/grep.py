@@ -29,7 +29,7 @@ import fnmatch
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -310,6 +310,21 @@ class GrepFilter:
                 return False
         return True
 
+    def compile(self) -> Callable[[dict], bool]:
+        """``matches`` as one function, specialised for the common single-condition searches."""
+        only_kinds = not (self.runs or self.steps or self.since_ns is not None or self.until_ns is not None
+                          or self.synthesized is not None or self.where)
+        if not self.kinds and only_kinds:
+            return lambda event: True
+        if only_kinds and not self._kind_globs:
+            exact = self._exact_kinds
+
+            def exact_kind(event: dict) -> bool:
+                kind = event.get("kind")
+                return type(kind) is str and kind in exact
+            return exact_kind
+        return self.matches
+
     def prefilter(self) -> tuple[bytes, ...] | None:
         """Byte strings at least one of which every matching line holds, or None.
 
@@ -487,17 +502,17 @@ class GrepSearch:
         options = self.options
         reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
                              max_findings=options.max_findings)
-        matches = self.filter.matches
+        matches = self.filter.compile()
         held: Match | None = None
         for ev in reader:
-            if reader.broken_at is not None:
+            if not ev.trusted:  # an integrity failure at or before this line
                 break
             if held is not None:
                 yield held  # the event after it verified: its hash is linked
                 held = None
             if matches(ev.event):
                 held = Match(path, ev.line, ev.offset, ev.raw, ev.event)
-        if reader.broken_at is not None:
+        if reader.broken_at is not None:  # also set by a malformed line, which yields no event
             result.stopped_at = reader.broken_at
             if held is not None:
                 result.withheld_line = held.line
@@ -510,7 +525,7 @@ class GrepSearch:
 
     def _unverified(self, path: str, result: FileResult) -> Iterator[Match]:
         options = self.options
-        matches = self.filter.matches
+        matches = self.filter.compile()
         cap = options.max_findings
         codes: set[int] = set()
         try:
