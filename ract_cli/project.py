@@ -43,6 +43,7 @@ REPORT_VERSION = 1
 STATUSES = ("unknown", "repaired", "completed", "aborted", "open")
 DEFAULT_MAX_ITEMS = 1000  # per itemized list (flags, reaps, unenforced sandboxes...)
 MAX_KEYS = 1000  # distinct names kept per table (tools, providers, predicates...); the rest pool in "(other)"
+_INT64_MAX = 2**63 - 1
 MAX_TEXT = 200  # characters kept of any log-derived string
 OTHER = "(other)"
 NONE = "(none)"
@@ -137,6 +138,11 @@ def _count(table: dict[str, int], key: str) -> None:
         table[OTHER] = table.get(OTHER, 0) + 1
     else:
         table[key] = 1
+
+
+def _sum(total: int, value: int) -> int:
+    """Add, saturating at 2^63 - 1 so every count stays a JSON int64 (hostile logs sum big values)."""
+    return min(total + value, _INT64_MAX)
 
 
 def iso(ns: int | None) -> str | None:
@@ -453,7 +459,7 @@ class Projector:
         provider.prompts += 1
         chars = _int(payload.get("prompt_chars"))
         if chars is not None and chars > 0:
-            provider.prompt_chars += chars
+            provider.prompt_chars = _sum(provider.prompt_chars, chars)
 
     def _response_received(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
         provider = self._provider(payload.get("provider"))
@@ -517,17 +523,17 @@ class Projector:
         self.env_scrubbed += 1
         scrubbed = _int(payload.get("scrubbed_count"))
         if scrubbed is not None and scrubbed > 0:
-            self.scrubbed_total += scrubbed
+            self.scrubbed_total = _sum(self.scrubbed_total, scrubbed)
         denied = _int(payload.get("never_passthrough_denied"))
         unblocked = _int(payload.get("credential_shaped_unblocked_count"))
         backend = _text(payload.get("backend"))
-        if denied:
-            self.never_passthrough_total += denied
+        if denied is not None and denied > 0:
+            self.never_passthrough_total = _sum(self.never_passthrough_total, denied)
             self.never_passthrough.add({"line": line, "event_id": event["id"], "count": denied, "backend": backend})
             self._flag("NEVER_PASSTHROUGH_DENIED", line, event,
                        f"never_passthrough_denied = {denied}: the manifest declared a credential-shaped name")
-        if unblocked:
-            self.credential_unblocked_total += unblocked
+        if unblocked is not None and unblocked > 0:
+            self.credential_unblocked_total = _sum(self.credential_unblocked_total, unblocked)
             self.credential_unblocked.add({"line": line, "event_id": event["id"], "count": unblocked,
                                            "backend": backend})
             self._flag("CREDENTIAL_SHAPED_UNBLOCKED", line, event,

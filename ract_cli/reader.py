@@ -531,6 +531,9 @@ class LineFramer:
         self.error_offset: int | None = None
 
     def __iter__(self) -> Iterator[tuple[int, int, bytes | None]]:
+        if self.needles is not None and not any(b"\n" in n or not n for n in self.needles):
+            yield from _frame_prefiltered(self)
+            return
         f, limit, needles = self.f, self.max_line_bytes, self.needles
         readline = f.readline
         size = limit + 2  # +2: room for "\r\n" after a maximal body
@@ -574,6 +577,74 @@ class LineFramer:
             skipped += len(chunk)
             if not chunk or chunk.endswith(b"\n"):
                 return skipped
+
+
+PREFILTER_BLOCK_BYTES = 1 << 20
+
+
+def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES) -> Iterator[tuple[int, int, bytes | None]]:
+    """``LineFramer`` with needles, block by block: lines holding no needle are never looked at one by one.
+
+    Reads ``block_size`` bytes at a time and jumps from needle to needle
+    (``bytes.find``), counting the newlines it skips, so line numbers and
+    offsets are those of the line-by-line framing. Memory: one block plus the
+    line being assembled, which is cut off (as over-long) past
+    ``max_line_bytes``. Yields a line holding a needle, the last line when it
+    lacks ``\n``, and over-long lines (``None``).
+    """
+    f, limit, needles = framer.f, framer.max_line_bytes, framer.needles
+    assert needles is not None
+    buf = b""  # always starts at a line start (file offset ``base``)
+    base = 0
+    line_no = 0  # lines before ``buf``
+    skipping = False  # inside an over-long line already reported: drop bytes up to its newline
+    while True:
+        try:
+            chunk = f.read(block_size)
+        except OSError as exc:
+            framer.read_error = f"read failed: {exc.strerror or exc}"
+            framer.error_line, framer.error_offset = line_no + 1, base + len(buf)
+            return
+        eof = not chunk
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                base += len(chunk)
+                if chunk:
+                    continue
+                return
+            base += nl + 1
+            chunk = chunk[nl + 1:]
+            skipping = False
+        buf = buf + chunk if buf else chunk
+        end = buf.rfind(b"\n") + 1  # [0, end) holds complete lines only
+        pos = 0
+        hits = [buf.find(n, 0, end) for n in needles]
+        while True:
+            hit = min((h for h in hits if h >= 0), default=-1)
+            if hit < 0:
+                break
+            start = buf.rfind(b"\n", pos, hit) + 1 or pos  # 0: no newline between pos and the hit
+            stop = buf.find(b"\n", hit) + 1
+            line_no += buf.count(b"\n", pos, start) + 1
+            raw = buf[start:stop]
+            too_long = len(raw) > limit + 1 and len(split_line_ending(raw)[0]) > limit
+            yield line_no, base + start, None if too_long else raw
+            pos = stop
+            hits = [h if h >= pos or h < 0 else buf.find(n, pos, end) for h, n in zip(hits, needles)]
+        line_no += buf.count(b"\n", pos, end)
+        base += end
+        buf = buf[end:]
+        if eof:  # what is left is a last line without its newline
+            if buf:
+                yield line_no + 1, base, None if len(buf) > limit else buf
+            return
+        if len(buf) > limit + 2:  # no newline yet and already over the limit
+            line_no += 1
+            yield line_no, base, None
+            base += len(buf)
+            buf = b""
+            skipping = True
 
 
 @dataclass(slots=True)

@@ -415,3 +415,22 @@ def test_every_flag_code_is_documented() -> None:
         assert f"| `{code}` |" in doc, code
     flag_schema = SCHEMA["$defs"]["flag"]["properties"]
     assert set(flag_schema) == {"code", "source", "line", "event_id", "kind", "message"}
+
+
+def test_huge_and_negative_counters_stay_json_int64(tmp_path: Path) -> None:
+    import orjson
+
+    log = Log(tmp_path / RUN_ID / "events.jsonl")
+    log.writer.strict = False  # a negative count violates the schema (exit 3); the projection must cope
+    started_run(log)
+    big = 2**63 - 1
+    for _ in range(3):
+        log.add("prompt.sent", {"provider": "p", "prompt_chars": big})
+        log.add("sandbox.env_scrubbed", {"scrubbed_count": big, "never_passthrough_denied": big,
+                                         "credential_shaped_unblocked_count": -5})
+    log.close()
+    report = project_file(log.path)
+    orjson.dumps(report)  # raises on an integer outside 64 bits
+    assert report["providers"]["by_provider"]["p"]["prompt_chars"] == big
+    assert report["sandbox"]["never_passthrough_denied"]["total"] == big
+    assert report["sandbox"]["credential_shaped_unblocked"] == {"count": 0, "items": [], "omitted": 0, "total": 0}
