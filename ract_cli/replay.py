@@ -39,7 +39,7 @@ from .errors import ExitCode, UsageError, lowest_nonzero
 from .findings import Finding
 from .handles import HandleTracker, OpenHandle
 from .kinds import LATEST_SCHEMA_VERSION
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, LogEvent
+from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, LogEvent, resolve_dialect
 from .workspace import CommittedStep, WorkspaceReport, check_commits, check_head
 
 __all__ = [
@@ -408,7 +408,7 @@ class Replayer:
         exclude: Callable[[dict], bool] = is_ephemeral,
     ) -> None:
         self.path = str(path)
-        self.reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes)
+        self.reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract")
         self.state = ReplayState()
         self.exclude = exclude
         self.stopped_at_break: int | None = None
@@ -458,7 +458,7 @@ class InitialSnapshot:
 def find_initial_snapshot(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION,
                           max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> InitialSnapshot:
     """Read (through the chain reader) up to the first trusted ``step.started``."""
-    reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes)
+    reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract")
     for ev in reader:
         if not ev.trusted:
             break
@@ -581,9 +581,19 @@ class ReplaySession:
 
 
 def replay(path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions()) -> ReplaySession:
-    """Start a replay of one log: checks the workspace now; walk ``steps()``, then ``finish()``."""
+    """Start a replay of one log: checks the workspace now; walk ``steps()``, then ``finish()``.
+
+    The dialect is detected as every command detects it (SPEC §8): a Raxol
+    agent journal gets a ``ract_cli.raxol_replay.JournalReplaySession``, which
+    has the same surface (``steps()``, ``finish()`` -> ``ReplayResult``),
+    never replays ``item_delta`` and has no workspace to check.
+    """
     if isinstance(options.until, int) and options.until < 1:
         raise UsageError("--until: event indexes start at 1")
+    if resolve_dialect("auto", path, options.max_line_bytes) == "raxol":
+        from .raxol_replay import JournalReplaySession
+
+        return JournalReplaySession(path, until=options.until, max_line_bytes=options.max_line_bytes)  # type: ignore[return-value]
     return ReplaySession(path, options)
 
 

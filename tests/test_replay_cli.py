@@ -452,3 +452,35 @@ def test_broken_pipe_is_quiet(plain_dir: Path) -> None:
            f"--workspace {plain_dir} | head -c 10")
     done = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=60)
     assert len(done.stdout) == 10 and b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr
+
+
+# --- Raxol agent journals (SPEC §8): the same command, deltas never replayed ----
+
+JOURNALS = ROOT / "fixtures" / "journals"
+
+
+def test_journal_jsonl_is_its_durable_lines_byte_for_byte(plain_dir: Path) -> None:
+    path = JOURNALS / "accepted.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    durable = [ln for ln in lines if json.loads(ln).get("type") != "item_delta"]
+    assert len(durable) < len(lines)  # the fixture does hold deltas
+    code, out, err = run(str(path), "--workspace", str(plain_dir), "--format", "jsonl")
+    assert code == 0 and out == b"".join(durable)
+    assert "PRECONDITION_UNCHECKED" in err and "journal" in err
+
+
+def test_journal_timeline_and_until(plain_dir: Path) -> None:
+    path = JOURNALS / "accepted.jsonl"
+    code, out, _ = run(str(path), "--workspace", str(plain_dir), "--until", "3")
+    text = out.decode()
+    assert code == 0 and "item_delta" not in text and "== state after record #3" in text
+
+
+def test_tampered_journal_stops_at_its_break(plain_dir: Path) -> None:
+    path = JOURNALS / "chained-tampered.jsonl"
+    code, out, err = run(str(path), "--workspace", str(plain_dir), "--format", "jsonl")
+    broken = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
+    assert code == 1
+    kept = [ln for ln in path.read_bytes().splitlines(keepends=True)[: broken - 1]
+            if json.loads(ln).get("type") != "item_delta"]
+    assert out == b"".join(kept)

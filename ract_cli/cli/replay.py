@@ -7,18 +7,20 @@ import os
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Annotated, Any, Optional
 
 import typer
 
 from ..errors import ExitCode, RactError
-from ..findings import Finding
+from ..findings import Finding, warning
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..replay import (
     MAX_PACE_SLEEP_S,
     ReplayOptions,
     ReplayResult,
+    ReplaySession,
     ReplayStep,
     format_elapsed,
     pace_delay,
@@ -94,27 +96,33 @@ def replay_command(
         err.print(f"ract trace replay: {clean(exc.message)}", markup=False)
         raise typer.Exit(int(exc.exit_code)) from None
 
+    journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
     shown: set[int] = set()
     if session.workspace is not None:
         for f in session.workspace.findings:
             err.print(_finding_text(f), markup=False)
             shown.add(id(f))
+    elif journal:
+        err.print(_finding_text(warning(
+            "PRECONDITION_UNCHECKED", "determinism precondition cannot be checked: a Raxol agent journal records "
+            "no repository snapshot", path=str(session.path))), markup=False)
+    line_of, state_of = _renderers(journal)
 
     jsonl = format is Format.jsonl
     out = sys.stdout
     prev_ts: int | None = None
     try:
         for step in session.steps():
-            ts = step.event.event["timestamp_ns"]
-            if factor is not None:
+            ts = _event_ns(step.event.event)
+            if factor is not None and ts is not None:
                 time.sleep(pace_delay(prev_ts, ts, factor))
-            prev_ts = ts
+                prev_ts = ts
             if jsonl:
                 # The original bytes; the Raxol dialect's ephemeral records are excluded upstream
                 # (ReplayOptions.exclude, default ract_cli.replay.is_ephemeral).
                 _write_raw(out, step.event.raw)
             else:
-                out.write(clean(timeline_line(step)) + "\n")
+                out.write(clean(line_of(step)) + "\n")
             if factor is not None:
                 out.flush()
         result = session.finish()
@@ -123,7 +131,7 @@ def replay_command(
                 out.write(clean(f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
                                 f"this point is trustworthy") + "\n")
             if result.until_reached:
-                out.write("\n".join(clean(line) for line in state_lines(result.state)) + "\n")
+                out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
         out.flush()
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`): stop writing, keep the verdict.
@@ -137,6 +145,23 @@ def replay_command(
             err.print(_finding_text(f), markup=False)
     err.print(clean(verdict_line(result, until)), markup=False)
     raise typer.Exit(int(result.exit_code))
+
+
+def _renderers(journal: bool) -> tuple[Callable[[Any], str], Callable[[dict[str, Any]], list[str]]]:
+    if journal:
+        from .raxol_render import journal_state_lines, journal_timeline_line
+
+        return journal_timeline_line, journal_state_lines
+    return timeline_line, state_lines
+
+
+def _event_ns(event: dict) -> int | None:
+    """An event's time in ns: RACT ``timestamp_ns``, or a journal record's ``at_ms`` when it has one."""
+    ts = event.get("timestamp_ns")
+    if type(ts) is int:
+        return ts
+    at_ms = event.get("at_ms")
+    return at_ms * 1_000_000 if type(at_ms) is int else None
 
 
 def _write_raw(out: Any, raw: bytes) -> None:
