@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -28,6 +28,7 @@ import orjson
 from .canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
 from .errors import ChainBrokenError, ExitCode, LogIOError, UsageError, lowest_nonzero
 from .findings import ERROR, Finding, error, exit_code_for, warning
+from .fastpath import fast_analyze
 from .handles import HandleTracker
 from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from .model import ENVELOPE_KEYS, GENESIS_HASH, HEX32, HEX64, MAX_TIMESTAMP_NS
@@ -107,6 +108,9 @@ def _describe_json_error(exc: Exception) -> str:
 
 def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION) -> LineResult:
     """Check one line (without its line ending). Pure: no file, no neighbours."""
+    fast = fast_analyze(body, schema_version)  # a fully valid event, proven cheaply (fastpath.py)
+    if fast is not None:
+        return LineResult(fast[0], fast[1], [])
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -208,47 +212,76 @@ def _short(value: object) -> str:
 # --- across lines --------------------------------------------------------
 
 class _IdSet:
-    """Set of 128-bit event ids in two flat arrays: ~16 bytes per event.
+    """Exact set of event ids (32 lowercase hex) in bounded memory.
 
-    A Python set of strings costs ~100 bytes per id; this keeps verifying a
-    multi-gigabyte log inside a fixed memory budget.
+    The first ``SMALL`` ids live in a Python set (fast, ~100 bytes per id).
+    Past that they move to ``PARTS`` open-addressing tables of two flat
+    uint64 arrays (16 bytes per slot). Each part grows by 1.5x on its own, so
+    there is never a whole-table doubling spike: about 25-35 bytes per id,
+    which keeps a multi-gigabyte log inside a fixed memory budget.
     """
 
+    SMALL = 1 << 18
+    PARTS = 64
+    _START = 1 << 12
+
     def __init__(self) -> None:
-        self._size = 1 << 12
-        self._hi = array("Q", bytes(8 * self._size))
-        self._lo = array("Q", bytes(8 * self._size))
-        self._count = 0
+        self._small: set[str] | None = set()
+        self._parts: list[list] = []
+        self._zero = False
 
     def add(self, hex_id: str) -> bool:
         """Add; False when the id was already present."""
-        value = int(hex_id, 16) + 1  # +1: zero marks an empty slot
-        hi, lo = value >> 64, value & 0xFFFFFFFFFFFFFFFF
-        if self._count * 4 >= self._size * 3:
-            self._grow()
-        return self._insert(hi, lo)
+        small = self._small
+        if small is not None:
+            if hex_id in small:
+                return False
+            small.add(hex_id)
+            if len(small) >= self.SMALL:
+                self._spill()
+            return True
+        return self._add_compact(hex_id)
 
-    def _insert(self, hi: int, lo: int) -> bool:
-        mask = self._size - 1
-        i = (lo ^ hi) & mask
-        his, los = self._hi, self._lo
+    def _spill(self) -> None:
+        small, self._small = self._small, None
+        self._parts = [[array("Q", bytes(8 * self._START)), array("Q", bytes(8 * self._START)), self._START, 0]
+                       for _ in range(self.PARTS)]
+        for hex_id in small or ():
+            self._add_compact(hex_id)
+
+    def _add_compact(self, hex_id: str) -> bool:
+        value = int(hex_id, 16)
+        if value == 0:  # zero marks an empty slot: the all-zero id is tracked apart
+            seen, self._zero = self._zero, True
+            return not seen
+        hi, lo = value >> 64, value & 0xFFFFFFFFFFFFFFFF
+        part = self._parts[lo & (self.PARTS - 1)]
+        if part[3] * 4 >= part[2] * 3:
+            self._grow(part)
+        return self._insert(part, hi, lo)
+
+    @staticmethod
+    def _insert(part: list, hi: int, lo: int) -> bool:
+        his, los, size = part[0], part[1], part[2]
+        i = ((lo >> 6) ^ hi) % size
         while his[i] or los[i]:
             if his[i] == hi and los[i] == lo:
                 return False
-            i = (i + 1) & mask
-        his[i], los[i] = hi, lo
-        self._count += 1
+            i += 1
+            if i == size:
+                i = 0
+        his[i] = hi
+        los[i] = lo
+        part[3] += 1
         return True
 
-    def _grow(self) -> None:
-        old = zip(self._hi, self._lo)
-        self._size *= 2
-        self._hi = array("Q", bytes(8 * self._size))
-        self._lo = array("Q", bytes(8 * self._size))
-        self._count = 0
-        for hi, lo in old:
+    def _grow(self, part: list) -> None:
+        old_his, old_los = part[0], part[1]
+        size = part[2] * 3 // 2
+        part[:] = [array("Q", bytes(8 * size)), array("Q", bytes(8 * size)), size, 0]
+        for hi, lo in zip(old_his, old_los):
             if hi or lo:
-                self._insert(hi, lo)
+                self._insert(part, hi, lo)
 
 
 @dataclass
@@ -283,8 +316,23 @@ class ChainState:
             self.first_integrity_failure = finding.line
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
-        where = {"path": self.path, "line": line, "offset": offset}
         event = result.event
+        if (event is not None and not result.problems and event["prev_hash"] == self.expected_prev
+                and event["run_id"] == self.run_id and self.prev_ts is not None
+                and event["timestamp_ns"] >= self.prev_ts):
+            # The common case, same outcome as the general path below: a clean
+            # event that links on, same run, clock not going back.
+            if not self._ids.add(event["id"]):
+                self.add(error("DUPLICATE_ID", f"event id {event['id']} already appears earlier in this file",
+                               event_id=event["id"], path=self.path, line=line, offset=offset))
+            ts = self.prev_ts = event["timestamp_ns"]
+            if ts > self.last_ts:  # type: ignore[operator]
+                self.last_ts = ts
+            self.events += 1
+            self.expected_prev = self.head = result.stored_hash
+            self.handles.feed(event, line, offset)
+            return
+        where = {"path": self.path, "line": line, "offset": offset}
         event_id = event["id"] if event is not None else None
         for p in result.problems:
             self.add(Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where))
@@ -423,6 +471,8 @@ class ChainReader:
             from .raxol import JournalState as state_type
         self.state = state_type(self.display_path, require_closed=require_closed, max_findings=max_findings)
         self.done = False
+        #: optional callback, called with the byte offset reached every few MB while reading
+        self.progress: Callable[[int], None] | None = None
 
     # convenient views of the state
     @property
@@ -469,27 +519,46 @@ class ChainReader:
             from .raxol import JournalEvent, analyze_record
             analyze, make_event = analyze_record, JournalEvent
         framer = LineFramer(f, limit)
+        progress, next_report = self.progress, _PROGRESS_EVERY
         for line_no, start, raw in framer:
-            if raw is None:
-                state.feed(LineResult(None, None, [Problem(
-                    "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({limit} bytes)")], parsed=False),
-                    line_no, start)
-                continue
-            body, has_newline = split_line_ending(raw)
-            result = analyze(body, schema_version)
-            if not has_newline:
-                if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
-                    # A last line cut short by a killed writer.
-                    result = LineResult(None, None, [_torn_tail_problem(raw)], parsed=False)
-                else:
-                    result.problems.append(Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline",
-                                                   severity="warning"))
+            result = line_result(raw, schema_version, limit, analyze)
             state.feed(result, line_no, start)
+            if raw is None:
+                continue
             if result.event is not None:
                 yield make_event(line_no, start, raw, result.event, state.first_integrity_failure is None)
+            if progress is not None and start >= next_report:
+                progress(start)
+                next_report = start + _PROGRESS_EVERY
         if framer.read_error is not None:
             state.add(error("IO_ERROR", framer.read_error, path=self.display_path,
                             line=framer.error_line, offset=framer.error_offset))
+
+
+_PROGRESS_EVERY = 4 << 20  # bytes between two calls of ChainReader.progress
+
+
+def line_result(raw: bytes | None, schema_version: int, max_line_bytes: int,
+                analyze: Callable[[bytes, int], LineResult] = analyze_line) -> LineResult:
+    """The verdict on one framed line, exactly as ``ChainReader`` reaches it.
+
+    ``raw`` is the line with its ending as ``LineFramer`` yields it (``None``:
+    longer than ``max_line_bytes``). Shared with the parallel verifier
+    (``parallel.py``), so a chunked read judges every line the same way.
+    """
+    if raw is None:
+        return LineResult(None, None, [Problem(
+            "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")], parsed=False)
+    body, has_newline = split_line_ending(raw)
+    result = analyze(body, schema_version)
+    if not has_newline:
+        if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
+            # A last line cut short by a killed writer.
+            result = LineResult(None, None, [_torn_tail_problem(raw)], parsed=False)
+        else:
+            result.problems.append(Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline",
+                                           severity="warning"))
+    return result
 
 
 def resolve_dialect(dialect: str, path: str | os.PathLike[str], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> str:

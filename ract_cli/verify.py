@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .discovery import discover
 from .errors import ExitCode, UsageError, lowest_nonzero
 from .findings import Finding, error
 from .kinds import LATEST_SCHEMA_VERSION
 from .model import HEX64
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader
+from .parallel import can_split, make_pool, scan_file
+from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, ChainState
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,7 @@ class VerifyOptions:
     max_findings: int | None = None
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     jobs: int = 1
+    dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
 
 
 @dataclass
@@ -84,12 +88,32 @@ def check_options(options: VerifyOptions, n_files: int | None = None) -> None:
         raise UsageError("--max-findings must be at least 1")
 
 
-def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOptions()) -> FileReport:
-    """Verify one log sequentially through the one chain reader."""
-    reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
-                         max_line_bytes=options.max_line_bytes, max_findings=options.max_findings)
-    reader.read_all()
-    state = reader.state
+def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOptions(), *,
+                progress: Callable[[int], None] | None = None, pool: Executor | None = None) -> FileReport:
+    """Verify one log through the one chain reader.
+
+    With ``options.jobs > 1`` a RACT log of at least ``parallel.PARALLEL_MIN_BYTES``
+    is verified in byte ranges by worker processes (``pool``, or a pool made
+    here); the verdict is the sequential reader's, byte for byte.
+    ``progress`` is called with the byte offset reached, every few MB.
+    """
+    if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
+        state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
+        own_pool = pool is None
+        pool = pool if pool is not None else make_pool(options.jobs)
+        try:
+            scan_file(path, state, pool, jobs=options.jobs, schema_version=options.schema_version,
+                      max_line_bytes=options.max_line_bytes, progress=progress)
+        finally:
+            if own_pool:
+                pool.shutdown(cancel_futures=True)
+    else:
+        reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
+                             max_line_bytes=options.max_line_bytes, max_findings=options.max_findings,
+                             dialect=options.dialect)
+        reader.progress = progress
+        reader.read_all()
+        state = reader.state
     if options.expect_head is not None and state.head != options.expect_head:
         state.add(error("HEAD_MISMATCH", "chain head differs from --expect-head", path=str(path),
                         expected=options.expect_head, actual=state.head))
@@ -97,11 +121,56 @@ def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOpt
                       state.findings, state.suppressed)
 
 
-def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions = VerifyOptions()) -> VerifyReport:
-    """Verify every log under the given files and directories."""
-    found = discover(paths)
+def _verify_whole(path: str, options: VerifyOptions) -> FileReport:
+    """Worker entry point: one small file, read sequentially in the worker."""
+    return verify_file(path, options)
+
+
+def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions = VerifyOptions(), *,
+                 progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+    """Verify every log under the given files and directories (SPEC §3: one report, one exit code).
+
+    ``progress(done_bytes, total_bytes)`` is called as files (and ranges of
+    large files) are verified. With ``options.jobs > 1`` files are verified
+    in parallel by a process pool, and each large file in byte ranges.
+    """
+    found = discover(paths, suffixes=(".jsonl",) if options.dialect == "raxol" else ())
     check_options(options, len(found.files) + len(found.findings))
     report = VerifyReport(findings=list(found.findings))
-    for path in found.files:
-        report.files.append(verify_file(path, options))
+    sizes = [_size(p) for p in found.files]
+    total = sum(sizes)
+    done = 0
+
+    def file_progress(offset: int) -> None:
+        if progress is not None:
+            progress(min(done + offset, total), total)
+
+    splittable = [options.jobs > 1 and can_split(p, options.max_line_bytes, options.dialect) for p in found.files]
+    if options.jobs <= 1 or (len(found.files) <= 1 and not any(splittable)):
+        for path, size in zip(found.files, sizes):
+            report.files.append(verify_file(path, options, progress=file_progress))
+            done += size
+            file_progress(0)
+        return report
+
+    one_job = replace(options, jobs=1)
+    with make_pool(options.jobs) as pool:
+        whole = {i: pool.submit(_verify_whole, str(path), one_job)
+                 for i, path in enumerate(found.files) if not splittable[i]}
+        for i, (path, size) in enumerate(zip(found.files, sizes)):
+            if i in whole:
+                file_report = whole[i].result()
+            else:
+                file_report = verify_file(path, options, progress=file_progress, pool=pool)
+            file_report.path = str(path)
+            report.files.append(file_report)
+            done += size
+            file_progress(0)
     return report
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -1,10 +1,13 @@
-"""``ract trace verify``: the CI gate."""
+"""``ract trace verify``: the CI gate (docs/verify.md)."""
 
 from __future__ import annotations
 
 import enum
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import orjson
 import typer
@@ -15,8 +18,11 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
-from .options import MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import clean, markup_safe, stderr_console
+from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from .render import clean, markup_safe, stderr_console, stderr_is_terminal
+
+#: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
+PROGRESS_MIN_BYTES = 32 << 20
 
 
 class Format(str, enum.Enum):
@@ -26,37 +32,64 @@ class Format(str, enum.Enum):
 
 
 def format_ts(ns: int | None) -> str:
+    """UTC ISO-8601 with microseconds, or ``-``."""
     if ns is None:
         return "-"
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    seconds, rest = divmod(ns, 1_000_000_000)
+    try:
+        stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return f"{ns}ns"
+    return f"{stamp}.{rest // 1000:06d}Z"
 
 
 def finding_line(f: Finding) -> str:
+    """``path:line: CODE message`` (``path: CODE message`` when the finding has no line)."""
     where = f"{f.path}:{f.line}" if f.line is not None else f"{f.path}"
     return f"{where}: {f.code} {f.message}"
 
 
-@trace_app.command("verify", epilog="Example: ract trace verify evals/runs/ --format json > report.json")
+@trace_app.command("verify", epilog="Examples:\n\n"
+                   "ract trace verify evals/runs/\n\n"
+                   "ract trace verify --require-closed --format json evals/runs/ > report.json\n\n"
+                   "ract trace verify --expect-head HASH evals/runs/RUN/events.jsonl\n\n"
+                   "See docs/verify.md and docs/exit-codes.md.")
 def verify_command(
     paths: Paths,
-    format: Annotated[Format, typer.Option("--format", help="text (stderr), json or github (stdout).")] = Format.text,
+    format: Annotated[Format, typer.Option("--format", case_sensitive=False,
+                      help="text: verdicts on stderr; json: one report on stdout; "
+                           "github: GitHub Actions annotations on stdout.")] = Format.text,
     quiet: Quiet = False,
-    expect_head: Annotated[Optional[str], typer.Option("--expect-head", metavar="HASH",
-                           help="The single log must end at this chain head.")] = None,
+    expect_head: Annotated[Optional[str], typer.Option(
+        "--expect-head", metavar="HASH",
+        help="The single log given must end at this chain head (64 hex), recorded elsewhere: catches "
+             "truncated whole lines and wholesale rewrites. Mismatch: HEAD_MISMATCH, exit 1.")] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
-    require_closed: Annotated[bool, typer.Option("--require-closed", help="An open run is exit 4.")] = False,
-    max_findings: Annotated[Optional[int], typer.Option("--max-findings", min=1, help="Keep at most N findings per file.")] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, help="Parallel workers.")] = 1,
+    require_closed: Annotated[bool, typer.Option(
+        "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning).")] = False,
+    max_findings: Annotated[Optional[int], typer.Option(
+        "--max-findings", min=1, metavar="N",
+        help="Keep at most N findings per file (the rest are counted, and still decide the exit code).")] = None,
+    jobs: Annotated[int, typer.Option(
+        "--jobs", "-j", min=1, metavar="N",
+        help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte ranges. "
+             "The verdict does not depend on N.")] = 1,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    dialect: DialectOption = Dialect.auto,
 ) -> None:
-    """Verify hash chains, envelopes and payloads; exit with the SPEC §3 code.
+    """Verify hash chains, envelopes and payloads; exit with the lowest non-zero code (SPEC §3).
+
+    Prints a PASS/FAIL line per file (events, time range, chain head), then each
+    finding as path:line: CODE message, on stderr. -q prints nothing.
 
     Example: ract trace verify evals/runs/*/events.jsonl
     """
     options = VerifyOptions(schema_version=schema_version, require_closed=require_closed, expect_head=expect_head,
-                            max_findings=max_findings, max_line_bytes=max_line_bytes, jobs=jobs)
+                            max_findings=max_findings, max_line_bytes=max_line_bytes, jobs=jobs,
+                            dialect=dialect.value)
     try:
-        report = verify_paths(paths, options)
+        with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
+            report = verify_paths(paths, options, progress=progress)
     except RactError as exc:
         stderr_console().print(f"ract trace verify: {markup_safe(exc.message)}")
         raise typer.Exit(int(exc.exit_code)) from None
@@ -65,26 +98,65 @@ def verify_command(
     raise typer.Exit(int(report.exit_code))
 
 
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr, started only once the logs prove large."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    bar: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if total < PROGRESS_MIN_BYTES:
+            return
+        if not bar:
+            progress = Progress("verifying", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                                TimeRemainingColumn(), console=stderr_console(), transient=True)
+            progress.start()
+            bar["progress"], bar["task"] = progress, progress.add_task("verify", total=total)
+        bar["progress"].update(bar["task"], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar:
+            bar["progress"].stop()
+
+
 def render(report: VerifyReport, fmt: Format) -> None:
     if fmt is Format.json:
-        typer.echo(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2).decode())
-    elif fmt is Format.github:
-        for f in _all_findings(report):
-            level = "error" if f.severity == "error" else "warning"
-            props = f"file={_gh_prop(f.path or '')}" + (f",line={f.line}" if f.line is not None else "")
-            typer.echo(f"::{level} {props},title={f.code}::{_gh_data(f.message)}")
-    else:
-        console = stderr_console()
-        for file in report.files:
-            console.print(_verdict_line(file), markup=False)
-            for f in file.findings:
-                console.print(clean(finding_line(f)), markup=False)
-            if file.suppressed:
-                console.print(f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)",
-                              markup=False)
-        for f in report.findings:
-            console.print(f"FAIL {clean(f.path)}  ({ExitCode(f.exit_code).name})", markup=False)
+        typer.echo(report_json(report))
+        return
+    if fmt is Format.github:
+        for line in github_annotations(report):
+            typer.echo(line)
+    render_text(report)
+
+
+def report_json(report: VerifyReport) -> str:
+    """The documented JSON report (docs/verify.md)."""
+    data = report.to_dict()
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
+    except orjson.JSONEncodeError:
+        # A path that is not valid UTF-8 (lone surrogates from the OS): escape instead of failing.
+        return json.dumps(data, indent=2, ensure_ascii=True)
+
+
+def render_text(report: VerifyReport) -> None:
+    console = stderr_console()
+    for file in report.files:
+        console.print(_verdict_line(file), markup=False)
+        for f in file.findings:
             console.print(clean(finding_line(f)), markup=False)
+        if file.suppressed:
+            console.print(f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)",
+                          markup=False)
+    for f in report.findings:
+        console.print(f"FAIL ({ExitCode(f.exit_code).name}) {clean(f.path)}", markup=False)
+        console.print(clean(finding_line(f)), markup=False)
 
 
 def _verdict_line(file: FileReport) -> str:
@@ -94,14 +166,25 @@ def _verdict_line(file: FileReport) -> str:
             f"{format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}")
 
 
-def _all_findings(report: VerifyReport) -> list[Finding]:
-    return [f for file in report.files for f in file.findings] + list(report.findings)
+def github_annotations(report: VerifyReport) -> list[str]:
+    """``::error file=PATH,line=N::CODE message`` per finding (``::warning`` for warnings)."""
+    lines = []
+    for f in [f for file in report.files for f in file.findings] + list(report.findings):
+        level = "error" if f.severity == "error" else "warning"
+        props = f"file={_gh_prop(f.path or '')}" + (f",line={f.line}" if f.line is not None else "")
+        lines.append(f"::{level} {props}::{_gh_data(f'{f.code} {f.message}')}")
+    for file in report.files:
+        if file.suppressed:
+            lines.append(f"::warning file={_gh_prop(file.path)}::{file.suppressed} more finding(s) not shown "
+                         f"(--max-findings)")
+    return lines
 
 
 def _gh_data(text: str) -> str:
-    # GitHub workflow-command escaping: %, CR and LF in the message.
+    # GitHub workflow-command escaping of the message: %, CR and LF.
     return clean(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _gh_prop(text: str) -> str:
+    # Property values also escape ':' and ','.
     return _gh_data(text).replace(":", "%3A").replace(",", "%2C")

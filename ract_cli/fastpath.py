@@ -1,0 +1,208 @@
+"""The verifier's fast path: prove a line is a fully valid event, cheaply.
+
+``reader.analyze_line`` first asks ``fast_analyze``. It returns a result only
+for a line with no finding at all -- canonical bytes exactly as orjson writes
+them, orjson's form already JCS, a valid envelope, the hash matching, a kind
+of the vocabulary and a payload its validator accepts. For anything else it
+returns ``None`` and the reference path in ``analyze_line`` decides (and
+words the findings). So the fast path can only ever change speed, never a
+verdict: ``tests/test_parallel.py`` checks both paths agree.
+
+Why each shortcut is exact:
+
+* ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``: the line is
+  orjson's own sorted compact form of its values (no duplicate keys, no
+  foreign whitespace or escapes). orjson parses integers outside
+  [-2^63, 2^64) as floats, which never dump back to the same integer token,
+  so such lines leave the fast path here.
+* orjson's form equals JCS unless a number token has an exponent, is an
+  integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
+  characters; each of those sends the line to the reference path.
+* Integers in [2^63, 2^64) (which orjson parses exactly but SPEC §2.1 calls
+  malformed) can only sit in the payload of an otherwise valid envelope:
+  ``OPT_STRICT_INTEGER`` finds any payload integer past 2^53, and only then is
+  the exact big-integer pattern consulted.
+* The canonical bytes without ``hash`` are the line minus its leading
+  ``"hash":"<64 hex>",`` member (sorted keys put it first); a computed hash
+  equal to the stored one proves the stored one is 64 lowercase hex.
+* Payload checks are generated from the same ``KindDef`` fields that
+  ``model.compile_validator`` reads, as straight-line code that answers only
+  "certainly valid" (True) or "ask the validator" (False).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+
+import orjson
+
+from .kinds import KINDS, kinds_for_version
+from .model import ENVELOPE_KEYS, HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
+
+_loads = orjson.loads
+_dumps = orjson.dumps
+_SORT = orjson.OPT_SORT_KEYS
+_STRICT = orjson.OPT_STRICT_INTEGER
+_sha256 = hashlib.sha256
+_HEX32 = HEX32.fullmatch
+_HEX64 = HEX64.fullmatch
+_PREFIX = b'{"hash":"'
+_EXPONENT = re.compile(rb"e[+-]").search
+_INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]").search
+_BIG_INT = re.compile(rb"[:,\[]-?(?:9\d{18}|\d{20,})[,}\]]").search
+_ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
+
+
+# --- payload checks generated from the kind definitions ---------------------
+
+_TYPE_TESTS = {
+    "string": "t is str",
+    "integer": "(t is int or (t is float and v.is_integer()))",
+    "number": "(t is int or t is float)",
+    "boolean": "t is bool",
+    "object": "t is dict",
+    "array": "t is list",
+    "null": "v is None",
+}
+
+
+def _item_test(json_type: str) -> str:
+    return _TYPE_TESTS[json_type].replace("t is", "type(i) is").replace("v.", "i.").replace("v is", "i is")
+
+
+def _field_code(f: Field, n: int, env: dict) -> list[str]:
+    """Lines of code returning False when field ``f`` of payload ``p`` may be invalid."""
+    lines = [f"v = p.get({f.name!r}, _MISSING)", "if v is not _MISSING:", "    t = type(v)",
+             f"    if not ({' or '.join(_TYPE_TESTS[t] for t in f.types)}): return False"]
+    if f.enum is not None:
+        env[f"_ENUM{n}"] = frozenset(f.enum)
+        lines.append(f"    if v not in _ENUM{n}: return False")
+    if f.minimum is not None:
+        lines.append(f"    if (t is int or t is float) and v < {f.minimum!r}: return False")
+    if f.maximum is not None:
+        lines.append(f"    if (t is int or t is float) and v > {f.maximum!r}: return False")
+    if f.max_length is not None:
+        lines.append(f"    if t is str and len(v) > {f.max_length!r}: return False")
+    if f.pattern is not None:
+        env[f"_PAT{n}"] = re.compile(f.pattern).fullmatch
+        lines.append(f"    if t is str and not _PAT{n}(v): return False")
+    if f.max_items is not None:
+        lines.append(f"    if t is list and len(v) > {f.max_items!r}: return False")
+    if f.items is not None:
+        lines.append("    if t is list:")
+        lines.append("        for i in v:")
+        lines.append(f"            if not ({_item_test(f.items)}): return False")
+    return lines
+
+
+def compile_fast_check(kind: KindDef) -> Callable[[dict], bool]:
+    """payload -> True when ``VALIDATORS[kind.name](payload)`` is certainly empty."""
+    env: dict = {"_MISSING": object(), "_INVARIANTS": tuple(inv.check for inv in kind.invariants)}
+    body: list[str] = []
+    for n, f in enumerate(kind.fields):
+        body.extend(_field_code(f, n, env))
+    if kind.invariants:
+        body.append("for check in _INVARIANTS:")
+        body.append("    if not check(p): return False")
+    body.append("return True")
+    source = "def _inner(p):\n" + "\n".join("    " + line for line in body) + "\n"
+    source += "def check(p):\n    try:\n        return _inner(p)\n    except Exception:\n        return False\n"
+    exec(compile(source, f"<fast check {kind.name}>", "exec"), env)  # noqa: S102 - code generated from KindDefs
+    return env["check"]
+
+
+FAST_CHECKS: dict[str, Callable[[dict], bool]] = {k.name: compile_fast_check(k) for k in KINDS}
+_CHECKS_BY_VERSION: dict[int, dict[str, Callable[[dict], bool]]] = {}
+
+
+def checks_for_version(schema_version: int) -> dict[str, Callable[[dict], bool]]:
+    """Fast payload checks of the kinds in that version's vocabulary (a kind outside it is absent)."""
+    checks = _CHECKS_BY_VERSION.get(schema_version)
+    if checks is None:
+        vocabulary = kinds_for_version(schema_version)
+        checks = _CHECKS_BY_VERSION[schema_version] = {k: c for k, c in FAST_CHECKS.items() if k in vocabulary}
+    return checks
+
+
+# --- one line ------------------------------------------------------------------
+
+_UNSET = object()  # equal to no value a line can hold
+
+
+class _Seen:
+    """Strings already proven well-formed on an earlier line (run_id, step_id, last hash).
+
+    Only a cache: a string equal to one that passed the same check passes it
+    again, so the answer never depends on it.
+    """
+
+    run_id: object = _UNSET
+    step_id: object = _UNSET
+    last_hash: object = _UNSET
+
+
+def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
+    """``(event, hash)`` when the line is a fully valid event; else ``None`` (ask the reference path)."""
+    try:
+        obj = _loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS:
+        return None
+    try:
+        if _dumps(obj, option=_SORT) != body:
+            return None
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper)
+        return None
+    # orjson's form must already be JCS (see the module docstring).
+    if _EXPONENT(body) or _INTEGRAL_FLOAT(body):
+        return None
+    if not body.isascii() and (b"\xee" in body or b"\xef" in body) and any(c in body for c in _ASTRAL_LEADS):
+        return None
+    payload = obj["payload"]
+    if type(payload) is not dict:
+        return None
+    try:
+        _dumps(payload, option=_STRICT)
+    except orjson.JSONEncodeError:
+        if _BIG_INT(body):
+            return None
+    # The hash: canonical bytes are the line minus its leading "hash" member.
+    stored = obj["hash"]
+    if not body.startswith(_PREFIX) or _sha256(b"{" + body[75:]).hexdigest() != stored:
+        return None
+    seen = _Seen
+    # The rest of the envelope (SPEC §2.2).
+    value = obj["id"]
+    if type(value) is not str or not _HEX32(value):
+        return None
+    value = obj["run_id"]
+    if value != seen.run_id:
+        if type(value) is not str or not _HEX32(value):
+            return None
+        seen.run_id = value
+    value = obj["step_id"]
+    if value is not None and value != seen.step_id:
+        if type(value) is not str or not _HEX32(value):
+            return None
+        seen.step_id = value
+    value = obj["parent_id"]
+    if value is not None and (type(value) is not str or not _HEX32(value)):
+        return None
+    value = obj["prev_hash"]
+    if value != seen.last_hash:
+        if type(value) is not str or not _HEX64(value):
+            return None
+    seen.last_hash = stored
+    value = obj["timestamp_ns"]
+    if type(value) is not int or not 0 <= value < MAX_TIMESTAMP_NS:
+        return None
+    kind = obj["kind"]
+    if type(kind) is not str:
+        return None
+    check = checks_for_version(schema_version).get(kind)
+    if check is None or not check(payload):
+        return None
+    return obj, stored

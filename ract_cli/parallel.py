@@ -1,0 +1,240 @@
+"""Parallel verification: across files, and within one large file.
+
+Within a file, each line's own checks (parse, envelope, canonical hash, kind,
+payload: ``reader.analyze_line``) do not depend on other lines. So the file
+is cut at newline boundaries into byte ranges; worker processes frame and
+analyze their range with the very code the sequential reader uses
+(``LineFramer`` + ``reader.line_result``) and send back compact per-line
+results; the main process feeds them, in file order, through
+``ChainState.feed`` -- the same cross-line checks (genesis, linkage, run_id,
+duplicate ids, clock, open handles) as a sequential read. Verdicts are
+therefore identical to ``ChainReader``'s whatever the chunking;
+``tests/test_parallel.py`` checks it on every fixture and on mutated logs
+with cuts next to torn tails, CRLF and bad lines.
+
+Only a file of at least ``PARALLEL_MIN_BYTES`` is split; smaller files go
+whole to a worker (several files) or are read sequentially (one file).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .findings import error
+from .handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
+from .reader import ChainState, LineFramer, LineResult, Problem, line_result, open_log, resolve_dialect
+
+PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
+CHUNK_BYTES = 4 << 20  # target size of one byte range
+_IN_FLIGHT_PER_JOB = 2  # ranges queued per worker: bounds memory held by finished-but-unfed results
+
+#: kinds whose payload the open-handle tracker reads; other events travel without their payload
+_HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
+_NO_PAYLOAD: dict = {}
+
+
+def split_ranges(path: str | os.PathLike[str], chunk_bytes: int = CHUNK_BYTES,
+                 cuts: Sequence[int] | None = None) -> list[tuple[int, int | None]]:
+    """Byte ranges ``[start, end)`` covering the file, each starting at a line start.
+
+    A cut is moved forward to just after the next ``\\n``. The last range's
+    end is ``None``: it is read to end of file, as the sequential reader
+    does. ``cuts`` (tests) gives the wanted cut offsets instead of every
+    ``chunk_bytes``.
+    """
+    size = os.path.getsize(path)
+    wanted = sorted(set(cuts)) if cuts is not None else list(range(chunk_bytes, size, chunk_bytes))
+    starts = [0]
+    with open(path, "rb") as f:
+        for cut in wanted:
+            if cut <= starts[-1] or cut >= size:
+                continue
+            boundary = _next_line_start(f, cut, size)
+            if boundary is not None and boundary > starts[-1] and boundary < size:
+                starts.append(boundary)
+    return [(start, starts[i + 1] if i + 1 < len(starts) else None) for i, start in enumerate(starts)]
+
+
+def _next_line_start(f, position: int, size: int) -> int | None:
+    """Offset just after the first ``\\n`` at or after ``position - 1`` (so a cut on a line start stays)."""
+    f.seek(position - 1)
+    pos = position - 1
+    while pos < size:
+        block = f.read(1 << 16)
+        if not block:
+            return None
+        i = block.find(b"\n")
+        if i != -1:
+            return pos + i + 1
+        pos += len(block)
+    return None
+
+
+# --- the worker side -----------------------------------------------------------
+
+@dataclass
+class RangeResult:
+    """What one worker sends back for one byte range."""
+
+    start: int
+    lines: list[tuple]  # compact per-line results (see _pack)
+    bytes_read: int
+    read_error: str | None = None
+    error_offset: int | None = None  # relative to ``start``
+    error_line: int | None = None  # relative line number (1-based)
+
+
+def scan_range(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> RangeResult:
+    """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file)."""
+    lines: list[tuple] = []
+    pack = _Packer(lines)
+    length = None if end is None else end - start
+    reached = 0
+    with open_log(Path(path)) as f:
+        f.seek(start)
+        framer = LineFramer(f, max_line_bytes)
+        for _, offset, raw in framer:
+            if length is not None and offset >= length:
+                break
+            pack(offset, line_result(raw, schema_version, max_line_bytes))
+            reached = offset
+        if framer.read_error is not None:
+            return RangeResult(start, lines, reached, framer.read_error, framer.error_offset, framer.error_line)
+    return RangeResult(start, lines, length if length is not None else reached)
+
+
+class _Packer:
+    """Turns ``LineResult``s into small picklable tuples.
+
+    A clean event becomes ``(offset, id, run_id, prev_hash, ts, kind, step_id,
+    parent_id, payload, hash)`` where ``run_id`` / ``prev_hash`` are ``None``
+    when they equal the previous clean event's run_id / this range's previous
+    line's hash (the main process restores them), and ``payload`` is ``None``
+    unless the open-handle tracker reads it. Any other line becomes
+    ``(offset, event_or_None, stored_hash, problems, parsed)``.
+    """
+
+    def __init__(self, out: list[tuple]) -> None:
+        self.out = out
+        self.last_hash: object = _UNSET
+        self.last_run_id: object = _UNSET
+
+    def __call__(self, offset: int, result: LineResult) -> None:
+        event = result.event
+        if event is not None and not result.problems:
+            run_id, prev = event["run_id"], event["prev_hash"]
+            kind = event["kind"]
+            self.out.append((
+                offset, event["id"], None if run_id == self.last_run_id else run_id,
+                None if prev == self.last_hash else prev, event["timestamp_ns"], kind, event["step_id"],
+                event["parent_id"], event["payload"] if kind in _HANDLE_KINDS else None, result.stored_hash,
+            ))
+            self.last_run_id = run_id
+        else:
+            if event is not None:
+                event = dict(event)
+                if event.get("kind") not in _HANDLE_KINDS:
+                    event["payload"] = _NO_PAYLOAD
+            problems = tuple((p.code, p.message, p.expected, p.actual, p.severity) for p in result.problems)
+            self.out.append((offset, event, result.stored_hash, problems, result.parsed))
+            if event is not None:
+                self.last_run_id = event["run_id"]
+        self.last_hash = result.stored_hash
+
+
+_UNSET = object()
+
+
+def unpack(start: int, lines: list[tuple]) -> Iterator[tuple[int, LineResult]]:
+    """Inverse of ``_Packer``: ``(absolute offset, LineResult)`` per line, in order."""
+    last_hash = None
+    last_run_id = None
+    for item in lines:
+        if len(item) == 10:
+            offset, id_, run_id, prev, ts, kind, step_id, parent_id, payload, stored = item
+            if run_id is None:
+                run_id = last_run_id
+            if prev is None:
+                prev = last_hash
+            event = {"id": id_, "run_id": run_id, "step_id": step_id, "parent_id": parent_id, "timestamp_ns": ts,
+                     "kind": kind, "payload": _NO_PAYLOAD if payload is None else payload, "prev_hash": prev,
+                     "hash": stored}
+            last_run_id = run_id
+            yield start + offset, LineResult(event, stored, [])
+        else:
+            offset, event, stored, problems, parsed = item
+            if event is not None:
+                last_run_id = event["run_id"]
+            yield start + offset, LineResult(event, stored, [Problem(*p) for p in problems], parsed)
+        last_hash = stored
+
+
+# --- the main side ---------------------------------------------------------------
+
+def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = "auto") -> bool:
+    """True when ``path`` is a RACT log (not a journal) large enough to be split."""
+    try:
+        if os.path.getsize(path) < PARALLEL_MIN_BYTES:
+            return False
+        return resolve_dialect(dialect, path, max_line_bytes) == "ract"
+    except (OSError, ValueError):
+        return False
+
+
+def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor, *, jobs: int, schema_version: int,
+              max_line_bytes: int, chunk_bytes: int = CHUNK_BYTES, cuts: Sequence[int] | None = None,
+              progress: Callable[[int], None] | None = None) -> None:
+    """Verify one file through ``pool`` in byte ranges; the verdict lands in ``state`` (finished)."""
+    try:
+        open_log(Path(path)).close()  # the same IO verdicts as the sequential reader
+    except Exception as exc:  # noqa: BLE001 - LogIOError carries the message
+        state.add(error("IO_ERROR", getattr(exc, "message", str(exc)), path=state.path))
+        return
+    try:
+        ranges = split_ranges(path, chunk_bytes, cuts)
+    except OSError as exc:
+        state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}", path=state.path))
+        return
+    pending: deque[Future[RangeResult]] = deque()
+    todo = iter(ranges)
+    limit = max(1, jobs) * _IN_FLIGHT_PER_JOB
+
+    def refill() -> None:
+        while len(pending) < limit:
+            nxt = next(todo, None)
+            if nxt is None:
+                return
+            pending.append(pool.submit(scan_range, str(path), nxt[0], nxt[1], schema_version, max_line_bytes))
+
+    refill()
+    line_no = 0
+    feed = state.feed
+    while pending:
+        chunk = pending.popleft().result()
+        refill()
+        for offset, result in unpack(chunk.start, chunk.lines):
+            line_no += 1
+            feed(result, line_no, offset)
+        if chunk.read_error is not None:
+            state.add(error("IO_ERROR", chunk.read_error, path=state.path,
+                            line=line_no + 1, offset=chunk.start + (chunk.error_offset or 0)))
+            for future in pending:
+                future.cancel()
+            break  # the sequential reader stops at a read error too, then finishes
+        if progress is not None:
+            progress(chunk.start + chunk.bytes_read)
+    state.finish()
+
+
+def make_pool(jobs: int) -> ProcessPoolExecutor:
+    """A process pool of ``jobs`` workers (fork where available: fast start, shared imports)."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
