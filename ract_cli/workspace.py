@@ -155,7 +155,8 @@ def check_head(
             make = error if strict else warning
             report.findings.append(make(
                 "HEAD_DIVERGED",
-                f"workspace HEAD {head}{state} differs from the run's initial snapshot {sha}: {DIVERGE_NOTE}",
+                f"workspace {report.repo_root} HEAD {head}{state} differs from the run's initial snapshot {sha}: "
+                f"{DIVERGE_NOTE}",
                 expected=sha, actual=report.head, **loc))
     if report.dirty:
         parts = []

@@ -393,3 +393,28 @@ def test_current_step_follows_opens_and_closes(logs) -> None:
         ("step.rolled_back", {}, s1),
     ])
     assert [s.state.current_step_id for s in Replayer(path)] == [None, s1, s2, s1, s1, None]
+
+
+def test_replay_detects_a_raxol_journal() -> None:
+    from ract_cli.raxol_replay import JournalReplaySession
+
+    journal = ROOT / "fixtures" / "journals" / "accepted.jsonl"
+    session = replay(journal, ReplayOptions(workspace=None))
+    assert isinstance(session, JournalReplaySession)
+    kinds = [s.event.kind for s in session.steps()]
+    assert kinds and "item_delta" not in kinds and session.finish().exit_code == ExitCode.OK
+    # the RACT replayer itself reads the ract dialect only: a journal is no RACT log
+    replayer = Replayer(journal)
+    assert list(replayer) == [] and replayer.stopped_at_break == 1
+
+
+def test_result_to_dict_is_json(logs, tmp_path: Path) -> None:
+    import orjson
+
+    path = logs.five()
+    session = replay(path, ReplayOptions(until=3, workspace=str(tmp_path), check_commits=True))
+    list(session.steps())
+    data = orjson.loads(orjson.dumps(session.finish().to_dict()))
+    assert data["stop"] == "until" and data["state"]["index"] == 3 and data["exit_code"] == 0
+    assert data["workspace"]["checked"] is False
+    assert {f["code"] for f in data["findings"]} == {"PRECONDITION_UNCHECKED"}
