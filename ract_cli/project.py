@@ -87,6 +87,7 @@ class ProjectOptions:
     require_closed: bool = False
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_items: int = DEFAULT_MAX_ITEMS
+    dialect: str = "auto"  # SPEC §8: "ract", "raxol", or "auto" (detected per file)
 
 
 # --- defensive accessors: the log is hostile input ------------------------
@@ -768,7 +769,13 @@ def project_file(path: str | os.PathLike[str], options: ProjectOptions = Project
     """Read one log through the chain reader and project it; the report dict of docs/project.md."""
     shown = display_path if display_path is not None else str(path)
     reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
-                         max_line_bytes=options.max_line_bytes, max_findings=options.max_items, display_path=shown)
+                         max_line_bytes=options.max_line_bytes, max_findings=options.max_items, display_path=shown,
+                         dialect=options.dialect)
+    if reader.dialect == "raxol":  # a Raxol agent journal (SPEC §8): its own report, docs/raxol.md
+        from .raxol import journal_report
+
+        reader.read_all()
+        return journal_report(reader, shown, max_items=options.max_items)
     projector = Projector(max_items=options.max_items)
     tail = _Tail()
     feed, tail_feed = projector.feed, tail.feed
@@ -863,7 +870,9 @@ class ProjectResult:
 
 def project_paths(paths: Sequence[str | os.PathLike[str]], options: ProjectOptions = ProjectOptions()) -> ProjectResult:
     """Project every log under the given files and directories (SPEC §7)."""
-    found = discover(paths)
+    from .raxol import discovery_suffixes
+
+    found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
     result = ProjectResult(findings=list(found.findings), detailed=detailed)
     for path in found.files:

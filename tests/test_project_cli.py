@@ -238,3 +238,37 @@ def test_terminal_default_is_text() -> None:
     out = b"".join(chunks).decode("utf-8", "replace")
     assert os.waitstatus_to_exitcode(status) == 0
     assert "ract run report" in out and not out.lstrip().startswith("{")
+
+
+# --- Raxol journals (SPEC §8): project delegates to the journal report ---------------
+
+JOURNALS = sorted((ROOT / "fixtures" / "journals").glob("*.jsonl"))
+
+
+@pytest.mark.parametrize("journal", JOURNALS, ids=lambda p: p.name)
+def test_journals_get_a_journal_report(journal: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    verify_code = main(["trace", "verify", "-q", str(journal)])
+    capsys.readouterr()
+    code, out, _ = run(["trace", "project", str(journal), "--format", "json"], capsys)
+    assert code == verify_code  # the same reader, the same verdict
+    data = json.loads(out)
+    assert not list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(data))
+    assert data["dialect"] == "raxol" and data["trusted"] is (data["untrusted_from_line"] is None)
+    for fmt in ("text", "markdown"):
+        code, out, _ = run(["trace", "project", str(journal), "--format", fmt], capsys)
+        assert code == verify_code and "evidence" in out
+
+
+def test_tampered_chained_journal_evidence_does_not_stand(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["trace", "project", str(ROOT / "fixtures" / "journals" / "chained-tampered.jsonl"),
+                          "--format", "json"], capsys)
+    data = json.loads(out)
+    assert code == 1 and data["trusted"] is False and data["evidence"]["trust"] == "broken-chain"
+    assert "not to be believed" in err
+
+
+def test_fleet_mixes_runs_and_journals(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(["trace", "project", str(ROOT / "fixtures" / "journals" / "accepted.jsonl"),
+                        str(fixture_path(ROOT / "fixtures", "aborted")), "--format", "markdown"], capsys)
+    assert code == 0
+    assert "(journal)" in out and "| aborted |" in out

@@ -22,7 +22,8 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
-from .options import MaxLineBytes, Paths, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, Paths, SchemaVersion
+from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
 from .render import clean, markup_safe, stderr_console, stdout_is_terminal
 
 
@@ -46,6 +47,7 @@ def project_command(
     max_items: Annotated[int, typer.Option("--max-items", min=1,
                          help="Keep at most N entries per itemized list (flags, reaps, findings...).")] = DEFAULT_MAX_ITEMS,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    dialect: DialectOption = Dialect.auto,
 ) -> None:
     """Project run logs into a run report: one log in detail, several as a summary table.
 
@@ -56,7 +58,7 @@ def project_command(
     """
     fmt = format if format is not None else (Format.text if stdout_is_terminal() else Format.json)
     options = ProjectOptions(schema_version=schema_version, require_closed=require_closed,
-                             max_line_bytes=max_line_bytes, max_items=max_items)
+                             max_line_bytes=max_line_bytes, max_items=max_items, dialect=dialect.value)
     try:
         result = project_paths(paths, options)
     except RactError as exc:
@@ -77,7 +79,8 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
     else:
         console = console or text_console()
         if len(result.runs) == 1 and result.detailed:
-            console.print(detail_renderable(result.runs[0]))
+            run = result.runs[0]
+            console.print(journal_detail_renderable(run) if _is_journal(run) else detail_renderable(run))
         else:
             console.print(fleet_renderable(result))
 
@@ -98,7 +101,9 @@ def _verdicts(result: ProjectResult) -> None:
         if not run["trusted"]:
             first = next((f for f in run["findings"] if f["line"] == run["untrusted_from_line"]), None)
             why = f" ({first['code']}: {first['message']})" if first else ""
-            text = f"UNTRUSTED from line {run['untrusted_from_line']}{why}; the report covers the lines before it"
+            covers = ("its evidence verdict is not to be believed" if _is_journal(run)
+                      else "the report covers the lines before it")
+            text = f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
         else:
             first = next((f for f in run["findings"] if f["severity"] == "error"), None)
             text = f"{first['code']}: {first['message']}" if first else name
@@ -290,8 +295,16 @@ def _fleet_row(run: dict) -> list[object]:
             _steps_text(run), _tools_text(run), run["audit_flags"]["count"]]
 
 
+def _is_journal(run: dict) -> bool:
+    return run.get("dialect") == "raxol"
+
+
+def _row_of(run: dict) -> list[object]:
+    return journal_fleet_row(run) if _is_journal(run) else _fleet_row(run)
+
+
 def fleet_renderable(result: ProjectResult) -> Group:
-    rows = [_fleet_row(r) for r in result.runs]
+    rows = [_row_of(r) for r in result.runs]
     totals = result.totals()
     table = _grid(f"ract run summary: {totals['runs']} run(s)", _FLEET_COLUMNS, rows)
     foot = Text(f"by status: {_counts_text(totals['by_status'])}; untrusted: {totals['untrusted']}; "
@@ -403,12 +416,14 @@ def _md_run(run: dict, level: str = "##") -> list[str]:
 def to_markdown(result: ProjectResult) -> str:
     """GitHub-flavoured Markdown (for ``$GITHUB_STEP_SUMMARY``)."""
     if len(result.runs) == 1 and result.detailed:
-        return "\n".join(["# ract run report", ""] + _md_run(result.runs[0])).rstrip("\n") + "\n"
+        run = result.runs[0]
+        body = journal_markdown(run, md, _md_table) if _is_journal(run) else _md_run(run)
+        return "\n".join(["# ract run report", ""] + body).rstrip("\n") + "\n"
     totals = result.totals()
     out = ["# ract run summary", "",
            f"{totals['runs']} run(s); by status: {md(_counts_text(totals['by_status']))}; "
            f"untrusted: {totals['untrusted']}; flagged: {totals['flagged']}; exit code {int(result.exit_code)}", ""]
-    out += _md_table(_FLEET_COLUMNS, [_fleet_row(r) for r in result.runs])
+    out += _md_table(_FLEET_COLUMNS, [_row_of(r) for r in result.runs])
     for f in result.findings:
         out += [f"- {md(f.path)}: {md(f.message)}"]
     return "\n".join(out).rstrip("\n") + "\n"
