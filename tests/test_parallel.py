@@ -1,0 +1,306 @@
+"""Parallel verification gives the sequential reader's verdict, byte for byte.
+
+``parallel.scan_file`` cuts a log into byte ranges analysed by worker
+processes and feeds the results through ``ChainState.feed`` in order. Here
+every fixture and many mutated logs are verified both ways, with cuts at
+every line boundary, and next to a torn tail, a CRLF line and a bad line.
+The fast path (``fastpath.py``) is checked against the reference path the
+same way: it may only change speed, never a verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kind_examples import all_field_invalid_cases, all_valid_cases
+from ract_cli import parallel
+from ract_cli.canonical import jcs_exact
+from ract_cli.fastpath import FAST_CHECKS, fast_analyze
+from ract_cli.kinds import VALIDATORS
+from ract_cli.reader import ChainReader, ChainState, analyze_line, split_line_ending
+from ract_cli.synth import FIXTURES, fixture_path, write_benchmark_log, write_completed
+from ract_cli.verify import VerifyOptions, verify_file, verify_paths
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_PATHS = {name: fixture_path(ROOT / "fixtures", name) for name in FIXTURES}
+
+
+@pytest.fixture(scope="module")
+def pool() -> Iterator:
+    with parallel.make_pool(2) as p:
+        yield p
+
+
+def verdict_of(state: ChainState) -> tuple:
+    return (int(state.exit_code), state.events, state.head, state.first_ts, state.last_ts, state.suppressed,
+            [f.to_dict() for f in state.findings])
+
+
+def sequential(path: Path, **kw) -> tuple:
+    reader = ChainReader(path, **kw)
+    reader.read_all()
+    return verdict_of(reader.state)
+
+
+def chunked(path: Path, pool, cuts, *, schema_version: int = 9, require_closed: bool = False,
+            max_line_bytes: int = 64 << 20, max_findings: int | None = None) -> tuple:
+    state = ChainState(str(path), require_closed=require_closed, max_findings=max_findings)
+    parallel.scan_file(path, state, pool, jobs=2, schema_version=schema_version, max_line_bytes=max_line_bytes,
+                       cuts=cuts)
+    return verdict_of(state)
+
+
+def line_starts(path: Path) -> list[int]:
+    data = path.read_bytes()
+    return [i + 1 for i, b in enumerate(data) if b == 0x0A]
+
+
+def assert_same(path: Path, pool, cuts, **kw) -> tuple:
+    expected = sequential(path, **kw)
+    assert chunked(path, pool, cuts, **kw) == expected, f"cuts={cuts}"
+    return expected
+
+
+# --- splitting --------------------------------------------------------------------
+
+def test_ranges_cover_the_file_and_start_on_line_starts(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    write_completed(path, "ab" * 16, steps=3)
+    data = path.read_bytes()
+    for chunk in (1, 7, 100, 999, len(data) - 1, len(data), len(data) * 2):
+        ranges = parallel.split_ranges(path, chunk)
+        assert ranges[0][0] == 0 and ranges[-1][1] is None
+        for (start, end), (next_start, _) in zip(ranges, ranges[1:]):
+            assert end == next_start and data[start - 1:start] in (b"", b"\n") and data[end - 1:end] == b"\n"
+        pieces = [data[s:e] for s, e in ranges]
+        assert b"".join(pieces) == data
+
+
+def test_a_cut_inside_the_last_line_without_newline_is_not_a_range(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b'{"a":1}\n{"b":2')
+    assert parallel.split_ranges(path, cuts=[9, 10, 11]) == [(0, None)]
+    assert parallel.split_ranges(path, cuts=[3]) == [(0, 8), (8, None)]
+
+
+# --- fixtures and mutations: parallel == sequential ---------------------------------
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_every_fixture_cut_at_every_line(name: str, pool) -> None:
+    path = FIXTURE_PATHS[name]
+    starts = line_starts(path)
+    assert_same(path, pool, starts)  # one range per line
+    for k in (1, 2, 5):
+        assert_same(path, pool, starts[::k][:40])
+    assert_same(path, pool, [1, 2, 3])  # cuts inside the first line
+
+
+def _five_event_log(tmp_path: Path, logs) -> Path:
+    return logs.five()
+
+
+MUTATIONS = {
+    "torn tail": lambda lines: lines + [lines[2][:57]],
+    "torn tail after crlf": lambda lines: [l[:-1] + b"\r\n" for l in lines] + [b'{"hash":"ab'],
+    "crlf everywhere": lambda lines: [l[:-1] + b"\r\n" for l in lines],
+    "crlf on one line": lambda lines: lines[:2] + [lines[2][:-1] + b"\r\n"] + lines[3:],
+    "bad line in the middle": lambda lines: lines[:2] + [b"not json\n"] + lines[3:],
+    "blank line": lambda lines: lines[:2] + [b"\n"] + lines[2:],
+    "line deleted": lambda lines: lines[:2] + lines[3:],
+    "line duplicated": lambda lines: lines[:3] + [lines[2]] + lines[3:],
+    "first line deleted": lambda lines: lines[1:],
+    "value edited": lambda lines: lines[:2] + [lines[2].replace(b'"ok":true', b'"ok":false')] + lines[3:],
+    "no final newline": lambda lines: lines[:-1] + [lines[-1][:-1]],
+    "lone carriage return": lambda lines: lines[:2] + [lines[2][:-1] + b"\r"] + lines[3:],
+    "array line": lambda lines: lines[:1] + [b"[1,2]\n"] + lines[1:],
+    "empty": lambda lines: [],
+    "only newline": lambda lines: [b"\n"],
+    "duplicate key": lambda lines: lines[:2] + [lines[2].replace(b'{"hash"', b'{"kind":"x","hash"', 1)] + lines[3:],
+    "foreign format line": lambda lines: lines[:2] + [orjson.dumps(orjson.loads(lines[2]), option=orjson.OPT_INDENT_2)
+                                                     .replace(b"\n", b" ") + b"\n"] + lines[3:],
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(MUTATIONS))
+def test_mutated_logs_cut_everywhere(mutation: str, logs, pool) -> None:
+    path = logs.five()
+    lines = logs.lines(path)
+    path.write_bytes(b"".join(MUTATIONS[mutation](lines)))
+    size = path.stat().st_size
+    every_line = line_starts(path)
+    assert_same(path, pool, every_line)
+    assert_same(path, pool, every_line[-1:])  # a cut just before the last (torn / CRLF / bad) line
+    assert_same(path, pool, [max(1, size - 3)])  # a cut inside the last line
+    assert_same(path, pool, [])
+    # and with the options that change verdicts
+    assert_same(path, pool, every_line, require_closed=True, max_findings=1)
+    assert_same(path, pool, every_line, schema_version=3, max_line_bytes=200)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_random_mutations_and_cuts(seed: int, data, tmp_path_factory, pool) -> None:
+    rng = random.Random(seed)
+    src = FIXTURE_PATHS[rng.choice(sorted(FIXTURES))]
+    raw = bytearray(src.read_bytes())
+    for _ in range(rng.randint(0, 3)):
+        op = rng.choice(["flip", "delete", "insert_nl", "crlf", "truncate", "dup"])
+        if not raw:
+            break
+        i = rng.randrange(len(raw))
+        if op == "flip":
+            raw[i] ^= 1 << rng.randrange(8)
+        elif op == "delete":
+            del raw[i:i + rng.randint(1, 40)]
+        elif op == "insert_nl":
+            raw[i:i] = b"\n"
+        elif op == "crlf":
+            j = raw.find(b"\n", i)
+            if j != -1:
+                raw[j:j] = b"\r"
+        elif op == "truncate":
+            del raw[i:]
+        elif op == "dup":
+            j = raw.find(b"\n", i)
+            k = raw.find(b"\n", j + 1) if j != -1 else -1
+            if k != -1:
+                raw[k + 1:k + 1] = raw[j + 1:k + 1]
+    path = tmp_path_factory.mktemp("mut") / "events.jsonl"
+    path.write_bytes(bytes(raw))
+    size = max(len(raw), 1)
+    cuts = data.draw(st.lists(st.integers(0, size), max_size=8))
+    assert_same(path, pool, cuts)
+
+
+def test_a_large_log_through_verify_file_with_jobs(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=3000)
+    raw = bytearray(path.read_bytes())
+    # plant a break near the middle so the verdict has findings to compare
+    mid = raw.index(b"\n", len(raw) // 2) + 1
+    raw[mid + 40:mid + 41] = b"0" if raw[mid + 40:mid + 41] != b"0" else b"1"
+    path.write_bytes(bytes(raw))
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 64 << 10)
+    seq = verify_file(path, VerifyOptions(jobs=1)).to_dict()
+    par = verify_file(path, VerifyOptions(jobs=2)).to_dict()
+    assert par == seq and seq["exit_code"] == 1
+    # several files (whole-file tasks in the pool, plus the split one) keep their order
+    other = FIXTURE_PATHS["interrupted"]
+    many = verify_paths([path, other, FIXTURE_PATHS["completed"]], VerifyOptions(jobs=2)).to_dict()
+    assert many == verify_paths([path, other, FIXTURE_PATHS["completed"]], VerifyOptions(jobs=1)).to_dict()
+    assert [f["exit_code"] for f in many["files"]] == [1, 4, 0] and many["exit_code"] == 1
+
+
+def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=2000)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 32 << 10)
+    for jobs in (1, 2):
+        seen: list[tuple[int, int]] = []
+        verify_paths([path], VerifyOptions(jobs=jobs), progress=lambda d, t: seen.append((d, t)))
+        assert seen and seen[-1] == (path.stat().st_size, path.stat().st_size)
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+# --- the fast path agrees with the reference path ------------------------------------
+
+def _lines(path: Path) -> list[bytes]:
+    return [split_line_ending(line)[0] for line in path.read_bytes().splitlines(keepends=True)]
+
+
+def _same_line_verdict(body: bytes, schema_version: int = 9) -> None:
+    fast = analyze_line(body, schema_version)
+    slow = analyze_line(body, schema_version, fast=False)
+    assert (fast.event, fast.stored_hash, fast.parsed) == (slow.event, slow.stored_hash, slow.parsed)
+    assert [(p.code, p.message, p.expected, p.actual, p.severity) for p in fast.problems] == \
+           [(p.code, p.message, p.expected, p.actual, p.severity) for p in slow.problems]
+    if fast_analyze(body, schema_version) is not None:
+        assert not slow.problems
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_fast_path_agrees_on_fixture_lines(name: str) -> None:
+    for body in _lines(FIXTURE_PATHS[name]):
+        for version in (9, 3):
+            _same_line_verdict(body, version)
+
+
+def _event_line(payload: object, kind: str = "tool.result", envelope: dict | None = None) -> bytes:
+    event = {"id": "ab" * 16, "run_id": "cd" * 16, "step_id": None, "parent_id": None,
+             "timestamp_ns": 1_764_000_000_000_000_000, "kind": kind, "payload": payload, "prev_hash": "0" * 64}
+    event.update(envelope or {})
+    event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
+    return jcs_exact(event)
+
+
+NUMBER_CASES = [
+    {"x": 2.0}, {"x": -0.0}, {"x": 1e16}, {"x": 1e21}, {"x": 1e-7}, {"x": 5e-6}, {"x": 0.000001}, {"x": 4.5},
+    {"x": 2**53}, {"x": 2**53 + 1}, {"x": 2**63 - 1}, {"x": -(2**63)}, {"x": 9_000_000_000_000_000_001},
+    {"x": [1.0, 2.5, {"y": 3.0}]}, {"x": "text with e+ and e- and .0, inside"}, {"x": "\ue000\U0001f600"},
+    {"\ue000": 1, "\U0001f600": 2}, {"x": "ünïcödé"},
+]
+
+
+@pytest.mark.parametrize("payload", NUMBER_CASES, ids=range(len(NUMBER_CASES)))
+def test_fast_path_agrees_on_number_and_unicode_edges(payload: dict) -> None:
+    body = _event_line(payload)
+    _same_line_verdict(body)
+    assert analyze_line(body).problems == []  # each of these is a valid event
+
+
+@pytest.mark.parametrize("text", [b"9223372036854775808", b"18446744073709551615", b"18446744073709551616",
+                                  b"-9223372036854775809", b"1.0", b"1e400", b"NaN"])
+def test_fast_path_agrees_on_out_of_range_number_tokens(text: bytes) -> None:
+    body = _event_line({"x": 1}).replace(b'"x":1', b'"x":' + text)
+    _same_line_verdict(body)
+    _same_line_verdict(_event_line({}).replace(b'"timestamp_ns":1764000000000000000', b'"timestamp_ns":' + text))
+
+
+ENVELOPE_CASES = [
+    {"id": "AB" * 16}, {"id": 5}, {"run_id": None}, {"step_id": "xyz"}, {"parent_id": "ab" * 15},
+    {"prev_hash": "0" * 63}, {"timestamp_ns": -1}, {"timestamp_ns": 1.5}, {"timestamp_ns": True},
+    {"kind": 7}, {"kind": "no.such.kind"}, {"payload": []}, {"extra": 1},
+]
+
+
+@pytest.mark.parametrize("change", ENVELOPE_CASES, ids=range(len(ENVELOPE_CASES)))
+def test_fast_path_agrees_on_envelope_errors(change: dict) -> None:
+    body = _event_line({"tool": "bash", "ok": True}, envelope=change)
+    _same_line_verdict(body)
+    assert analyze_line(body).problems
+
+
+def test_fast_payload_checks_equal_the_validators() -> None:
+    cases = list(all_valid_cases()) + list(all_field_invalid_cases())
+    assert cases
+    for _, kind, payload in cases:
+        assert FAST_CHECKS[kind](payload) == (VALIDATORS[kind](payload) == []), (kind, payload)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(sorted(VALIDATORS)), data=st.data())
+def test_fast_payload_checks_property(kind: str, data) -> None:
+    from ract_cli.kinds import KINDS_BY_NAME
+
+    names = [f.name for f in KINDS_BY_NAME[kind].fields] or ["x"]
+    payload = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=5), json_values, max_size=4))
+    assert FAST_CHECKS[kind](payload) == (VALIDATORS[kind](payload) == [])
+    _same_line_verdict(_event_line(payload, kind=kind))
