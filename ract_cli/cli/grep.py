@@ -102,6 +102,8 @@ def grep_command(
                   "verdict on their logs", markup=False)
 
     terminal = stdout_is_terminal()
+    _OUT.parts.clear()
+    _OUT.size = 0
     if count:
         sink: _Sink = _CountSink(search, terminal, with_filename)
     elif files_with_matches:
@@ -173,18 +175,43 @@ def _silence_stdout() -> None:
         pass
 
 
+class _Out:
+    """stdout as bytes, written in chunks of up to 64 KiB (stdout may be unbuffered: one syscall per
+    match would dominate a fast search). Flushed at the end of every file, so output keeps streaming."""
+
+    LIMIT = 1 << 16
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.parts.append(data)
+        self.size += len(data)
+        if self.size >= self.LIMIT:
+            self.flush()
+
+    def flush(self) -> None:
+        data = b"".join(self.parts)
+        self.parts.clear()
+        self.size = 0
+        try:
+            if data:
+                sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise _Stop() from None
+
+
+_OUT = _Out()
+
+
 def _write_bytes(data: bytes) -> None:
-    try:
-        sys.stdout.buffer.write(data)
-    except BrokenPipeError:
-        raise _Stop() from None
+    _OUT.write(data)
 
 
 def _flush() -> None:
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
-        raise _Stop() from None
+    _OUT.flush()
 
 
 class _Sink:
@@ -208,26 +235,21 @@ class _JsonlSink(_Sink):
         self.with_filename = with_filename
         self._prefix_path: str | None = None
         self._prefix: bytes = b""
-        self._write = sys.stdout.buffer.write if not terminal else None
 
     def match(self, m: Match) -> None:
-        if self.terminal:
+        if self.terminal:  # a terminal is not a data sink: escape what the log says
             text = m.raw.decode("utf-8", "replace").rstrip("\r\n")
             prefix = f"{m.path}:{m.line}:" if self.with_filename else ""
-            try:
-                sys.stdout.write(clean(prefix + text) + "\n")
-            except BrokenPipeError:
-                raise _Stop() from None
-            return
-        try:
-            if self.with_filename:
-                if m.path != self._prefix_path:
-                    self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
-                self._write(self._prefix + b":" + str(m.line).encode() + b":" + m.raw)  # type: ignore[misc]
-            else:
-                self._write(m.raw)  # type: ignore[misc]
-        except BrokenPipeError:
-            raise _Stop() from None
+            _write_bytes((clean(prefix + text) + "\n").encode("utf-8", "replace"))
+        elif self.with_filename:
+            if m.path != self._prefix_path:
+                self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
+            _write_bytes(self._prefix + b":" + str(m.line).encode() + b":" + m.raw)
+        else:
+            _write_bytes(m.raw)
+
+    def file_done(self, result: FileResult) -> None:
+        _flush()
 
     def finish(self, search: GrepSearch) -> None:
         _flush()
