@@ -155,14 +155,15 @@ def render_text(report: VerifyReport) -> None:
             console.print(f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)",
                           markup=False)
     for f in report.findings:
-        console.print(f"FAIL ({ExitCode(f.exit_code).name}) {clean(f.path)}", markup=False)
+        console.print(f"FAIL {clean(f.path)}  exit {int(f.exit_code)} ({ExitCode(f.exit_code).name})", markup=False)
         console.print(clean(finding_line(f)), markup=False)
 
 
 def _verdict_line(file: FileReport) -> str:
-    verdict = "PASS" if file.ok else f"FAIL ({file.exit_code.name})"
+    verdict = f"PASS {clean(file.path)}" if file.ok else \
+        f"FAIL {clean(file.path)}  exit {int(file.exit_code)} ({file.exit_code.name})"
     head = file.head or "-"
-    return (f"{verdict} {clean(file.path)}  {file.events} events  "
+    return (f"{verdict}  {file.events} events  "
             f"{format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}")
 
 
