@@ -120,6 +120,7 @@ def format_ns(ns: object) -> str:
 # --- --where ----------------------------------------------------------------
 
 _ABSENT = object()
+_ROOTS = ENVELOPE_KEYS | {"type"}  # "type": the kind of a Raxol journal record (SPEC §8)
 _OPERATORS = ("!=", "!~", ">=", "<=", "==", "=", ">", "<", "~")  # longest first
 _OP_CHARS = "=!<>~?"
 
@@ -212,8 +213,12 @@ def _read_rhs(text: str) -> object:
         return text
 
 
-def parse_where(expr: str) -> Condition:
-    """Parse one ``--where`` expression; raise ``UsageError`` when it is not one."""
+def parse_where(expr: str, *, any_root: bool = False) -> Condition:
+    """Parse one ``--where`` expression; raise ``UsageError`` when it is not one.
+
+    A path starts at an envelope key (or ``type``, a journal record's kind);
+    ``any_root`` lifts that check (Raxol journals carry other top-level keys).
+    """
     cut = next((i for i, ch in enumerate(expr) if ch in _OP_CHARS), None)
     if cut is None:
         raise UsageError(f"--where {expr!r}: no operator; use PATH=VALUE, !=, <, <=, >, >=, ~REGEX, !~REGEX or PATH?")
@@ -224,7 +229,7 @@ def parse_where(expr: str) -> Condition:
     segments = tuple(path_text.split("."))
     if any(not s for s in segments):
         raise UsageError(f"--where {expr!r}: empty segment in the dotted path {path_text!r}")
-    if segments[0] not in ENVELOPE_KEYS:
+    if not any_root and segments[0] not in _ROOTS:
         raise UsageError(f"--where {expr!r}: paths start at the event's keys ({', '.join(sorted(ENVELOPE_KEYS))}); "
                          f"did you mean payload.{path_text}?")
     if rest == "?":
@@ -281,9 +286,13 @@ class GrepFilter:
         return any(g.match(kind) for g in self._kind_globs)
 
     def matches(self, event: dict) -> bool:
-        """Whether one parsed event passes every condition."""
-        if self.kinds and not self._kind_ok(event.get("kind")):
+        """Whether one parsed event passes every condition (a journal record's kind is its ``type``)."""
+        if self.kinds and not self._kind_ok(_kind_of(event)):
             return False
+        return self._rest(event)
+
+    def _rest(self, event: dict) -> bool:
+        """Every condition but the kind."""
         if self.runs:
             run_id = event.get("run_id")
             if type(run_id) is not str or run_id not in self.runs:
@@ -321,6 +330,8 @@ class GrepFilter:
 
             def exact_kind(event: dict) -> bool:
                 kind = event.get("kind")
+                if type(kind) is not str:
+                    kind = _kind_of(event)
                 return type(kind) is str and kind in exact
             return exact_kind
         return self.matches
@@ -346,6 +357,12 @@ class GrepFilter:
             return None
         needles.append(b"\\u")
         return tuple(dict.fromkeys(needles))
+
+
+def _kind_of(event: dict) -> object:
+    """An event's ``kind``; for a Raxol journal record (no ``kind``), its ``type``."""
+    kind = event.get("kind", _ABSENT)
+    return event.get("type") if kind is _ABSENT else kind
 
 
 def _kind_literal(pattern: str) -> str | None:
@@ -375,8 +392,12 @@ def build_filter(
     until: str | int | None = None,
     synthesized: bool | None = None,
     where: Sequence[str] = (),
+    any_root: bool = False,
 ) -> GrepFilter:
-    """Validate the command-line filter values; raise ``UsageError`` on any bad one."""
+    """Validate the command-line filter values; raise ``UsageError`` on any bad one.
+
+    ``any_root``: ``--where`` paths may start at any top-level key (Raxol journals).
+    """
     for pattern in kinds:
         if not pattern:
             raise UsageError("--kind: empty pattern (use '*' for every kind)")
@@ -391,7 +412,7 @@ def build_filter(
         since_ns=since_ns,
         until_ns=until_ns,
         synthesized=synthesized,
-        where=tuple(parse_where(w) for w in where),
+        where=tuple(parse_where(w, any_root=any_root) for w in where),
     )
 
 
@@ -409,6 +430,7 @@ class GrepOptions:
     schema_version: int = LATEST_SCHEMA_VERSION
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_findings: int | None = DEFAULT_MAX_FINDINGS
+    dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
 
 
 @dataclass(slots=True)
@@ -458,7 +480,7 @@ class GrepSearch:
     def __init__(self, paths: Sequence[str | os.PathLike[str]], flt: GrepFilter, options: GrepOptions) -> None:
         self.filter = flt
         self.options = options
-        found = discover(paths)
+        found = discover(paths, suffixes=(".jsonl",) if options.dialect == "raxol" else ())
         self.files = [str(p) for p in found.files]
         self._path_findings = list(found.findings)
         self.total_matches = 0
@@ -500,8 +522,13 @@ class GrepSearch:
 
     def _verified(self, path: str, result: FileResult) -> Iterator[Match]:
         options = self.options
-        reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
-                             max_findings=options.max_findings)
+        try:
+            reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
+                                 max_findings=options.max_findings, dialect=options.dialect)
+        except LogIOError as exc:
+            finding = error("IO_ERROR", exc.message, path=path)
+            result.findings, result.exit_code = [finding], finding.exit_code
+            return
         matches = self.filter.compile()
         held: Match | None = None
         for ev in reader:

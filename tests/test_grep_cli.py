@@ -25,6 +25,7 @@ from ract_cli.synth import fixture_path, fixture_run_id, write_aborted, write_co
 from ract_cli.writer import EventWriter, FsyncPolicy
 
 RACT = [sys.executable, "-m", "ract_cli"]
+ROOT = Path(__file__).resolve().parents[1]
 SYNTH_RUN = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"
 
 
@@ -471,7 +472,7 @@ def test_recursion_over_run_directories(capfdbinary, tmp_path):
 
 def test_unknown_kind_pattern_warns(capfdbinary, corpus):
     code, _, err = grep(capfdbinary, "--kind", "process.reap", str(corpus))
-    assert code == 7 and "matches no kind" in err
+    assert code == 7 and "matches no RACT event kind" in err
 
 
 def test_quiet_prints_nothing(capfdbinary, corpus):
@@ -483,3 +484,24 @@ def test_module_entry_and_fixture_path_agree(corpus):
     proc = subprocess.run([*RACT, "trace", "grep", "--help"], capture_output=True, timeout=60)
     assert proc.returncode == 0 and b"--no-verify" in proc.stdout and b"--where" in proc.stdout
     assert fixture_path(corpus, "completed").exists()
+
+
+# --- Raxol journals (SPEC §8): detected per file; a record's kind is its type ------------------
+
+def test_journal_records_are_grepped_by_type(capfdbinary):
+    journal = ROOT / "fixtures" / "journals" / "chained.jsonl"
+    want = expected([journal], lambda r: r.get("type") == "item_completed")
+    assert want
+    code, out, err = grep(capfdbinary, "--kind", "item_completed", str(journal))
+    assert (code, out) == (0, want), err
+    code, out, _ = grep(capfdbinary, "--dialect", "raxol", "-w", "payload.item_type=tool_use", str(journal))
+    assert (code, out) == (0, expected([journal], lambda r: r["payload"].get("item_type") == "tool_use"))
+
+
+def test_tampered_journal_stops_at_its_break(capfdbinary):
+    journal = ROOT / "fixtures" / "journals" / "chained-tampered.jsonl"
+    code, out, err = grep(capfdbinary, "--kind", "*", str(journal))
+    assert code == 1 and "stopped" in err
+    lines = _lines(journal)
+    printed = out.splitlines(keepends=True)
+    assert printed == lines[: len(printed)] and len(printed) < len(lines) - 1

@@ -18,7 +18,7 @@ from ..grep import FileResult, GrepOptions, GrepSearch, Match, build_filter, for
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
-from .options import MaxLineBytes, Paths, Quiet, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .render import clean, markup_safe, stderr_console, stdout_console, stdout_is_terminal
 
 SHOWN_FINDINGS_PER_FILE = 10
@@ -70,6 +70,7 @@ def grep_command(
     quiet: Quiet = False,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    dialect: DialectOption = Dialect.auto,
 ) -> None:
     """Filter events across logs and directories, verifying each chain while searching.
 
@@ -87,15 +88,15 @@ def grep_command(
         if (count or files_with_matches) and format in (Format.table, Format.json):
             raise UsageError(f"-c/-l print plain lines; they cannot be combined with --format {format.value}")
         flt = build_filter(kinds=kind or (), runs=run or (), steps=step or (), since=since, until=until,
-                           synthesized=synthesized, where=where or ())
+                           synthesized=synthesized, where=where or (), any_root=dialect is Dialect.raxol)
         search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
-                                                    max_line_bytes=max_line_bytes))
+                                                    max_line_bytes=max_line_bytes, dialect=dialect.value))
     except RactError as exc:
         err.print(f"ract trace grep: {markup_safe(exc.message)}")
         raise typer.Exit(int(exc.exit_code)) from None
 
-    for pattern in unknown_kind_patterns(kind or (), schema_version):
-        err.print(f"ract trace grep: warning: --kind {clean(pattern)!r} matches no kind of the vocabulary "
+    for pattern in unknown_kind_patterns(kind or (), schema_version) if dialect is not Dialect.raxol else ():
+        err.print(f"ract trace grep: warning: --kind {clean(pattern)!r} matches no RACT event kind "
                   f"(schema version {schema_version})", markup=False)
     if no_verify:
         err.print("ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
