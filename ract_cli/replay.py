@@ -537,6 +537,7 @@ class ReplaySession:
         self.until_reached: bool | None = None if options.until is None else False
         self._commits: list[CommittedStep] = []
         self._iterated = False
+        self._result: ReplayResult | None = None
 
     @property
     def state(self) -> ReplayState:
@@ -564,7 +565,9 @@ class ReplaySession:
                 return
 
     def finish(self) -> ReplayResult:
-        """Verify the rest of the file, run ``--check-commits``; return the verdict."""
+        """Verify the rest of the file, run ``--check-commits``; return the verdict (computed once)."""
+        if self._result is not None:
+            return self._result
         if not self._iterated:
             for _ in self.steps():
                 pass
@@ -576,8 +579,9 @@ class ReplaySession:
             findings.extend(self.workspace.findings)
         if self.options.check_commits and self.options.workspace is not None:
             findings.extend(check_commits(self.options.workspace, self._commits, path=self.path))
-        return ReplayResult(self.path, self.state.index, stop, self.until_reached, self.replayer.reader.broken_at,
-                            state, findings, self.workspace)
+        self._result = ReplayResult(self.path, self.state.index, stop, self.until_reached,
+                                    self.replayer.reader.broken_at, state, findings, self.workspace)
+        return self._result
 
 
 def replay(path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions()) -> ReplaySession:
