@@ -105,20 +105,21 @@ def grep_command(
     terminal = stdout_is_terminal()
     _OUT.parts.clear()
     _OUT.size = 0
-    if count:
-        sink: _Sink = _CountSink(search, terminal, with_filename)
+    sink: _Sink
+    if quiet:
+        sink = _Sink()
+    elif count:
+        sink = _CountSink(search, terminal, with_filename)
     elif files_with_matches:
         sink = _FilesSink(terminal)
     else:
         fmt = format or (Format.table if terminal else Format.jsonl)
         if fmt is Format.json:
-            sink = _JsonSink()
+            sink = _JsonSink(terminal)
         elif fmt is Format.table:
             sink = _TableSink(search.several or with_filename)
         else:
             sink = _JsonlSink(terminal, with_filename)
-    if quiet:
-        sink = _Sink()
 
     try:
         for item in search:
@@ -259,13 +260,17 @@ class _JsonlSink(_Sink):
 class _JsonSink(_Sink):
     """One JSON object, streamed: {"matches": [...], "files": [...], "exit_code": N}."""
 
-    def __init__(self) -> None:
+    def __init__(self, terminal: bool) -> None:
         self.first = True
+        self.terminal = terminal
         self.files: list[FileResult] = []
         _write_bytes(b'{"matches":[')
 
     def match(self, m: Match) -> None:
-        _write_bytes((b"\n" if self.first else b",\n") + orjson.dumps(m.to_dict()))
+        data = orjson.dumps(m.to_dict())
+        if self.terminal:  # shown, not stored: bidi overrides and C1 controls become visible escapes
+            data = clean(data.decode()).encode()
+        _write_bytes((b"\n" if self.first else b",\n") + data)
         self.first = False
 
     def file_done(self, result: FileResult) -> None:
