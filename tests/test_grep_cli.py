@@ -505,3 +505,12 @@ def test_tampered_journal_stops_at_its_break(capfdbinary):
     lines = _lines(journal)
     printed = out.splitlines(keepends=True)
     assert printed == lines[: len(printed)] and len(printed) < len(lines) - 1
+
+
+@pytest.mark.parametrize("mode", [[], ["--no-verify"]], ids=["verified", "no-verify"])
+def test_a_fifo_is_an_io_error_not_a_hang(capfdbinary, tmp_path, mode):
+    fifo = tmp_path / "run" / "events.jsonl"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    code, out, err = grep(capfdbinary, *mode, "--kind", "*", str(tmp_path))
+    assert (code, out) == (5, b"") and "FIFO" in err
