@@ -49,6 +49,9 @@ __all__ = [
     "find_initial_snapshot", "MAX_PACE_SLEEP_S",
 ]
 
+#: Findings a replay keeps in memory (and prints); more are counted, and still set the exit code.
+DEFAULT_MAX_FINDINGS = 1000
+
 #: Longest sleep ``--pace`` takes between two events, in seconds (a run idle
 #: for an hour replays with a 2 s pause, not an hour's).
 MAX_PACE_SLEEP_S = 2.0
@@ -406,9 +409,11 @@ class Replayer:
         schema_version: int = LATEST_SCHEMA_VERSION,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         exclude: Callable[[dict], bool] = is_ephemeral,
+        max_findings: int | None = None,
     ) -> None:
         self.path = str(path)
-        self.reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract")
+        self.reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes,
+                                  max_findings=max_findings, dialect="ract")
         self.state = ReplayState()
         self.exclude = exclude
         self.stopped_at_break: int | None = None
@@ -480,6 +485,8 @@ class ReplayOptions:
     strict_head: bool = False
     check_commits: bool = False
     exclude: Callable[[dict], bool] = is_ephemeral
+    #: findings kept (the rest are counted in ``ReplayResult.suppressed`` and still set the exit code)
+    max_findings: int | None = DEFAULT_MAX_FINDINGS
 
 
 @dataclass
@@ -494,11 +501,14 @@ class ReplayResult:
     state: dict[str, Any]  # the state where replay stopped (ReplayState.to_dict())
     findings: list[Finding]  # the reader's, then the workspace's and --check-commits'
     workspace: WorkspaceReport | None
+    suppressed: int = 0  # reader findings past ``max_findings``: counted, not kept
+    chain_exit_code: ExitCode = ExitCode.OK  # the chain reader's verdict, suppressed findings included
 
     @property
     def exit_code(self) -> ExitCode:
         """SPEC §3: lowest non-zero code; ``--until`` naming no replayed event adds USAGE (2)."""
         codes = [f.exit_code for f in self.findings]
+        codes.append(self.chain_exit_code)
         if self.until_reached is False:
             codes.append(ExitCode.USAGE)
         return lowest_nonzero(codes)
@@ -514,6 +524,7 @@ class ReplayResult:
             "state": self.state,
             "findings": [f.to_dict() for f in self.findings],
             "workspace": self.workspace.to_dict() if self.workspace else None,
+            "suppressed_findings": self.suppressed,
         }
 
 
@@ -533,7 +544,8 @@ class ReplaySession:
             self.workspace = check_head(options.workspace, self.snapshot.value, strict=options.strict_head,
                                         where=where)
         self.replayer = Replayer(path, schema_version=options.schema_version,
-                                 max_line_bytes=options.max_line_bytes, exclude=options.exclude)
+                                 max_line_bytes=options.max_line_bytes, exclude=options.exclude,
+                                 max_findings=options.max_findings)
         self.until_reached: bool | None = None if options.until is None else False
         self._commits: list[CommittedStep] = []
         self._iterated = False
@@ -579,8 +591,10 @@ class ReplaySession:
             findings.extend(self.workspace.findings)
         if self.options.check_commits and self.options.workspace is not None:
             findings.extend(check_commits(self.options.workspace, self._commits, path=self.path))
+        chain = self.replayer.reader.state
         self._result = ReplayResult(self.path, self.state.index, stop, self.until_reached,
-                                    self.replayer.reader.broken_at, state, findings, self.workspace)
+                                    self.replayer.reader.broken_at, state, findings, self.workspace,
+                                    chain.suppressed, chain.exit_code)
         return self._result
 
 

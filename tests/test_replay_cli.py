@@ -484,3 +484,15 @@ def test_tampered_journal_stops_at_its_break(plain_dir: Path) -> None:
     kept = [ln for ln in path.read_bytes().splitlines(keepends=True)[: broken - 1]
             if json.loads(ln).get("type") != "item_delta"]
     assert out == b"".join(kept)
+
+
+def test_findings_are_capped_but_still_count(logs, plain_dir: Path) -> None:
+    events = [("run.started", {}, None)] + [("tool.called", {"tool": f"t{i}"}, STEP) for i in range(1100)]
+    log = logs.write(events)
+    lines = logs.lines(log)
+    lines.append(b'{"torn')  # a torn tail found after the cap: exit 4 all the same
+    log.write_bytes(b"".join(lines))
+    code, out, err = run(str(log), "--workspace", str(plain_dir))
+    assert code == 4 and len(timeline_indexes(out)) == 1101
+    assert err.count("OPEN_HANDLE") + err.count("TORN_TAIL") == 1000 and "TORN_TAIL" in err
+    assert "102 more finding(s) not shown" in err  # 1100 open tool calls + the open run + the torn tail

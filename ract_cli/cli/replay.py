@@ -118,8 +118,8 @@ def replay_command(
                 time.sleep(pace_delay(prev_ts, ts, factor))
                 prev_ts = ts
             if jsonl:
-                # The original bytes; the Raxol dialect's ephemeral records are excluded upstream
-                # (ReplayOptions.exclude, default ract_cli.replay.is_ephemeral).
+                # The original bytes. Ephemeral records never reach here: a Raxol journal's session
+                # skips item_delta; for RACT logs the hook is ReplayOptions.exclude (is_ephemeral).
                 _write_raw(out, step.event.raw)
             else:
                 out.write(clean(line_of(step)) + "\n")
@@ -135,14 +135,21 @@ def replay_command(
         out.flush()
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`): stop writing, keep the verdict.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):  # stdout without a file descriptor
+            pass
         result = session.finish()
 
     for f in result.findings:
         if id(f) not in shown:
             err.print(_finding_text(f), markup=False)
+    suppressed = getattr(result, "suppressed", 0)
+    if suppressed:
+        err.print(clean(f"{result.path}: {suppressed} more finding(s) not shown (ract trace verify lists them all)"),
+                  markup=False)
     err.print(clean(verdict_line(result, until)), markup=False)
     raise typer.Exit(int(result.exit_code))
 
