@@ -46,7 +46,8 @@ __all__ = [
     "ReplayOptions", "ReplayState", "ReplayStep", "Replayer", "ReplaySession", "replay",
     "RecordedResponse", "RecordedResponses", "recorded_responses",
     "parse_until", "parse_pace", "pace_delay", "summarize", "format_elapsed", "is_ephemeral",
-    "find_initial_snapshot", "MAX_PACE_SLEEP_S",
+    "find_initial_snapshot", "MAX_PACE_SLEEP_S", "DEFAULT_MAX_FINDINGS", "ReplayResult", "ResponsesExhausted",
+    "resolve_log_path",
 ]
 
 #: Findings a replay keeps in memory (and prints); more are counted, and still set the exit code.
