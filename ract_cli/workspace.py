@@ -166,7 +166,8 @@ def check_head(
             parts.append(f"{report.untracked} untracked path(s)")
         report.findings.append(warning(
             "WORKTREE_DIRTY",
-            f"workspace worktree {report.repo_root} is dirty ({', '.join(parts)}): {DIVERGE_NOTE}",
+            f"workspace worktree {report.repo_root} is dirty, uncommitted changes ({', '.join(parts)}): "
+            f"{DIVERGE_NOTE}",
             path=ws))
     return report
 
