@@ -107,8 +107,8 @@ def compile_fast_check(kind: KindDef) -> Callable[[dict], bool]:
         body.append("for check in _INVARIANTS:")
         body.append("    if not check(p): return False")
     body.append("return True")
-    source = "def _inner(p):\n" + "\n".join("    " + line for line in body) + "\n"
-    source += "def check(p):\n    try:\n        return _inner(p)\n    except Exception:\n        return False\n"
+    source = "def check(p):\n    try:\n" + "\n".join("        " + line for line in body) + "\n"
+    source += "    except Exception:\n        return False\n"
     exec(compile(source, f"<fast check {kind.name}>", "exec"), env)  # noqa: S102 - code generated from KindDefs
     return env["check"]
 
@@ -129,18 +129,14 @@ def checks_for_version(schema_version: int) -> dict[str, Callable[[dict], bool]]
 # --- one line ------------------------------------------------------------------
 
 _UNSET = object()  # equal to no value a line can hold
-
-
-class _Seen:
-    """Strings already proven well-formed on an earlier line (run_id, step_id, last hash).
-
-    Only a cache: a string equal to one that passed the same check passes it
-    again, so the answer never depends on it.
-    """
-
-    run_id: object = _UNSET
-    step_id: object = _UNSET
-    last_hash: object = _UNSET
+#: strings already proven well-formed on an earlier line: [run_id, step_id, last hash]. Only a
+#: cache: a string equal to one that passed the same check passes it again.
+_seen: list = [_UNSET, _UNSET, _UNSET]
+# The payload sits between these offsets of a canonical envelope line (every byte before is
+# the fixed-format hash/id/kind/parent_id members, every byte after prev_hash/run_id/step_id/
+# timestamp_ns), so number-form scans can skip the rest: those values are type-checked anyway.
+_PAYLOAD_FROM = 150
+_PAYLOAD_BEFORE_END = 156
 
 
 def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
@@ -149,15 +145,11 @@ def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
         obj = _loads(body)
     except orjson.JSONDecodeError:
         return None
-    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS:
-        return None
-    try:
-        if _dumps(obj, option=_SORT) != body:
-            return None
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper)
+    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS or _dumps(obj, option=_SORT) != body:
         return None
     # orjson's form must already be JCS (see the module docstring).
-    if _EXPONENT(body) or _INTEGRAL_FLOAT(body):
+    end = len(body) - _PAYLOAD_BEFORE_END
+    if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
         return None
     if not body.isascii() and (b"\xee" in body or b"\xef" in body) and any(c in body for c in _ASTRAL_LEADS):
         return None
@@ -166,43 +158,40 @@ def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
         return None
     try:
         _dumps(payload, option=_STRICT)
-    except orjson.JSONEncodeError:
+    except TypeError:  # orjson.JSONEncodeError: an integer past 2^53 somewhere in the payload
         if _BIG_INT(body):
             return None
     # The hash: canonical bytes are the line minus its leading "hash" member.
     stored = obj["hash"]
-    if not body.startswith(_PREFIX) or _sha256(b"{" + body[75:]).hexdigest() != stored:
+    if body[:9] != _PREFIX or _sha256(b"{" + body[75:]).hexdigest() != stored:
         return None
-    seen = _Seen
     # The rest of the envelope (SPEC §2.2).
+    seen = _seen
     value = obj["id"]
     if type(value) is not str or not _HEX32(value):
         return None
     value = obj["run_id"]
-    if value != seen.run_id:
+    if value != seen[0]:
         if type(value) is not str or not _HEX32(value):
             return None
-        seen.run_id = value
+        seen[0] = value
     value = obj["step_id"]
-    if value is not None and value != seen.step_id:
+    if value is not None and value != seen[1]:
         if type(value) is not str or not _HEX32(value):
             return None
-        seen.step_id = value
+        seen[1] = value
     value = obj["parent_id"]
     if value is not None and (type(value) is not str or not _HEX32(value)):
         return None
     value = obj["prev_hash"]
-    if value != seen.last_hash:
-        if type(value) is not str or not _HEX64(value):
-            return None
-    seen.last_hash = stored
+    if value != seen[2] and (type(value) is not str or not _HEX64(value)):
+        return None
+    seen[2] = stored
     value = obj["timestamp_ns"]
     if type(value) is not int or not 0 <= value < MAX_TIMESTAMP_NS:
         return None
-    kind = obj["kind"]
-    if type(kind) is not str:
-        return None
-    check = checks_for_version(schema_version).get(kind)
+    checks = _CHECKS_BY_VERSION.get(schema_version) or checks_for_version(schema_version)
+    check = checks.get(obj["kind"]) if type(obj["kind"]) is str else None
     if check is None or not check(payload):
         return None
     return obj, stored

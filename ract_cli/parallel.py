@@ -18,10 +18,13 @@ whole to a worker (several files) or are read sequentially (one file).
 
 from __future__ import annotations
 
+import gc
 import os
+import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +90,29 @@ class RangeResult:
     read_error: str | None = None
     error_offset: int | None = None  # relative to ``start``
     error_line: int | None = None  # relative line number (1-based)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building or loading one range's results.
+
+    Tens of thousands of small tuples and dicts trigger collection after
+    collection for nothing (they hold no cycles): unpickling one range's
+    results took 7x longer with the collector running.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def scan_range_packed(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> bytes:
+    """Worker entry point: ``scan_range`` pickled here (the pool then moves one bytes object)."""
+    with gc_paused():
+        return pickle.dumps(scan_range(path, start, end, schema_version, max_line_bytes), pickle.HIGHEST_PROTOCOL)
 
 
 def scan_range(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> RangeResult:
@@ -200,7 +226,7 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor, *
     except OSError as exc:
         state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}", path=state.path))
         return
-    pending: deque[Future[RangeResult]] = deque()
+    pending: deque[Future[bytes]] = deque()
     todo = iter(ranges)
     limit = max(1, jobs) * _IN_FLIGHT_PER_JOB
 
@@ -209,17 +235,20 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor, *
             nxt = next(todo, None)
             if nxt is None:
                 return
-            pending.append(pool.submit(scan_range, str(path), nxt[0], nxt[1], schema_version, max_line_bytes))
+            pending.append(pool.submit(scan_range_packed, str(path), nxt[0], nxt[1], schema_version, max_line_bytes))
 
     refill()
     line_no = 0
     feed = state.feed
     while pending:
-        chunk = pending.popleft().result()
+        packed = pending.popleft().result()
         refill()
-        for offset, result in unpack(chunk.start, chunk.lines):
-            line_no += 1
-            feed(result, line_no, offset)
+        with gc_paused():
+            chunk: RangeResult = pickle.loads(packed)
+            del packed
+            for offset, result in unpack(chunk.start, chunk.lines):
+                line_no += 1
+                feed(result, line_no, offset)
         if chunk.read_error is not None:
             state.add(error("IO_ERROR", chunk.read_error, path=state.path,
                             line=line_no + 1, offset=chunk.start + (chunk.error_offset or 0)))

@@ -498,6 +498,9 @@ class ChainReader:
         return self.state.first_integrity_failure
 
     def __iter__(self) -> Iterator[LogEvent]:
+        return self._events(emit=True)
+
+    def _events(self, emit: bool) -> Iterator[LogEvent]:
         try:
             handle = open_log(self.path)
         except LogIOError as exc:
@@ -505,17 +508,17 @@ class ChainReader:
             self.done = True
             return
         with handle:
-            yield from self._read(handle)
+            yield from self._read(handle, emit)
         self.state.finish()
         self.done = True
 
     def read_all(self) -> list[Finding]:
         """Read to the end, discarding events; return the findings."""
-        for _ in self:
+        for _ in self._events(emit=False):
             pass
         return self.findings
 
-    def _read(self, f: BinaryIO) -> Iterator[LogEvent]:
+    def _read(self, f: BinaryIO, emit: bool = True) -> Iterator[LogEvent]:
         state = self.state
         limit = self.max_line_bytes
         schema_version = self.schema_version
@@ -530,7 +533,7 @@ class ChainReader:
             state.feed(result, line_no, start)
             if raw is None:
                 continue
-            if result.event is not None:
+            if emit and result.event is not None:
                 yield make_event(line_no, start, raw, result.event, state.first_integrity_failure is None)
             if progress is not None and start >= next_report:
                 progress(start)
@@ -554,6 +557,10 @@ def line_result(raw: bytes | None, schema_version: int, max_line_bytes: int,
     if raw is None:
         return LineResult(None, None, [Problem(
             "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")], parsed=False)
+    if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
+        proven = fast_analyze(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
+        if proven is not None:
+            return LineResult(proven[0], proven[1], [])
     body, has_newline = split_line_ending(raw)
     result = analyze(body, schema_version)
     if not has_newline:
