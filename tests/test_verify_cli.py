@@ -472,3 +472,27 @@ def test_github_escapes_percent_and_property_separators(tmp_path: Path, logs, ca
     assert code == 0
     assert out.splitlines() == [f"::warning file={escaped},line=5::MISSING_FINAL_NEWLINE last event lacks its final "
                                 f"newline"]
+
+
+# --- docs that cannot drift --------------------------------------------------------------
+
+def test_exit_codes_doc_lists_every_finding_code_with_its_exit_code() -> None:
+    from ract_cli.errors import ExitCode
+
+    text = (ROOT / "docs" / "exit-codes.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `([A-Z_]+)` \| (\d) [A-Z]+ \|", text, re.M))
+    assert set(rows) == set(FINDING_CODES)
+    assert {code: int(n) for code, n in rows.items()} == {code: int(c) for code, (c, _) in FINDING_CODES.items()}
+    exit_rows = dict(re.findall(r"^\| (\d) \| ([A-Z_]+) \|", text, re.M))
+    assert {int(n): name for n, name in exit_rows.items()} == {int(c): c.name for c in ExitCode}
+
+
+def test_verify_doc_names_every_option_of_the_command(capsys) -> None:
+    text = (ROOT / "docs" / "verify.md").read_text(encoding="utf-8")
+    assert main(["trace", "verify", "--help"]) == 0
+    help_text = capsys.readouterr().out
+    options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text)) - {"--help"}
+    assert options and all(f"`{o}" in text for o in options), options - {o for o in options if f"`{o}" in text}
+    for key in ("exit_code", "files", "path", "ok", "events", "head", "first_ts", "last_ts", "findings",
+                "suppressed_findings", "code", "severity", "line", "offset", "event_id", "message"):
+        assert f"`{key}`" in text or f"`files[].{key}`" in text or f"`findings[].{key}`" in text, key
