@@ -51,11 +51,12 @@ def test_repair_interrupted_then_nothing_to_repair(tmp_path, capsys):
     assert code == 0 and out == ""
     assert "repaired" in err and "events.jsonl.torn" in err and "events.jsonl.bak" in err
     kept = original[: original.rindex(b"\n") + 1]
-    opens = [json.loads(line) for line in kept.splitlines()][-4:]  # step, prompt, tool call, handshake
-    for ev in opens:
-        assert ev["id"] in err and ev["kind"] in err
-    assert names(path.parent) == ["events.jsonl", "events.jsonl.bak", "events.jsonl.torn"]
     assert path.read_bytes().startswith(kept)
+    closes = [json.loads(line) for line in path.read_bytes()[len(kept):].splitlines()]
+    assert closes and closes[-1]["kind"] == "run.aborted"
+    for close in closes:  # each synthesized close is reported with its source event
+        assert f'{close["payload"]["source_event_id"]} ' in err and close["kind"] in err
+    assert names(path.parent) == ["events.jsonl", "events.jsonl.bak", "events.jsonl.torn"]
     repaired = path.read_bytes()
 
     code, out, err = run(capsys, path)
