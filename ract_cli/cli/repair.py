@@ -23,7 +23,7 @@ _SHOWN_FINDINGS = 10
            "ract trace repair evals/runs/<run_id>/events.jsonl",
 )
 def repair_command(
-    path: Annotated[str, typer.Argument(help="The log (or its run directory holding events.jsonl).",
+    path: Annotated[str, typer.Argument(metavar="PATH", help="The log (or its run directory holding events.jsonl).",
                                         show_default=False)],
     output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
                       help="Write the repaired log to FILE; the source is left untouched.")] = None,
