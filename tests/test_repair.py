@@ -528,6 +528,20 @@ def test_second_run_started_is_closed_by_the_one_run_close(tmp_path):
     assert not repair_file(path).changed
 
 
+def test_torn_tail_found_even_past_the_findings_cap(tmp_path):
+    # 80 clock regressions (warnings) come before the torn tail's finding: the reader keeps only
+    # the first findings, yet the torn bytes must still be found and moved, not dropped.
+    events = [_event(1, "run.started", {})] + [
+        dict(_event(n, "laziness.skipped", {"reason": "x"}), timestamp_ns=10_000 - n) for n in range(2, 82)]
+    data = _chain(events) + b'{"hash":"deadbeef'
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    result = repair_file(path)
+    assert result.torn is not None and result.torn.sidecar.read_bytes() == b'{"hash":"deadbeef'
+    assert [c.close_kind for c in result.closes] == ["run.aborted"]
+    check_repaired(data, path, result)
+
+
 def test_fifo_fallback_pairing_closes_the_oldest_matching_open(tmp_path):
     s = "5" * 32
     events = [
