@@ -33,6 +33,20 @@ def fixture(name: str) -> Path:
     return fixture_path(FIXTURES, name)
 
 
+FIXTURE_LINES = {"completed": fixture("completed").read_bytes().count(b"\n")}
+
+
+def _first_hash_mismatch(path: Path) -> int:
+    """Line of the first event whose stored hash is not the hash of its content (plain json + writer hash)."""
+    from ract_cli.writer import event_hash
+
+    for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+        event = json.loads(line)
+        if event_hash(event) != event["hash"]:
+            return number
+    raise AssertionError("no tampered line")
+
+
 def codes(report: dict) -> list[str]:
     return [f["code"] for f in report["audit_flags"]["items"]]
 
@@ -82,7 +96,8 @@ def test_completed_fixture_counts_agree_with_the_events() -> None:
     assert report["outcome"]["closed_by"] == "run.completed"
     assert report["outcome"]["final_decision"] == "accept"
     kinds = report["events_by_kind"]
-    assert sum(kinds.values()) == report["events"] == report["chain"]["events"] == 156
+    lines = FIXTURE_LINES["completed"]
+    assert sum(kinds.values()) == report["events"] == report["chain"]["events"] == lines
     assert set(kinds) >= {k.name for k in KINDS} - {"run.aborted"}  # the fixture uses (nearly) every kind
     totals = report["tools"]["totals"]
     assert totals["ok"] + totals["failed"] + totals["unknown"] == kinds["tool.result"]
@@ -119,7 +134,7 @@ def test_completed_fixture_is_flagged_gate_inconsistent() -> None:
     assert report["predicates"]["gate_inconsistent"] is True
     assert report["predicates"]["failing_required_at_completion"] == ["tests-pass", "types-check"]
     flag = next(f for f in report["audit_flags"]["items"] if f["code"] == "GATE_INCONSISTENT")
-    assert flag["kind"] == "run.completed" and flag["line"] == report["outcome"]["line"] == 156
+    assert flag["kind"] == "run.completed" and flag["line"] == report["outcome"]["line"] == FIXTURE_LINES["completed"]
 
 
 def test_aborted_fixture() -> None:
@@ -153,17 +168,18 @@ def test_tampered_fixture_is_untrusted_from_the_break_and_counts_only_the_verifi
     report = project_file(fixture("tampered"))
     assert_valid(report)
     assert report["trusted"] is False and report["exit_code"] == ExitCode.TAMPERED
-    assert report["untrusted_from_line"] == 31
-    assert report["events"] == report["chain"]["verified_events"] == 30
-    assert sum(report["events_by_kind"].values()) == 30
-    assert report["untrusted"]["events"] == report["chain"]["events"] - 30
+    broken = _first_hash_mismatch(fixture("tampered"))  # computed independently of the reader
+    assert report["untrusted_from_line"] == broken
+    assert report["events"] == report["chain"]["verified_events"] == broken - 1
+    assert sum(report["events_by_kind"].values()) == broken - 1
+    assert report["untrusted"]["events"] == report["chain"]["events"] - (broken - 1)
     assert sum(report["untrusted"]["events_by_kind"].values()) == report["untrusted"]["events"]
     # the close lies in the unverified tail: claimed, not believed
     assert report["status"] == "open"
     assert report["untrusted"]["claimed_close"]["closed_by"] == "run.completed"
     assert report["chain"]["verified_head"] != report["chain"]["head"]
     first = report["audit_flags"]["items"][0]
-    assert first["code"] == "UNTRUSTED" and first["line"] == 31 and "HASH_MISMATCH" in first["message"]
+    assert first["code"] == "UNTRUSTED" and first["line"] == broken and "HASH_MISMATCH" in first["message"]
     assert "OPEN_RUN" not in codes(report)  # an artifact of the cut, not a finding
 
 

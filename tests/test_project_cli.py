@@ -20,6 +20,8 @@ GOLDEN = ROOT / "tests" / "golden" / "project"
 SCHEMA = json.loads((ROOT / "docs" / "schemas" / "project-report.json").read_text("utf-8"))
 RACT = [sys.executable, "-m", "ract_cli"]
 EXIT = {"completed": 0, "aborted": 0, "interrupted": 4, "tampered": 1, "foreign-format": 0}
+#: the tampered fixture's first integrity failure (pinned by tests/test_project.py)
+BROKEN = json.loads((GOLDEN / "tampered.json").read_text("utf-8"))["untrusted_from_line"]
 STALE = "tests/golden/project/ is stale: run `python scripts/gen_goldens_project.py` and commit the result"
 
 
@@ -71,7 +73,7 @@ def test_cli_fleet_over_the_fixtures_directory(at_root: None, capsys: pytest.Cap
     data = json.loads(out)
     assert len(data["runs"]) == len(FIXTURES)
     assert sorted(r["status"] for r in data["runs"]) == ["aborted", "aborted", "completed", "open", "open"]
-    assert "UNTRUSTED from line 31" in err and "TORN_TAIL" in err
+    assert f"UNTRUSTED from line {BROKEN}" in err and "TORN_TAIL" in err
     code, out, _ = run(["trace", "project", "fixtures/runs", "--format", "markdown"], capsys)
     assert out == (GOLDEN / "fleet.md").read_text("utf-8")
     rows = [line for line in out.splitlines() if line.startswith("| ") and "fixtures/runs/" in line]
@@ -121,13 +123,13 @@ def test_text_format(at_root: None, capsys: pytest.CaptureFixture[str]) -> None:
 def test_tampered_log_is_marked_untrusted_with_exit_1(at_root: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(["trace", "project", rel("tampered"), "--format", "text"], capsys)
     assert code == 1
-    assert "UNTRUSTED from line 31" in out and "UNTRUSTED from line 31" in err
+    assert f"UNTRUSTED from line {BROKEN}" in out and f"UNTRUSTED from line {BROKEN}" in err
     assert "HASH_MISMATCH" in err
     code, out, _ = run(["trace", "project", rel("tampered"), "--format", "json"], capsys)
     data = json.loads(out)
-    assert code == 1 and data["trusted"] is False and data["untrusted_from_line"] == 31 and data["exit_code"] == 1
+    assert code == 1 and data["trusted"] is False and data["untrusted_from_line"] == BROKEN and data["exit_code"] == 1
     code, out, _ = run(["trace", "project", rel("tampered"), "--format", "markdown"], capsys)
-    assert code == 1 and "**UNTRUSTED from line 31**" in out
+    assert code == 1 and f"**UNTRUSTED from line {BROKEN}**" in out
 
 
 def test_usage_and_io_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
