@@ -335,7 +335,8 @@ class _TableSink(_Sink):
         payload = orjson.dumps(event.get("payload")).decode()
         if len(payload) > PAYLOAD_WIDTH:
             payload = payload[:PAYLOAD_WIDTH - 3] + "..."
-        row = [Text(str(m.line)), Text(format_ns(event.get("timestamp_ns"))), Text(clean(event.get("kind"))),
+        kind = event.get("kind", event.get("type"))  # a Raxol journal record's kind is its type (SPEC §8)
+        row = [Text(str(m.line)), Text(format_ns(event.get("timestamp_ns"))), Text(clean(kind)),
                Text(clean(step[:8]) if isinstance(step, str) else "-"), Text(clean(payload))]
         if self.show_file:
             row.insert(0, Text(clean(m.path)))
