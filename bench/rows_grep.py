@@ -74,6 +74,8 @@ def rows(ctx) -> list[dict]:
     verified_s = ctx.time_cmd(verified_argv)
     fast_s = ctx.time_cmd(fast_argv)
     scan_s = _library_no_verify_seconds(ctx.log_path)
+    tiny = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
+    startup_s = ctx.time_cmd([*ctx.ract, "trace", "grep", "--no-verify", "--kind", KIND, str(tiny)]) if tiny.exists() else None
     return [
         _row(f"jq -c 'select(.kind==\"{KIND}\")' (reference)", ctx.events, jq_s),
         _row(f"ract trace grep --kind {KIND} (verified)", ctx.events, verified_s,
@@ -84,4 +86,5 @@ def rows(ctx) -> list[dict]:
              ratio=jq_s / scan_s, ratio_of="jq"),
         _row("  verify --jobs 1 of the same log (context)", ctx.events, ctx.verify_seconds,
              ratio=jq_s / ctx.verify_seconds if ctx.verify_seconds else None, ratio_of="jq"),
-    ]
+    ] + ([_row("  ract start-up: the same grep on a 156-event fixture", 156, startup_s,
+               ratio=jq_s / startup_s, ratio_of="jq")] if startup_s else [])
