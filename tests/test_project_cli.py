@@ -274,3 +274,18 @@ def test_fleet_mixes_runs_and_journals(capsys: pytest.CaptureFixture[str]) -> No
                         str(fixture_path(ROOT / "fixtures", "aborted")), "--format", "markdown"], capsys)
     assert code == 0
     assert "(journal)" in out and "| aborted |" in out
+
+
+def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
+    src = fixture_path(ROOT / "fixtures", "completed").read_bytes()
+    for i in range(40):  # ~700 KB of JSON: more than a pipe buffer
+        (tmp_path / f"r{i}").mkdir()
+        (tmp_path / f"r{i}" / "events.jsonl").write_bytes(src)
+    proc = subprocess.Popen([*RACT, "trace", "project", str(tmp_path), "--format", "json"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(1) == b"{"
+    proc.stdout.close()  # like `| head -c 1`
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert b"Traceback" not in err

@@ -8,7 +8,9 @@ inside rich ``Text`` so markup is never interpreted) or ``md`` (Markdown).
 from __future__ import annotations
 
 import enum
+import os
 import re
+import sys
 from typing import Annotated, Optional
 
 import orjson
@@ -66,8 +68,21 @@ def project_command(
         raise typer.Exit(int(exc.exit_code)) from None
     _verdicts(result)
     if result.runs or fmt is Format.json:
-        render(result, fmt)
+        try:
+            render(result, fmt)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
     raise typer.Exit(int(result.exit_code))
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor
+        pass
 
 
 def render(result: ProjectResult, fmt: Format, console: Console | None = None) -> None:
