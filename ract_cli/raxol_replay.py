@@ -119,12 +119,12 @@ class JournalReplaySession:
     workspace = None  # a journal records no repository snapshot: nothing to check
 
     def __init__(self, path: str | os.PathLike[str], *, until: int | str | None = None,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_findings: int | None = None) -> None:
         if isinstance(until, int) and until < 1:
             raise UsageError("--until: record indexes start at 1")
         self.path = str(path)
         self.until = until
-        self.reader = ChainReader(path, max_line_bytes=max_line_bytes, dialect="raxol")
+        self.reader = ChainReader(path, max_line_bytes=max_line_bytes, max_findings=max_findings, dialect="raxol")
         self.state = JournalReplayState()
         self.until_reached: bool | None = None if until is None else False
         self.stopped_at_break: int | None = None
@@ -164,4 +164,5 @@ class JournalReplaySession:
         for _ in self._events:
             pass
         return ReplayResult(self.path, self.state.index, stop, self.until_reached, self.reader.broken_at, state,
-                            list(self.reader.findings), None)
+                            list(self.reader.findings), None, suppressed=self.reader.state.suppressed,
+                            chain_exit_code=self.reader.exit_code)

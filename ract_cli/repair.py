@@ -216,7 +216,7 @@ class RepairResult:
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:
     """A log file, or a run directory holding ``events.jsonl``."""
     p = Path(path)
-    if p.is_dir() and (p / "events.jsonl").is_file():
+    if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
         return p / "events.jsonl"
     return p
 
@@ -387,7 +387,7 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
     output = Path(options.output) if options.output is not None else None
     if output is not None and (output == src or _same_file(output, src)):
         output = None  # --output naming the log itself is an in-place repair
-    if output is not None and output.is_dir():
+    if output is not None and os.path.isdir(output):
         raise UsageError(f"--output {output} is a directory, not a file")
     handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
     with handle:

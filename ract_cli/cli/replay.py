@@ -31,7 +31,7 @@ from ..replay import (
     summarize,
 )
 from .app import trace_app
-from .options import MaxLineBytes, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, SchemaVersion
 from .render import clean, stderr_console
 
 
@@ -73,6 +73,7 @@ def replay_command(
              f"{MAX_PACE_SLEEP_S:g}s.")] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    dialect: DialectOption = Dialect.auto,
 ) -> None:
     """Replay a run: verify while walking, print its timeline, or the state at --until.
 
@@ -86,7 +87,7 @@ def replay_command(
     err = stderr_console()
     try:
         options = ReplayOptions(
-            schema_version=schema_version, max_line_bytes=max_line_bytes,
+            schema_version=schema_version, max_line_bytes=max_line_bytes, dialect=dialect.value,
             until=parse_until(until) if until is not None else None,
             workspace=str(workspace), strict_head=strict_head, check_commits=check_commits,
         )
