@@ -488,6 +488,7 @@ class ReplayOptions:
     exclude: Callable[[dict], bool] = is_ephemeral
     #: findings kept (the rest are counted in ``ReplayResult.suppressed`` and still set the exit code)
     max_findings: int | None = DEFAULT_MAX_FINDINGS
+    dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
 
 
 @dataclass
@@ -602,17 +603,18 @@ class ReplaySession:
 def replay(path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions()) -> ReplaySession:
     """Start a replay of one log: checks the workspace now; walk ``steps()``, then ``finish()``.
 
-    The dialect is detected as every command detects it (SPEC §8): a Raxol
+    The dialect is ``options.dialect``, ``auto`` detected as every command detects it (SPEC §8): a Raxol
     agent journal gets a ``ract_cli.raxol_replay.JournalReplaySession``, which
     has the same surface (``steps()``, ``finish()`` -> ``ReplayResult``),
     never replays ``item_delta`` and has no workspace to check.
     """
     if isinstance(options.until, int) and options.until < 1:
         raise UsageError("--until: event indexes start at 1")
-    if resolve_dialect("auto", path, options.max_line_bytes) == "raxol":
+    if resolve_dialect(options.dialect, path, options.max_line_bytes) == "raxol":
         from .raxol_replay import JournalReplaySession
 
-        return JournalReplaySession(path, until=options.until, max_line_bytes=options.max_line_bytes)  # type: ignore[return-value]
+        return JournalReplaySession(path, until=options.until, max_line_bytes=options.max_line_bytes,  # type: ignore[return-value]
+                                    max_findings=options.max_findings)
     return ReplaySession(path, options)
 
 
