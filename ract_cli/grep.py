@@ -340,9 +340,10 @@ class GrepFilter:
         """Byte strings at least one of which every matching line holds, or None.
 
         Built from the kind patterns (a glob gives its longest literal run),
-        else from the step ids. ``\\u`` is always added: a JSON string may
+        else from the step ids. ``\\u00`` is always added: a JSON string may
         spell a kind or an id with escapes, and such a line must still be
-        parsed rather than skipped.
+        parsed rather than skipped. The literals are ASCII letters, digits,
+        ``.``, ``_`` and ``-``, whose only JSON escapes are ``\\u00XX``.
         """
         needles: list[bytes] = []
         if self.kinds:
@@ -355,7 +356,7 @@ class GrepFilter:
             needles.extend(s.encode() for s in sorted(self.steps))
         else:
             return None
-        needles.append(b"\\u")
+        needles.append(b"\\u00")
         return tuple(dict.fromkeys(needles))
 
 

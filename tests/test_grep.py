@@ -186,14 +186,14 @@ def test_kind_patterns(kinds, kind, want):
 
 
 @pytest.mark.parametrize(("kinds", "steps", "want"), [
-    (["process.reaped"], [], (b"process.reaped", b"\\u")),
-    (["process.*"], [], (b"process.", b"\\u")),
-    (["*.invocation.*"], [], (b".invocation.", b"\\u")),
-    (["process.reaped", "tool.*"], [], (b"process.reaped", b"tool.", b"\\u")),
+    (["process.reaped"], [], (b"process.reaped", b"\\u00")),
+    (["process.*"], [], (b"process.", b"\\u00")),
+    (["*.invocation.*"], [], (b".invocation.", b"\\u00")),
+    (["process.reaped", "tool.*"], [], (b"process.reaped", b"tool.", b"\\u00")),
     (["*"], [], None),  # nothing literal: every line is parsed
     (["process.reaped", "*"], [], None),
     (["tool.[cr]*"], [], None),
-    ([], ["ab" * 16], (b"ab" * 16, b"\\u")),
+    ([], ["ab" * 16], (b"ab" * 16, b"\\u00")),
     ([], [], None),
 ])
 def test_prefilter_needles(kinds, steps, want):
@@ -434,3 +434,17 @@ def test_unverified_reads_a_real_log_the_same_in_tiny_blocks(tmp_path, sample_li
     data = b"".join(sample_lines)
     for needles in ((b"tool.",), (b"step.started", b"\\u"), (b"run.",)):
         assert _frame(data, needles, 1 << 20, 7, tmp_path) == _model(data, needles, 1 << 20)
+
+
+@pytest.mark.parametrize("escape", [b"\\u002e", b"\\u002E"])
+def test_a_kind_spelled_with_escapes_is_found_in_both_modes(completed, escape):
+    """Valid JSON may escape any character; the hash covers values, so such a line still verifies."""
+    lines = completed.read_bytes().splitlines(keepends=True)
+    k = next(i for i, raw in enumerate(lines) if b'"kind":"process.reaped"' in raw)
+    lines[k] = lines[k].replace(b'"kind":"process.reaped"', b'"kind":"process' + escape + b'reaped"')
+    completed.write_bytes(b"".join(lines))
+    want = [i + 1 for i, raw in enumerate(lines) if json.loads(raw)["kind"] == "process.reaped"]
+    assert k + 1 in want
+    for verify in (True, False):
+        search, matches, _ = _run([completed], verify=verify, filter={"kinds": ["process.reaped"]})
+        assert [m.line for m in matches] == want and search.exit_code == ExitCode.OK
