@@ -8,6 +8,7 @@ exist, or a directory holding no log, is an IO finding (exit 5).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -48,11 +49,21 @@ def discover(paths: Iterable[str | os.PathLike[str]], *, names: tuple[str, ...] 
                                       f"file under directory {path}", path=str(path)))
             for f in found:
                 take(f)
-        elif os.path.lexists(path) or path.exists():
+        elif os.path.lexists(path):  # (Path.exists raises on ENAMETOOLONG; lexists answers False)
             take(path)  # the reader reports a dangling symlink, a FIFO or a device
         else:
-            findings.append(error("IO_ERROR", f"no such file or directory: {path}", path=str(path)))
+            findings.append(error("IO_ERROR", _why_missing(path), path=str(path)))
     return Discovered(files, findings)
+
+
+def _why_missing(path: Path) -> str:
+    """Say why a path cannot be seen: missing, or e.g. a directory on the way denies search (EACCES)."""
+    try:
+        os.lstat(path)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return f"cannot access {path}: {exc.strerror or exc}"
+    return f"no such file or directory: {path}"
 
 
 def _walk(root: Path, names: tuple[str, ...], suffixes: tuple[str, ...]) -> Iterable[Path]:

@@ -145,7 +145,12 @@ def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
         obj = _loads(body)
     except orjson.JSONDecodeError:
         return None
-    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS or _dumps(obj, option=_SORT) != body:
+    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS:
+        return None
+    try:
+        if _dumps(obj, option=_SORT) != body:
+            return None
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): reference path
         return None
     # orjson's form must already be JCS (see the module docstring).
     end = len(body) - _PAYLOAD_BEFORE_END

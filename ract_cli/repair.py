@@ -175,6 +175,7 @@ class RepairOptions:
     check: bool = False  # change nothing; report whether repair would change something
     schema_version: int = LATEST_SCHEMA_VERSION
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8): a Raxol journal is always refused
 
 
 @dataclass(frozen=True)
@@ -401,7 +402,7 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
             except BlockingIOError:
                 raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")\
                     from None
-        if resolve_dialect("auto", src, options.max_line_bytes) == "raxol":
+        if resolve_dialect(options.dialect, src, options.max_line_bytes) == "raxol":
             raise RepairRefused(f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
                                 "journals, since synthesizing a close there would invent a done verdict")
         before = os.fstat(fd)

@@ -697,6 +697,6 @@ def recorded_responses(path: str | os.PathLike[str], *, include_synthesized: boo
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:
     """A log file as given, or ``DIR/events.jsonl`` for a run directory."""
     p = Path(path)
-    if p.is_dir() and (p / "events.jsonl").is_file():
+    if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
         return p / "events.jsonl"
     return p

@@ -1,0 +1,267 @@
+"""Hostile paths (issue 9): IO findings (exit 5) without hanging, in every command.
+
+Missing files and directories, directories named like logs, symlink loops,
+dangling symlinks, FIFOs, sockets, character devices, a path through a
+regular file, a name too long, a regular file whose read fails (EIO from
+``/proc/self/mem``) and a file unreadable by permission (the tests run as
+root, which bypasses permissions: that case runs in a forked child that
+drops to ``nobody`` first).
+
+Each case runs in-process for every command (under a SIGALRM guard) and as
+a real subprocess for ``verify`` (under a timeout): a FIFO must never block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from hardening_support import assert_no_traceback, command_argv, run_inprocess, run_subprocess, trace_commands, \
+    write_small_log
+
+from ract_cli.verify import verify_file
+
+
+class Hang(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float, what: object = ""):
+    def alarm(signum, frame):
+        raise Hang(f"hang: {what!r}")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _commands() -> list[str]:
+    return trace_commands()
+
+
+def _argv(command: str, path: Path | str) -> list[str]:
+    # repair for real (not --check): a bad path must be refused before anything is written
+    if command == "repair":
+        return ["trace", "repair", str(path)]
+    return command_argv(command, path)
+
+
+def make_case(kind: str, root: Path) -> Path:
+    """Build one hostile path under ``root``; return the path to hand to ract."""
+    root.mkdir(parents=True, exist_ok=True)
+    if kind == "missing-file":
+        return root / "nope" / "events.jsonl"
+    if kind == "missing-dir":
+        return root / "no-such-dir"
+    if kind == "dir-named-like-a-log":
+        (root / "x" / "events.jsonl").mkdir(parents=True)
+        return root / "x" / "events.jsonl"
+    if kind == "dir-holding-only-a-dir-named-like-a-log":
+        (root / "x" / "events.jsonl").mkdir(parents=True)
+        return root / "x"
+    if kind == "empty-dir":
+        (root / "empty").mkdir()
+        return root / "empty"
+    if kind == "symlink-loop":
+        os.symlink(root / "b", root / "a")
+        os.symlink(root / "a", root / "b")
+        return root / "a"
+    if kind == "symlink-loop-in-run-dir":
+        run = root / "runs" / "r1"
+        run.mkdir(parents=True)
+        os.symlink(run / "loop2", run / "events.jsonl")
+        os.symlink(run / "events.jsonl", run / "loop2")
+        return root / "runs"
+    if kind == "dir-symlink-loop":
+        (root / "d").mkdir()
+        os.symlink(root / "d", root / "d" / "self")  # a directory containing a link to itself
+        return root / "d"
+    if kind == "dangling-symlink":
+        os.symlink(root / "gone.jsonl", root / "events.jsonl")
+        return root / "events.jsonl"
+    if kind == "fifo":
+        os.mkfifo(root / "events.jsonl")
+        return root / "events.jsonl"
+    if kind == "fifo-in-run-dir":
+        (root / "runs" / "r1").mkdir(parents=True)
+        os.mkfifo(root / "runs" / "r1" / "events.jsonl")
+        return root / "runs"
+    if kind == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(root / "events.jsonl"))
+        _SOCKETS.append(sock)
+        return root / "events.jsonl"
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "dev-null":
+        return Path("/dev/null")
+    if kind == "dev-urandom":
+        return Path("/dev/urandom")
+    if kind == "through-a-file":
+        (root / "file").write_bytes(b"x")
+        return root / "file" / "events.jsonl"
+    if kind == "name-too-long":
+        return root / ("x" * 300) / "events.jsonl"
+    if kind == "read-fails-eio":
+        return Path("/proc/self/mem")  # a regular file whose read at offset 0 fails with EIO
+    raise AssertionError(kind)
+
+
+_SOCKETS: list[socket.socket] = []
+CASES = ["missing-file", "missing-dir", "dir-named-like-a-log", "dir-holding-only-a-dir-named-like-a-log", "empty-dir",
+         "symlink-loop", "symlink-loop-in-run-dir", "dangling-symlink", "fifo", "fifo-in-run-dir", "socket",
+         "dev-zero", "dev-null", "dev-urandom", "through-a-file", "name-too-long", "read-fails-eio"]
+# a directory holding only a link to itself has no log: also exit 5, and the walk must terminate
+CASES.append("dir-symlink-loop")
+
+
+@pytest.mark.parametrize("kind", CASES)
+def test_hostile_path_every_command_inprocess(kind: str, tmp_path: Path) -> None:
+    path = make_case(kind, tmp_path)
+    before = sorted(p.name for p in tmp_path.rglob("*")) if kind != "dir-symlink-loop" else None
+    for command in _commands():
+        with hang_guard(15, (command, kind)):
+            code, out, err = run_inprocess(_argv(command, path))
+        assert_no_traceback(err, (command, kind))
+        assert code == 5, (command, kind, code, err[-500:])
+        assert err.strip(), (command, kind, "an IO failure must be explained on stderr")
+    if before is not None:
+        assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created (no .bak, no sidecar)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "fifo-in-run-dir", "dev-zero", "symlink-loop", "dir-named-like-a-log",
+                                  "read-fails-eio", "missing-file"])
+def test_hostile_path_subprocess_verify(kind: str, tmp_path: Path) -> None:
+    path = make_case(kind, tmp_path)
+    proc = run_subprocess(["trace", "verify", "--format", "json", str(path)], timeout=30)
+    assert_no_traceback(proc.stderr, kind)
+    assert proc.returncode == 5, (kind, proc.stderr[-500:])
+    report = json.loads(proc.stdout)
+    codes = {f["code"] for file in report["files"] for f in file["findings"]}
+    assert codes == {"IO_ERROR"}, codes
+
+
+def test_fifo_with_a_writer_waiting_does_not_block(tmp_path: Path) -> None:
+    """Even with a writer holding the FIFO open (so an open would succeed), ract refuses it unread."""
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # keep a writer end open
+    try:
+        for command in _commands():
+            with hang_guard(15, command):
+                code, out, err = run_inprocess(_argv(command, fifo))
+            assert code == 5, (command, code)
+    finally:
+        os.close(fd)
+
+
+def test_one_bad_path_among_good_logs(tmp_path: Path) -> None:
+    """The good log is still verified and reported; the exit is the lowest non-zero code (5)."""
+    good = tmp_path / "good" / "events.jsonl"
+    good.parent.mkdir()
+    write_small_log(good)
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    proc = run_subprocess(["trace", "verify", "--format", "json", str(good), str(tmp_path / "fifo.jsonl"),
+                           str(tmp_path / "missing.jsonl")], timeout=30)
+    assert proc.returncode == 5
+    files = {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+    assert files[str(good)]["ok"] is True and files[str(good)]["events"] == 8
+    assert files[str(tmp_path / "fifo.jsonl")]["exit_code"] == 5
+    assert files[str(tmp_path / "missing.jsonl")]["exit_code"] == 5
+
+
+def test_empty_file_is_not_an_io_error(tmp_path: Path) -> None:
+    """An empty regular file is a log with no event (warning), not an IO failure."""
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"")
+    report = verify_file(path)
+    assert report.exit_code == 0 and [f.code for f in report.findings] == ["EMPTY_LOG"]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize("how", ["file-mode-000", "parent-dir-not-searchable"])
+def test_unreadable_by_permission(how: str) -> None:
+    """A log the user may not read (EACCES on open, or on stat): exit 5 in every command.
+
+    Root bypasses file permissions, so when the tests run as root the check
+    runs in a forked child that drops to uid/gid 65534 (nobody) first, with
+    every module already imported.
+    """
+    root = Path(tempfile.mkdtemp(prefix="ract-perm-"))  # under /tmp: traversable by nobody
+    try:
+        _check_unreadable(root, how)
+    finally:
+        for p in [root, *root.rglob("*")]:
+            os.chmod(p, 0o755) if p.is_dir() else None
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check_unreadable(root: Path, how: str) -> None:
+    os.chmod(root, 0o755)
+    log = root / "run" / "events.jsonl"
+    log.parent.mkdir()
+    write_small_log(log)
+    commands = _commands()
+    for command in commands:  # warm every lazy import while we still can read site-packages
+        run_inprocess(command_argv(command, log))
+    if how == "file-mode-000":
+        os.chmod(log, 0)
+        os.chmod(log.parent, 0o755)
+    else:
+        os.chmod(log.parent, 0o600)  # readable listing, no search: stat/open fail with EACCES
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        results = {}
+        try:
+            os.close(read_fd)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            for command in commands:
+                try:
+                    code, out, err = run_inprocess(_argv(command, log))
+                    results[command] = [code, "Traceback" in err, err[-300:]]
+                except BaseException:  # noqa: BLE001 - reported to the parent
+                    import traceback as tb
+
+                    results[command] = [-1, True, tb.format_exc()[-3000:]]
+        finally:
+            os.write(write_fd, json.dumps(results).encode())
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as r:
+        data = r.read()
+    os.waitpid(pid, 0)
+    results = json.loads(data)
+    assert set(results) == set(commands)
+    for command, (code, traceback, err) in results.items():
+        assert not traceback, (command, err)
+        assert code == 5, (command, code, err)
+        assert "ermission" in err, (command, err)
+
+
+def test_cases_are_what_they_claim(tmp_path: Path) -> None:
+    """Guard against a case silently degrading into a plain missing file."""
+    assert stat.S_ISFIFO(os.lstat(make_case("fifo", tmp_path / "f")).st_mode)
+    assert stat.S_ISSOCK(os.lstat(make_case("socket", tmp_path / "s")).st_mode)
+    assert stat.S_ISCHR(os.stat("/dev/zero").st_mode)
+    loop = make_case("symlink-loop", tmp_path / "l")
+    with pytest.raises(OSError):
+        os.stat(loop)
+    assert stat.S_ISREG(os.stat("/proc/self/mem").st_mode)
