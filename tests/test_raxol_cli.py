@@ -112,3 +112,176 @@ def test_verify_a_real_subprocess(tmp_path: Path) -> None:
                            str(journal(tmp_path, "chained-tampered"))], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "PASS" in proc.stderr and "HASH_MISMATCH" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# --- --dialect, on every command ------------------------------------------------
+
+COMMANDS = ("verify", "project", "replay", "grep", "repair")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_the_dialect_option(capsys, command: str) -> None:
+    code, out, err = ract(capsys, command, "--help")
+    assert code == 0 and "--dialect" in out
+    code, _, err = ract(capsys, command, "--dialect", "elixir", JOURNALS / "accepted.jsonl")
+    assert code == 2
+
+
+def test_forcing_the_wrong_dialect(capsys) -> None:
+    code, _, err = ract(capsys, "verify", "--dialect", "ract", JOURNALS / "accepted.jsonl")
+    assert code == 1 and "ENVELOPE_ERROR" in err
+    code, _, err = ract(capsys, "verify", "--dialect", "raxol", RACT_RUN)
+    assert code == 3 and "CONTRACT_VIOLATION" in err
+    assert ract(capsys, "verify", "--dialect", "RAXOL", JOURNALS / "accepted.jsonl")[0] == 0
+
+
+def test_directory_search_takes_jsonl_journals_only_with_dialect_raxol(tmp_path: Path, capsys) -> None:
+    for name in ("accepted", "chained", "rejected"):
+        journal(tmp_path / "nested" if name == "rejected" else tmp_path, name) if name != "rejected" else None
+    (tmp_path / "nested").mkdir()
+    journal(tmp_path / "nested", "rejected")
+    assert ract(capsys, "verify", tmp_path)[0] == 5  # no events.jsonl under it
+    code, out, err = ract(capsys, "verify", "--dialect", "raxol", "--format", "json", tmp_path)
+    assert code == 0
+    assert sorted(Path(f["path"]).name for f in json.loads(out)["files"]) == \
+        ["accepted.jsonl", "chained.jsonl", "rejected.jsonl"]
+    journal(tmp_path, "chained-tampered")
+    assert ract(capsys, "verify", "--dialect", "raxol", tmp_path)[0] == 1
+
+
+# --- project --------------------------------------------------------------------
+
+@pytest.mark.parametrize(("name", "status", "stands_on"), [
+    ("accepted", "accepted", "trust in the journal only"),
+    ("rejected", "rejected", "trust in the journal only"),
+    ("absent", "absent", "trust in the journal only"),
+    ("legacy-refs", "accepted", "trust in the journal only"),
+    ("legacy-unknown", "unknown", "trust in the journal only"),
+    ("chained", "accepted", "a verified hash chain"),
+    ("chained-tampered", "accepted", "does NOT verify"),
+])
+def test_project_evidence_line(capsys, name: str, status: str, stands_on: str) -> None:
+    path = JOURNALS / f"{name}.jsonl"
+    code, out, err = ract(capsys, "project", "--format", "text", path)
+    line = next(ln for ln in out.splitlines() if ln.startswith("evidence"))
+    assert status in line and stands_on in line
+    code, out, err = ract(capsys, "project", "--format", "json", path)
+    report = json.loads(out)
+    assert report["dialect"] == "raxol"
+    assert report["evidence"]["status"] == status
+    assert stands_on in report["evidence"]["stands_on"]
+    assert code == (1 if name == "chained-tampered" else 0) == report["exit_code"]
+    code, out, err = ract(capsys, "project", "--format", "markdown", path)
+    assert "| evidence |" in out and status in out
+
+
+def test_project_journal_counts(capsys) -> None:
+    code, out, _ = ract(capsys, "project", "--format", "json", JOURNALS / "rejected.jsonl")
+    report = json.loads(out)
+    j = report["journal"]
+    assert code == 0 and report["status"] == "completed" and report["trusted"] is True
+    assert j["turns"] == 2 and j["iterations"] == 2 and j["errors"]["count"] == 1
+    assert set(j["items_by_type"]) == {"message", "reasoning", "tool_result", "tool_use"}
+    assert j["usage"]["input_tokens"] > 0 and j["deltas"] > 0
+    assert report["evidence"]["rejected"]["reason"] == "stale_evidence"
+    assert report["chain"] == {"chained": False, "verified": False, "head": None, "events": 32,
+                               "durable_events": 32 - j["deltas"]}
+
+
+def test_project_tampered_journal_is_untrusted(capsys) -> None:
+    code, out, err = ract(capsys, "project", "--format", "text", JOURNALS / "chained-tampered.jsonl")
+    assert code == 1 and "UNTRUSTED" in out and "HASH_MISMATCH" in err
+
+
+def test_project_fleet_of_journals(tmp_path: Path, capsys) -> None:
+    for name in ("accepted", "chained", "legacy-unknown"):
+        journal(tmp_path, name)
+    code, out, _ = ract(capsys, "project", "--dialect", "raxol", "--format", "json", tmp_path)
+    report = json.loads(out)
+    assert code == 0 and report["totals"]["runs"] == 3
+    assert sorted(r["evidence"]["status"] for r in report["runs"]) == ["accepted", "accepted", "unknown"]
+    code, out, _ = ract(capsys, "project", "--dialect", "raxol", "--format", "text", tmp_path)
+    assert code == 0 and "(journal)" in out
+    code, out, _ = ract(capsys, "project", "--dialect", "raxol", "--format", "markdown", tmp_path)
+    assert code == 0 and "(journal)" in out
+
+
+# --- replay ---------------------------------------------------------------------
+
+def test_replay_skips_deltas(capsys) -> None:
+    path = JOURNALS / "accepted.jsonl"
+    code, out, err = ract(capsys, "replay", path)
+    assert code == 0, err
+    assert "item_delta" not in out and "turn_started" in out and "evidence=accepted" in out
+    lines = path.read_bytes().splitlines(keepends=True)
+    durable = [ln for ln in lines if b'"type":"item_delta"' not in ln]
+    assert len(durable) < len(lines)
+    assert len(out.splitlines()) == len(durable)
+
+
+def test_replay_jsonl_is_the_durable_lines_byte_for_byte(tmp_path: Path) -> None:
+    path = JOURNALS / "rejected.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "replay", "--format", "jsonl", str(path)],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    durable = [ln for ln in path.read_bytes().splitlines(keepends=True) if b'"type":"item_delta"' not in ln]
+    assert proc.stdout == b"".join(durable)
+    assert b"item_delta" not in proc.stdout
+
+
+def test_replay_until_shows_the_journal_state(capsys) -> None:
+    code, out, err = ract(capsys, "replay", "--until", "4", JOURNALS / "accepted.jsonl")
+    assert code == 0
+    assert "== state after record #4" in out and "open items (1)" in out
+
+
+def test_replay_tampered_journal_stops_at_the_break(capsys) -> None:
+    code, out, err = ract(capsys, "replay", JOURNALS / "chained-tampered.jsonl")
+    assert code == 1 and "line 29" in out and "HASH_MISMATCH" in err
+    assert "evidence=" not in out  # the forged final verdict is never replayed
+
+
+# --- grep -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("verify", [True, False])
+def test_grep_kind_matches_type(tmp_path: Path, verify: bool) -> None:
+    path = JOURNALS / "accepted.jsonl"
+    lines = path.read_bytes().splitlines(keepends=True)
+    args = [sys.executable, "-m", "ract_cli", "trace", "grep", "--kind", "turn_*", str(path)]
+    if not verify:
+        args.insert(5, "--no-verify")
+    proc = subprocess.run(args, capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"".join(ln for ln in lines if b'"type":"turn_' in ln)
+    assert b"matches no kind" not in proc.stderr
+
+
+def test_grep_journal_exit_codes(capsys) -> None:
+    code, out, err = ract(capsys, "grep", "-c", "--kind", "item_completed", JOURNALS / "chained.jsonl")
+    assert code == 0 and int(out) == 10
+    code, _, err = ract(capsys, "grep", "--kind", "run.started", JOURNALS / "chained.jsonl")
+    assert code == 7
+    code, out, err = ract(capsys, "grep", "--kind", "turn_completed", JOURNALS / "chained-tampered.jsonl")
+    assert code == 1 and out.count('"type":"turn_completed"') == 1  # the forged final record is withheld
+    code, out, err = ract(capsys, "grep", "--format", "table", "--kind", "error", JOURNALS / "rejected.jsonl")
+    assert code == 0 and "error" in out and "None" not in out
+
+
+def test_grep_journal_directory_with_dialect_raxol(tmp_path: Path, capsys) -> None:
+    for name in ("accepted", "absent"):
+        journal(tmp_path, name)
+    code, out, _ = ract(capsys, "grep", "--dialect", "raxol", "-c", "--kind", "turn_completed", tmp_path)
+    assert code == 0 and sorted(out.split()) == sorted(f"{tmp_path / n}.jsonl:2" for n in ("absent", "accepted"))
+
+
+# --- repair ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("args", [(), ("--check",), ("--dialect", "raxol"), ("--dialect", "auto", "--no-backup")])
+def test_repair_refuses_journals(tmp_path: Path, capsys, args: tuple[str, ...]) -> None:
+    path = journal(tmp_path, "accepted")
+    torn = path.read_bytes()[:-20]  # even a torn, open journal: a close would invent a done verdict
+    path.write_bytes(torn)
+    code, out, err = ract(capsys, "repair", *args, path)
+    assert code != 0 and "journal" in err and "done verdict" in err
+    assert path.read_bytes() == torn
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["accepted.jsonl"]

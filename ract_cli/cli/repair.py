@@ -11,7 +11,7 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..repair import RepairOptions, RepairRefused, RepairResult, repair_file
 from .app import trace_app
-from .options import MaxLineBytes, Quiet, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from .render import clean, stderr_console
 
 _SHOWN_FINDINGS = 10
@@ -34,6 +34,7 @@ def repair_command(
     quiet: Quiet = False,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
+    dialect: DialectOption = Dialect.auto,
 ) -> None:
     """Close the open handles of an interrupted run and move a torn tail aside.
 
@@ -45,7 +46,7 @@ def repair_command(
     """
     console = stderr_console(quiet=quiet)
     options = RepairOptions(backup=backup, output=output, check=check, schema_version=schema_version,
-                            max_line_bytes=max_line_bytes)
+                            max_line_bytes=max_line_bytes, dialect=dialect.value)
     try:
         result = repair_file(path, options)
     except RepairRefused as exc:
