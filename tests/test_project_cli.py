@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import os
 import subprocess
@@ -276,7 +278,25 @@ def test_fleet_mixes_runs_and_journals(capsys: pytest.CaptureFixture[str]) -> No
     assert "(journal)" in out and "| aborted |" in out
 
 
+class _ClosedPipe(io.TextIOBase):
+    """A stdout whose reader went away: every write fails with EPIPE."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown", "text"])
+def test_a_closed_stdout_keeps_the_verdict(fmt: str, at_root: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdout", _ClosedPipe())
+    assert main(["trace", "project", rel("aborted"), "--format", fmt]) == 0
+    assert main(["trace", "project", rel("tampered"), "--format", fmt]) == 1
+
+
 def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
+    # (on kernels that report EPIPE to the writer; the in-process test above always does)
     src = fixture_path(ROOT / "fixtures", "completed").read_bytes()
     for i in range(40):  # ~700 KB of JSON: more than a pipe buffer
         (tmp_path / f"r{i}").mkdir()

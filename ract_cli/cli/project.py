@@ -8,6 +8,7 @@ inside rich ``Text`` so markup is never interpreted) or ``md`` (Markdown).
 from __future__ import annotations
 
 import enum
+import errno
 import os
 import re
 import sys
@@ -100,9 +101,17 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
             console.print(fleet_renderable(result))
 
 
+class _ReportConsole(Console):
+    """A rich console that lets a closed pipe reach ``project_command`` (rich would exit 1 itself)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
 def text_console() -> Console:
     """stdout console for the text report: the terminal's width, or 160 columns when piped."""
-    return Console(highlight=False, width=None if stdout_is_terminal() else 160)
+    return _ReportConsole(highlight=False, width=None if stdout_is_terminal() else 160)
 
 
 def _verdicts(result: ProjectResult) -> None:
