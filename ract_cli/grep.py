@@ -232,13 +232,13 @@ def parse_where(expr: str, *, any_root: bool = False) -> Condition:
     if not any_root and segments[0] not in _ROOTS:
         raise UsageError(f"--where {expr!r}: paths start at the event's keys ({', '.join(sorted(ENVELOPE_KEYS))}); "
                          f"did you mean payload.{path_text}?")
-    if rest == "?":
+    if rest.rstrip() == "?":
         return Condition(expr, segments, "?")
     op = next((o for o in _OPERATORS if rest.startswith(o)), None)
     if op is None:
         raise UsageError(f"--where {expr!r}: unknown operator at {rest[:3]!r}; "
                          "use =, !=, <, <=, >, >=, ~REGEX, !~REGEX or PATH?")
-    rhs = rest[len(op):]
+    rhs = rest[len(op):].strip()  # spaces around the operator are ignored ("payload.tool != bash")
     if op in ("~", "!~"):
         try:
             return Condition(expr, segments, op, rhs, re.compile(rhs))

@@ -134,6 +134,19 @@ def test_where_value_that_is_not_json_stays_text():
     assert parse_where("payload.x= 5").value == 5  # JSON allows surrounding whitespace
 
 
+@pytest.mark.parametrize(("expr", "want"), [
+    ("payload.s = dispose_unsuccessful", True),
+    ("payload.s != other ", True),
+    ("payload.n >= 5", True),
+    ("payload.s ~ ^dispose", True),
+    ("payload.s ?", True),
+    ("payload.missing? ", False),
+    ('payload.s=" dispose_unsuccessful"', False),  # JSON quotes keep spaces
+])
+def test_spaces_around_the_operator_are_ignored(expr, want):
+    assert parse_where(expr).test(EVENT) is want
+
+
 # --- time ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "end_of_day", "want"), [
