@@ -649,6 +649,10 @@ class LineFramer:
                 yield line_no, start, None
                 continue
             yield line_no, start, raw
+            if raw[-1:] != b"\n":
+                # End of file mid-line: the file ends here, as read now. A writer may be
+                # appending the rest this instant; reading on would split its line in two.
+                return
 
     @staticmethod
     def _skip_rest_of_line(f: BinaryIO) -> int:
