@@ -312,16 +312,20 @@ def test_a_closed_pipe_ends_quietly(corpus):
     assert b"Traceback" not in proc.stderr and b"Error" not in proc.stderr
 
 
-def test_terminal_table_escapes_log_strings(tmp_path):
-    """On a terminal the default is a table; a hostile payload's escape sequences are shown, not obeyed."""
+def _hostile_log(tmp_path: Path) -> Path:
     path = tmp_path / SYNTH_RUN / "events.jsonl"
     with EventWriter(path, run_id=SYNTH_RUN, fsync=FsyncPolicy.NEVER, strict=False) as w:
         w.append("run.started", {"intent_id": "ab" * 16})
         w.append("laziness.skipped", {"reason": "\x1b[2J\x1b[31mFAKE PASS [bold]x[/bold]", "diff_summary": "\u202e"})
         w.append("evil.\x1b[32mPASS\u202e[red]kind", {})  # an unknown kind (exit 3) that tries to paint
+    return path
+
+
+def _on_a_terminal(*args: str) -> tuple[int, str]:
+    """Run ract with stdout on a pseudo-terminal; return (exit code, what the terminal received)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*RACT, "trace", "grep", "--kind", "*", str(path)], stdout=slave,
-                            stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"})
+    proc = subprocess.Popen([*RACT, *args], stdout=slave, stderr=subprocess.PIPE,
+                            env={**os.environ, "COLUMNS": "200", "TERM": "xterm"})
     os.close(slave)
     chunks = []
     while True:
@@ -334,12 +338,38 @@ def test_terminal_table_escapes_log_strings(tmp_path):
         chunks.append(data)
     proc.wait(timeout=60)
     os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "replace")
-    assert proc.returncode == 3  # the unknown kind
+    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def _painted(shown: str) -> bool:
+    return any(seq in shown for seq in ("\x1b[2J", "\x1b[31m", "\x1b[32m", "\u202e"))
+
+
+def test_terminal_table_escapes_log_strings(tmp_path):
+    """On a terminal the default is a table; a hostile payload's escape sequences are shown, not obeyed."""
+    code, shown = _on_a_terminal("trace", "grep", "--kind", "*", str(_hostile_log(tmp_path)))
+    assert code == 3  # the unknown kind
     assert "laziness.skipped" in shown and "3 matches" in shown
-    assert "\x1b[2J" not in shown and "\x1b[31m" not in shown and "\x1b[32m" not in shown and "\u202e" not in shown
+    assert not _painted(shown)
     assert "\\u001b[2J" in shown and "[bold]x[/bold]" in shown  # payload: JSON-escaped, markup not interpreted
     assert "evil.\\x1b[32mPASS\\u202e[red]kind" in shown  # kind: escaped by clean()
+
+
+@pytest.mark.parametrize("fmt", [["--format", "jsonl", "-H"], ["--format", "json"], ["-c", "-H"], ["-l"]],
+                         ids=lambda a: " ".join(a))
+def test_every_terminal_output_escapes_log_strings(tmp_path, fmt):
+    path = _hostile_log(tmp_path)
+    code, shown = _on_a_terminal("trace", "grep", *fmt, "--kind", "*", str(path))
+    assert code == 3 and not _painted(shown)
+    assert SYNTH_RUN in shown
+
+
+def test_table_format_when_piped_is_plain_text(capfdbinary, tmp_path):
+    path = _hostile_log(tmp_path)
+    code, out, _ = grep(capfdbinary, "--format", "table", "--kind", "*", str(path))
+    text = out.decode()
+    assert code == 3 and "\x1b" not in text and "\u202e" not in text
+    assert "laziness.skipped" in text and "3 matches in 1 of 1 file(s)" in text
 
 
 # --- verification and exit codes ----------------------------------------------------
