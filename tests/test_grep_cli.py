@@ -557,3 +557,16 @@ def test_docs_page_mentions_every_option():
     assert "--where" in options and "--no-verify" in options
     doc = (ROOT / "docs" / "grep.md").read_text(encoding="utf-8")
     assert [o for o in options if f"`{o}" not in doc] == []
+
+
+def test_a_hostile_path_is_escaped_on_a_terminal_and_raw_in_a_pipe(tmp_path, capfdbinary):
+    src = _hostile_log(tmp_path)
+    evil_dir = tmp_path / "runs" / "x\x1b[31mRED\u202e"
+    evil_dir.mkdir(parents=True)
+    evil = evil_dir / "events.jsonl"
+    evil.write_bytes(src.read_bytes())
+    for args in (["-l"], ["-c", "-H"], ["-H", "--format", "jsonl"]):
+        code, shown = _on_a_terminal("trace", "grep", *args, "--kind", "laziness.*", str(tmp_path / "runs"))
+        assert code == 3 and "\x1b[31m" not in shown and "\u202e" not in shown and "x\\x1b[31mRED\\u202e" in shown
+    code, out, _ = grep(capfdbinary, "-l", "--kind", "laziness.*", str(tmp_path / "runs"))
+    assert (code, out) == (3, os.fsencode(str(evil)) + b"\n")  # data: the path's own bytes
