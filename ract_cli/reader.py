@@ -683,14 +683,29 @@ def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYT
     base = 0
     line_no = 0  # lines before ``buf``
     skipping = False  # inside an over-long line already reported: drop bytes up to its newline
+    parts: list[bytes] = []  # blocks of a long line without a newline yet (joined once: linear, not quadratic)
+    held = 0  # bytes in ``buf`` + ``parts``
     while True:
         try:
             chunk = f.read(block_size)
         except OSError as exc:
             framer.read_error = f"read failed: {exc.strerror or exc}"
-            framer.error_line, framer.error_offset = line_no + 1, base + len(buf)
+            framer.error_line, framer.error_offset = line_no + 1, base + held
             return
         eof = not chunk
+        if not skipping and not eof and buf and b"\n" not in chunk:
+            parts.append(chunk)  # still inside the line begun in ``buf``
+            held += len(chunk)
+            if held <= limit + 2:
+                continue
+            line_no += 1  # no newline yet and already over the limit
+            yield line_no, base, None
+            base += held
+            buf, parts, held, skipping = b"", [], 0, True
+            continue
+        if parts:
+            buf = b"".join([buf, *parts])
+            parts = []
         if skipping:
             nl = chunk.find(b"\n")
             if nl < 0:
@@ -702,6 +717,7 @@ def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYT
             chunk = chunk[nl + 1:]
             skipping = False
         buf = buf + chunk if buf else chunk
+        held = len(buf)
         end = buf.rfind(b"\n") + 1  # [0, end) holds complete lines only
         pos = 0
         hits = [buf.find(n, 0, end) for n in needles]
@@ -720,15 +736,16 @@ def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYT
         line_no += buf.count(b"\n", pos, end)
         base += end
         buf = buf[end:]
+        held = len(buf)
         if eof:  # what is left is a last line without its newline
             if buf:
                 yield line_no + 1, base, None if len(buf) > limit else buf
             return
-        if len(buf) > limit + 2:  # no newline yet and already over the limit
+        if held > limit + 2:  # no newline yet and already over the limit
             line_no += 1
             yield line_no, base, None
-            base += len(buf)
-            buf = b""
+            base += held
+            buf, held = b"", 0
             skipping = True
 
 
