@@ -285,3 +285,24 @@ def test_repair_refuses_journals(tmp_path: Path, capsys, args: tuple[str, ...]) 
     assert code != 0 and "journal" in err and "done verdict" in err
     assert path.read_bytes() == torn
     assert sorted(p.name for p in tmp_path.iterdir()) == ["accepted.jsonl"]
+
+
+# --- hostile strings never reach a terminal raw ---------------------------------
+
+HOSTILE = "\x1b[31mPASS\x1b[0m [bold green]verified[/] \u202eevil\r\n"
+
+
+def test_journal_strings_are_escaped_on_terminals(tmp_path: Path, capsys) -> None:
+    records = valid_journal()
+    records[0]["payload"]["prompt"] = HOSTILE
+    records[1]["payload"]["item_type"] = records[2]["payload"]["item_type"] = HOSTILE
+    records.insert(6, {"schema_version": "1.1.0", "type": "error", "payload": {"reason": HOSTILE}})
+    records.insert(7, {"schema_version": "1.1.0", "type": HOSTILE, "payload": {"x": HOSTILE}})
+    path = write_journal(tmp_path / "hostile.jsonl", records)
+    for args in (("verify",), ("project", "--format", "text"), ("project", "--format", "markdown"), ("replay",),
+                 ("replay", "--until", "3"), ("grep", "--format", "table", "--kind", "*")):
+        code, out, err = ract(capsys, *args, path)
+        for stream in (out, err):
+            assert "\x1b" not in stream and "\u202e" not in stream and "\r" not in stream, args
+        assert "[bold green]" in out + err or "\\[bold green\\]" in out + err or args[0] == "verify", args
+        assert code == 0, (args, err)
