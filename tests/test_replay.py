@@ -419,3 +419,30 @@ def test_result_to_dict_is_json(logs, tmp_path: Path) -> None:
     assert data["stop"] == "until" and data["state"]["index"] == 3 and data["exit_code"] == 0
     assert data["workspace"]["checked"] is False
     assert {f["code"] for f in data["findings"]} == {"PRECONDITION_UNCHECKED"}
+
+
+# --- property: nothing after an unverified point is ever replayed ----------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_ABORTED = fixture("aborted").read_bytes()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(0, len(_ABORTED) - 1), st.integers(1, 255), st.booleans())
+def test_any_flip_or_cut_replays_only_a_verified_prefix(tmp_path_factory, pos: int, xor: int, cut: bool) -> None:
+    data = _ABORTED[:pos] if cut else _ABORTED[:pos] + bytes([_ABORTED[pos] ^ xor]) + _ABORTED[pos + 1:]
+    path = tmp_path_factory.mktemp("flip") / "events.jsonl"
+    path.write_bytes(data)
+    session = replay(path, ReplayOptions(workspace=None))
+    steps = list(session.steps())
+    result = session.finish()
+    raw = b"".join(s.event.raw for s in steps)
+    assert data.startswith(raw)  # the replayed lines are the file's first lines, byte for byte
+    assert all(s.event.trusted for s in steps)
+    if result.broken_at is not None:
+        assert result.exit_code == ExitCode.TAMPERED
+        assert all(s.event.line < result.broken_at for s in steps)
+    if steps and result.exit_code == ExitCode.OK:
+        assert raw == data  # a clean verdict means every line was replayed
