@@ -115,7 +115,7 @@ REJECTION_REASONS = ("missing_ref", "not_evidence", "foreign_turn", "stale_evide
 MARKER_KEYS = ("evidence", "evidence_rejected")
 LEGACY_VERSION = (1, 0, 0)
 MARKER_SINCE = (1, 1, 0)  # the evidence marker exists from this journal schema version on
-_SEMVER = re.compile(r"(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})\.(0|[1-9][0-9]{0,8})(?:[-+][0-9A-Za-z.+-]{1,64})?")
+_VERSION = re.compile(r"v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:[-+][0-9A-Za-z.+-]{1,64})?")
 
 
 # --- atoms ---------------------------------------------------------------
@@ -336,11 +336,17 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
 # --- one record ----------------------------------------------------------
 
 def parse_version(value: Any) -> tuple[int, int, int] | None:
-    """A journal ``schema_version`` ("1.1.0") as a tuple, or None when it is not one."""
+    """A journal ``schema_version`` as a tuple, or None when it is not one.
+
+    "1.1.0" is the form the reference stamps; "1.1", "v1.1.0", "1.1.0-rc1"
+    and a JSON number (1.1) are read too, missing components as 0.
+    """
+    if type(value) in (int, float) and value >= 0:
+        value = repr(value)
     if type(value) is not str:
         return None
-    m = _SEMVER.fullmatch(value)
-    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+    m = _VERSION.fullmatch(value)
+    return (int(m[1]), int(m[2] or 0), int(m[3] or 0)) if m else None
 
 
 def _violation(message: str, **kw: Any) -> Problem:
@@ -411,8 +417,8 @@ def check_record(record: dict) -> list[Problem]:
     """The per-record contract (v0, family loop); cross-record rules are ``JournalState``'s."""
     problems: list[Problem] = []
     if "schema_version" in record and parse_version(record["schema_version"]) is None:
-        problems.append(_violation("schema_version must be a version string such as \"1.1.0\"",
-                                   actual=_short(record["schema_version"])))
+        problems.append(_contract_warning("schema_version is not a version such as \"1.1.0\": ignored",
+                                          actual=_short(record["schema_version"])))
     if "type" not in record:
         problems.append(_violation("record has no type"))
         return problems

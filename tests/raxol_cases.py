@@ -143,8 +143,6 @@ VIOLATIONS = [
     ("turn-completed-iteration-string", _set((5, "payload", "iteration"), "2"), 6),
     ("error-no-reason", _insert(6, rec("error", {})), 7),
     ("error-null-reason", _insert(6, rec("error", {"reason": None})), 7),
-    ("schema-version-garbage", _set((0, "schema_version"), "one"), 1),
-    ("schema-version-number", _set((0, "schema_version"), 1.1), 1),
 ]
 
 
@@ -163,6 +161,8 @@ WARNINGS = [
     ("absent-with-refs", _set((11, "payload", "evidence"), "absent"), "CONTRACT_WARNING"),
     ("turn-started-twice", lambda j: j.pop(5), "CONTRACT_WARNING"),
     ("schema-version-changes", _set((3, "schema_version"), "1.2.0"), "CONTRACT_WARNING"),
+    ("schema-version-garbage", _set((0, "schema_version"), "one"), "CONTRACT_WARNING"),
+    ("schema-version-bool", _set((0, "schema_version"), True), "CONTRACT_WARNING"),
     ("no-final-turn", lambda j: j.pop(), "OPEN_RUN"),
 ]
 

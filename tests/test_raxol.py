@@ -587,3 +587,12 @@ def test_deeply_nested_records_never_crash(tmp_path: Path, depth: int) -> None:
     chained.write_text('{"type":"error","payload":{"reason":%s},"prev_hash":"%s","hash":"%s"}\n'
                        % (nested, "0" * 64, "0" * 64))
     assert read(chained, dialect="raxol").exit_code == ExitCode.TAMPERED
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("1.1.0", (1, 1, 0)), ("1.0.0", (1, 0, 0)), ("2.10.3", (2, 10, 3)), ("1.1", (1, 1, 0)), ("v1.1.0", (1, 1, 0)),
+    ("1.1.0-rc1", (1, 1, 0)), ("1", (1, 0, 0)), (1.1, (1, 1, 0)), (2, (2, 0, 0)),
+    ("one", None), ("", None), ("1.1.0.0", None), (True, None), (None, None), ([1, 1, 0], None), (-1, None),
+])
+def test_parse_version(value: object, expected: tuple | None) -> None:
+    assert raxol.parse_version(value) == expected
