@@ -34,5 +34,16 @@ fixtures: $(STAMP)
 goldens: $(STAMP)
 	for s in scripts/gen_goldens_*.py; do $(BIN)/python $$s || exit 1; done
 
+# Hardening (issue 9, docs/security.md): the long versions of what `make test` samples.
+FUZZ_SECONDS ?= 300
+
+sweep: $(STAMP)
+	RACT_LONG=1 $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_bitflip.py tests/test_crash_safety.py
+
+fuzz: $(STAMP)
+	RACT_LONG=1 HYPOTHESIS_PROFILE=fuzz $(BIN)/python -m pytest -q -s -p no:cacheprovider tests/test_fuzz.py \
+		tests/test_json_corpus.py tests/test_terminal_safety.py tests/test_concurrent.py tests/test_paths.py
+	$(BIN)/python scripts/fuzz.py --seconds $(FUZZ_SECONDS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -181,7 +181,7 @@ JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
 
 
-@fuzz_settings(ci=150, fuzz=10_000)
+@fuzz_settings(ci=150, fuzz=3_000)
 @given(st.dictionaries(st.sampled_from(["id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload",
                                         "prev_hash", "hash", "extra"]), JSON_VALUE, max_size=10))
 def test_analyze_line_random_envelopes(obj: dict) -> None:
@@ -212,7 +212,7 @@ def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
         _no_lie(name, data)
 
 
-@fuzz_settings(ci=25, fuzz=1_500)
+@fuzz_settings(ci=20, fuzz=600)
 @given(mutated_log())
 def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
     """Every read-only command in-process: no exception, an allowed exit code, no lie from verify."""
@@ -238,7 +238,7 @@ def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
                 assert codes[command] == 1, (command, codes)
 
 
-@fuzz_settings(ci=25, fuzz=1_500)
+@fuzz_settings(ci=25, fuzz=600)
 @given(mutated_log())
 def test_repair_never_launders(case: tuple[str, bytes]) -> None:
     """repair on a mutated copy: refuses with the bytes untouched, or leaves a log that verifies."""
@@ -267,7 +267,7 @@ def verify_file_bytes_equal(path: Path, data: bytes) -> bool:
     return path.read_bytes() == data
 
 
-@fuzz_settings(ci=60, fuzz=5_000)
+@fuzz_settings(ci=60, fuzz=1_000)
 @given(st.binary(max_size=3000))
 def test_random_bytes_file(data: bytes) -> None:
     path = WORK / "random.jsonl"
@@ -281,7 +281,7 @@ def test_random_bytes_file(data: bytes) -> None:
         assert data == b"" or strict_values(data)  # only an empty file or a real log can pass
 
 
-@fuzz_settings(ci=30, fuzz=2_000)
+@fuzz_settings(ci=15, fuzz=400)
 @given(st.lists(st.text(max_size=40), min_size=1, max_size=6), st.text(max_size=20))
 def test_random_unicode_written_then_read_by_every_command(texts: list[str], key: str) -> None:
     """Any unicode (lone surrogates included) through the writer: the log verifies, every command reads it."""
