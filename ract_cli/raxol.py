@@ -898,9 +898,9 @@ def _finding(p: Problem, event_id: str | None, where: dict) -> Finding:
 
 #: what the evidence verdict stands on (``JournalSummary.trust``) -> how a report says it
 TRUST_TEXT = {
-    "verified-chain": "a verified hash chain",
-    "broken-chain": "a hash chain that does NOT verify: not to be believed",
-    "journal-trust": "trust in the journal only (no hash chain)",
+    "verified-chain": "stands on a verified chain",
+    "broken-chain": "stands on a chain that does NOT verify: not to be believed",
+    "journal-trust": "stands only on trust in the journal (no hash chain)",
 }
 def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict[str, Any]:
     """The ``project`` report of a journal read to its end by ``ChainReader(dialect="raxol")``.
@@ -942,6 +942,7 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
             "rejected": detail,
             "trust": trust,
             "stands_on": TRUST_TEXT[trust] if evidence is not None else None,
+            "verified_chain": trust == "verified-chain",
         },
         "journal": journal,
         "chain": {"chained": summary.chained, "verified": summary.chain_verified, "head": summary.head,

@@ -152,12 +152,12 @@ def test_directory_search_takes_jsonl_journals_only_with_dialect_raxol(tmp_path:
 # --- project --------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "status", "stands_on"), [
-    ("accepted", "accepted", "trust in the journal only"),
-    ("rejected", "rejected", "trust in the journal only"),
-    ("absent", "absent", "trust in the journal only"),
-    ("legacy-refs", "accepted", "trust in the journal only"),
-    ("legacy-unknown", "unknown", "trust in the journal only"),
-    ("chained", "accepted", "a verified hash chain"),
+    ("accepted", "accepted", "only on trust in the journal"),
+    ("rejected", "rejected", "only on trust in the journal"),
+    ("absent", "absent", "only on trust in the journal"),
+    ("legacy-refs", "accepted", "only on trust in the journal"),
+    ("legacy-unknown", "unknown", "only on trust in the journal"),
+    ("chained", "accepted", "stands on a verified chain"),
     ("chained-tampered", "accepted", "does NOT verify"),
 ])
 def test_project_evidence_line(capsys, name: str, status: str, stands_on: str) -> None:
@@ -170,6 +170,7 @@ def test_project_evidence_line(capsys, name: str, status: str, stands_on: str) -
     assert report["dialect"] == "raxol"
     assert report["evidence"]["status"] == status
     assert stands_on in report["evidence"]["stands_on"]
+    assert report["evidence"]["verified_chain"] is (name == "chained")
     assert code == (1 if name == "chained-tampered" else 0) == report["exit_code"]
     code, out, err = ract(capsys, "project", "--format", "markdown", path)
     assert "| evidence |" in out and status in out

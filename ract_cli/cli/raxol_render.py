@@ -94,11 +94,11 @@ def _counts(table: dict) -> str:
 # --- project ----------------------------------------------------------------
 
 def evidence_text(run: dict) -> str:
-    """``accepted, standing on a verified hash chain`` (raw: ``clean`` it)."""
+    """``accepted (line 27); stands on a verified chain`` (raw: ``clean`` it)."""
     ev = run["evidence"]
     if ev["status"] is None:
         return "none: the journal has no final turn_completed"
-    text = f"{ev['status']} (line {ev['line']}), standing on {ev['stands_on']}"
+    text = f"{ev['status']} (line {ev['line']}); {ev['stands_on']}"
     detail = ev["rejected"]
     if detail:
         text += f"; rejected for {detail['reason']} at ref {detail['ref'] if detail['ref'] is not None else 'null'}"
