@@ -104,3 +104,33 @@ def test_bitflip_full(name: str, bases: dict[str, bytes], tmp_path: Path) -> Non
     result = sweep_engine.sweep(name, data, tmp_path)
     _assert_clean(result, 0)
     assert result.flips == len(data) * 8
+
+
+def _verdict(state) -> tuple:
+    return int(state.exit_code), [(f.code, f.line, f.offset) for f in state.findings]
+
+
+def test_bitflip_parallel_verdict_equals_sequential(bases: dict[str, bytes], tmp_path: Path) -> None:
+    """``verify --jobs``: the byte-range scan, cut at every line, gives the sequential verdict on every flip."""
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from ract_cli.parallel import scan_file
+    except ImportError:
+        pytest.skip("no parallel verifier yet")
+    from ract_cli.reader import ChainReader, ChainState
+
+    rng = random.Random(f"{SEED}:parallel")
+    count = 2000 if LONG else 100
+    path = tmp_path / "events.jsonl"
+    with ThreadPoolExecutor(2) as pool:
+        for name, data in bases.items():
+            cuts = [i + 1 for i, b in enumerate(data) if b == 0x0A] + [len(data) // 3, len(data) // 2 + 7]
+            for offset, bit in sweep_engine.sample_flips(len(data), count, rng):
+                mutated = sweep_engine.flip(data, offset, bit)
+                path.write_bytes(mutated)
+                reader = ChainReader(path)
+                reader.read_all()
+                state = ChainState(str(path))
+                scan_file(path, state, pool, jobs=2, schema_version=9, max_line_bytes=64 << 20, cuts=cuts)
+                assert _verdict(state) == _verdict(reader.state), (name, offset, bit)
