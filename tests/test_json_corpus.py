@@ -190,3 +190,42 @@ def test_corpus_through_cli_subprocess(corpus_logs: dict) -> None:
     text = run_subprocess(["trace", "verify", *paths], timeout=120)
     assert_no_traceback(text.stderr, "verify corpus text")
     assert text.returncode == 1 and b"PASS" not in text.stderr
+
+
+JOURNAL = Path(__file__).resolve().parent.parent / "fixtures" / "journals" / "accepted.jsonl"
+
+
+@pytest.mark.skipif(not JOURNAL.exists(), reason="no Raxol journal fixtures yet")
+def test_corpus_in_a_raxol_journal(tmp_path: Path) -> None:
+    """The same corpus as line 2 of a Raxol journal (SPEC §8): malformed lines are malformed (exit 1);
+    an object that is not a record is a CONTRACT_VIOLATION; nothing raises, in any command."""
+    from ract_cli.verify import VerifyOptions
+
+    records = JOURNAL.read_bytes().splitlines(keepends=True)
+    paths = []
+    for name in FILES:
+        content = (CORPUS / name).read_bytes()
+        path = tmp_path / f"{name}.journal.jsonl"
+        path.write_bytes(records[0] + content + b"\n" + b"".join(records[1:]))
+        paths.append(path)
+        bodies = [split_line_ending(raw)[0] for raw in (content + b"\n").splitlines(keepends=True)]
+        report = verify_file(path, VerifyOptions(dialect="raxol"))
+        for i, body in enumerate(bodies, start=2):
+            expected = oracle(body)
+            expected = "CONTRACT_VIOLATION" if expected == "ENVELOPE_ERROR" else expected
+            codes = {f.code for f in report.findings if f.line == i and f.severity == "error"}
+            assert codes == {expected}, (name, i, codes)
+        worst = {oracle(b) for b in bodies}
+        assert int(report.exit_code) == (1 if worst & MALFORMED else 3), (name, report.exit_code)
+    for command in read_only_commands():
+        if command == "repair":
+            continue  # refuses every journal (SPEC §8): covered by the raxol tests
+        code, out, err = run_inprocess(command_argv(command, paths[0], *map(str, paths[1:]), "--dialect", "raxol"))
+        assert_no_traceback(err, command)
+        if code == 2 and "extra argument" in err:
+            for path in paths[::20]:
+                code, out, err = run_inprocess(command_argv(command, path, "--dialect", "raxol"))
+                assert_no_traceback(err, (command, path.name))
+                assert code in (1, 3), (command, path.name, code)
+        else:
+            assert code == 1, (command, code, err[-500:])
