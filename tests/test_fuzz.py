@@ -238,6 +238,60 @@ def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
                 assert codes[command] == 1, (command, codes)
 
 
+JOURNALS = {p.name: b"".join(p.read_bytes().splitlines(keepends=True)[:12])
+            for p in sorted((ROOT / "fixtures" / "journals").glob("*.jsonl"))}
+
+
+@st.composite
+def mutated_journal(draw) -> tuple[str, bytes]:
+    name = draw(st.sampled_from(sorted(JOURNALS)))
+    data = bytearray(JOURNALS[name])
+    for _ in range(draw(st.integers(1, 3))):
+        if not data:
+            break
+        i = draw(st.integers(0, len(data) - 1))
+        op = draw(st.sampled_from(["insert", "delete", "replace", "dup", "drop"]))
+        if op == "insert":
+            data[i:i] = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
+                [b"\n", b'"type":', b'"evidence":"accepted",', b'"hash":', b"\xff", b"[" * 300]))
+        elif op == "delete":
+            del data[i:i + draw(st.integers(1, 3))]
+        elif op == "replace":
+            data[i] = draw(st.integers(0, 255))
+        else:
+            lines = _lines(bytes(data))
+            j = draw(st.integers(0, len(lines) - 1))
+            if op == "dup":
+                lines.insert(j, lines[j])
+            else:
+                del lines[j]
+            data = bytearray(b"".join(lines))
+    return name, bytes(data)
+
+
+@pytest.mark.skipif(not JOURNALS, reason="no Raxol journal fixtures yet")
+@fuzz_settings(ci=10, fuzz=500)
+@given(mutated_journal())
+def test_mutated_journals_every_command(case: tuple[str, bytes]) -> None:
+    """Raxol journals (SPEC §8), mutated, through every command: no exception, an allowed exit code."""
+    name, data = case
+    path = WORK / "journal" / "journal.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    codes = {}
+    for command in read_only_commands():
+        with hang_guard(20, (command, data[:200])):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        assert code in ALLOWED_EXITS, (command, code, err[-800:])
+        codes[command] = code
+    assert path.read_bytes() == data
+    if codes.get("verify") == 0:  # repair refuses every journal (SPEC §8), the others agree with verify
+        assert all(c != 1 for k, c in codes.items() if k != "repair"), codes
+    if "repair" in codes:
+        assert codes["repair"] in (1, 5), codes
+
+
 @fuzz_settings(ci=25, fuzz=600)
 @given(mutated_log())
 def test_repair_never_launders(case: tuple[str, bytes]) -> None:
