@@ -199,17 +199,32 @@ def hostile_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Pa
     odd_file.parent.mkdir()
     write_small_log(odd_file)
     logs["hostile-filename-verified"] = (odd_file, False)
+    journal = ROOT / "fixtures" / "journals" / "accepted.jsonl"
+    if journal.exists():  # a Raxol journal (SPEC §8) whose strings are hostile: records are not hashed
+        import json
+
+        records = [json.loads(line) for line in journal.read_bytes().splitlines()]
+        for record in records:
+            payload = record.get("payload", {})
+            for key, value in list(payload.items()):
+                if isinstance(value, str) and key not in ("item_id", "item_type", "evidence", "tool_use_id"):
+                    payload[key] = PAYLOAD_TEXT
+        records.insert(1, {**records[1], "type": HOSTILE[0] + HOSTILE[3] + HOSTILE[7]})  # unknown type: warning
+        out = root / "journal" / "journal.jsonl"
+        out.parent.mkdir()
+        out.write_bytes(b"".join(json.dumps(r, ensure_ascii=False).encode() + b"\n" for r in records))
+        logs["hostile-journal"] = (out, False)
     return logs
 
 
 CASES = ["hostile-values-verified", "hostile-values-forged", "hostile-kinds", "hostile-dirname-forged",
-         "hostile-filename-verified"]
+         "hostile-filename-verified", "hostile-journal"]
 MULTI_PATH = {"verify", "grep", "project"}  # take many paths: one run per group of logs
 
 
 @pytest.mark.parametrize("failing", [True, False], ids=["failing-logs", "verified-logs"])
 def test_every_command_on_a_terminal(failing: bool, hostile_logs: dict) -> None:
-    paths = [hostile_logs[c][0] for c in CASES if hostile_logs[c][1] is failing]
+    paths = [hostile_logs[c][0] for c in CASES if c in hostile_logs and hostile_logs[c][1] is failing]
     for command in trace_commands():
         groups = [paths] if command in MULTI_PATH else [[p] for p in paths]
         for group in groups:
