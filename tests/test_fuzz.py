@@ -212,7 +212,7 @@ def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
         _no_lie(name, data)
 
 
-@fuzz_settings(ci=20, fuzz=600)
+@fuzz_settings(ci=10, fuzz=600)
 @given(mutated_log())
 def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
     """Every read-only command in-process: no exception, an allowed exit code, no lie from verify."""
@@ -227,6 +227,12 @@ def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
         assert_no_traceback(err, command)
         assert code in ALLOWED_EXITS, (command, code, err[-800:])
         codes[command] = code
+    for argv in _option_variants(path):  # other input paths of the same commands
+        with hang_guard(20, (argv, data[:200])):
+            code, out, err = run_inprocess(argv)
+        assert_no_traceback(err, argv)
+        # --until N names an event: a log with fewer events makes it a bad argument (2)
+        assert code in ALLOWED_EXITS | ({2} if "--until" in argv else set()), (argv, code, err[-800:])
     assert path.read_bytes() == data  # read-only commands changed nothing
     if codes.get("verify") == 0:
         _no_lie(name, data)
@@ -290,6 +296,22 @@ def test_mutated_journals_every_command(case: tuple[str, bytes]) -> None:
         assert all(c != 1 for k, c in codes.items() if k != "repair"), codes
     if "repair" in codes:
         assert codes["repair"] in (1, 5), codes
+
+
+def _option_variants(path: Path) -> list[list[str]]:
+    commands = set(read_only_commands())
+    p = str(path)
+    variants = [["trace", "verify", "--jobs", "2", "--format", "json", p],
+                ["trace", "verify", "--require-closed", "--max-findings", "1", "--format", "github", p]]
+    if "grep" in commands:
+        variants += [["trace", "grep", "--no-verify", "--kind", "tool.*", p],
+                     ["trace", "grep", "--where", "payload.ok=false", "--count", p],
+                     ["trace", "grep", "--no-verify", "--where", "payload.tool~^py", p]]
+    if "project" in commands:
+        variants += [["trace", "project", "--format", "markdown", p]]
+    if "replay" in commands:
+        variants += [["trace", "replay", "--until", "3", p], ["trace", "replay", "--format", "jsonl", p]]
+    return variants
 
 
 @fuzz_settings(ci=25, fuzz=600)
