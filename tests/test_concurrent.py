@@ -86,22 +86,25 @@ def test_every_command_during_appends(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     writer = _start_writer(path, DURATION)
     commands = [c for c in read_only_commands() if c != "repair"]  # repair --check: exit 5 while locked
-    seen: dict[str, set] = {c: set() for c in commands}
+    seen: dict[str, set] = {c: set() for c in commands + ["verify --jobs"]}
     try:
         while writer.poll() is None:
             if not path.exists():
                 continue
-            for command in commands:
+            for command in commands + ["verify --jobs"]:
                 argv = ["trace", command, str(path)]
                 if command == "grep":
                     argv = ["trace", "grep", "--count", str(path)]
+                if command == "verify --jobs":  # the parallel byte-range scan (files of 8 MiB and more)
+                    argv = ["trace", "verify", "--jobs", "2", str(path)]
                 code, out, err = run_inprocess(argv)
                 assert_no_traceback(err, command)
                 assert code in (0, 4, 7), f"seed={SEED} {command} exit {code} on a live log: {err[-800:]}"
                 seen[command].add(code)
     finally:
         _finish(writer)
-    print(f"seed={SEED}: exit codes seen {seen}")
+    print(f"seed={SEED}: exit codes seen {seen}; final size {path.stat().st_size >> 20} MiB "
+          f"(--jobs splits from 8 MiB)")
     assert all(seen.values()), seen
 
 
