@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
-from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +216,17 @@ def _short(value: object) -> str:
 
 # --- across lines --------------------------------------------------------
 
+def _zeroed_u64(n: int) -> memoryview:
+    """``n`` zeroed uint64 slots in their own anonymous mapping.
+
+    Freed with ``munmap`` when dropped, so the tables that grow one after
+    another never leave holes in the C heap (an ``array`` of the same size
+    did: verifying a 1 GB log peaked ~25 MB higher), and untouched pages cost
+    no memory.
+    """
+    return memoryview(mmap.mmap(-1, 8 * n)).cast("Q")
+
+
 class _IdSet:
     """Exact set of event ids (32 lowercase hex) in bounded memory.
 
@@ -249,8 +260,7 @@ class _IdSet:
 
     def _spill(self) -> None:
         small, self._small = self._small, None
-        self._parts = [[array("Q", bytes(8 * self._START)), array("Q", bytes(8 * self._START)), self._START, 0]
-                       for _ in range(self.PARTS)]
+        self._parts = [[_zeroed_u64(self._START), _zeroed_u64(self._START), self._START, 0] for _ in range(self.PARTS)]
         for hex_id in small or ():
             self._add_compact(hex_id)
 
@@ -283,7 +293,7 @@ class _IdSet:
     def _grow(self, part: list) -> None:
         old_his, old_los = part[0], part[1]
         size = part[2] * 3 // 2
-        part[:] = [array("Q", bytes(8 * size)), array("Q", bytes(8 * size)), size, 0]
+        part[:] = [_zeroed_u64(size), _zeroed_u64(size), size, 0]
         for hi, lo in zip(old_his, old_los):
             if hi or lo:
                 self._insert(part, hi, lo)

@@ -188,8 +188,9 @@ def test_a_large_log_through_verify_file_with_jobs(tmp_path: Path, monkeypatch) 
     mid = raw.index(b"\n", len(raw) // 2) + 1
     raw[mid + 40:mid + 41] = b"0" if raw[mid + 40:mid + 41] != b"0" else b"1"
     path.write_bytes(bytes(raw))
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 200_000)  # this log is split, the fixtures go whole
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 64 << 10)
+    assert path.stat().st_size > 200_000 > max(p.stat().st_size for p in FIXTURE_PATHS.values())
     seq = verify_file(path, VerifyOptions(jobs=1)).to_dict()
     par = verify_file(path, VerifyOptions(jobs=2)).to_dict()
     assert par == seq and seq["exit_code"] == 1
@@ -304,3 +305,21 @@ def test_fast_payload_checks_property(kind: str, data) -> None:
     payload = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=5), json_values, max_size=4))
     assert FAST_CHECKS[kind](payload) == (VALIDATORS[kind](payload) == [])
     _same_line_verdict(_event_line(payload, kind=kind))
+
+
+# --- the bounded-memory id set ------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
+                    | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
+                    | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"), max_size=400),
+       small=st.sampled_from([1, 3, 50, 1 << 18]), start=st.sampled_from([2, 5, 4096]))
+def test_id_set_is_exact_before_and_after_it_spills(ids: list[str], small: int, start: int) -> None:
+    from ract_cli.reader import _IdSet
+
+    id_set = _IdSet()
+    id_set.SMALL, id_set._START = small, start  # spill early, and grow the parts many times
+    seen: set[str] = set()
+    for hex_id in ids:
+        assert id_set.add(hex_id) == (hex_id not in seen)
+        seen.add(hex_id)

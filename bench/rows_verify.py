@@ -1,0 +1,64 @@
+"""Extra ``verify`` rows for ``make bench`` (see bench/README.md for the interface).
+
+- the CLI end to end (a subprocess: interpreter start, imports, report) with 1 and 2 jobs;
+- many small files with 1 and 2 jobs (parallel across files, no file split);
+- the reference per-line path alone (``analyze_line(fast=False)``): what the fast path saves.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ract_cli.reader import analyze_line, split_line_ending
+from ract_cli.synth import write_benchmark_log
+from ract_cli.verify import VerifyOptions, verify_paths
+
+MANY_FILES = 24
+EVENTS_PER_FILE = 2_000
+
+
+def _row(name: str, events: int, seconds: float, ratio: float | None, ratio_of: str | None,
+         target: float | None = None) -> dict:
+    return {"name": name, "events_per_s": events / seconds, "seconds": seconds, "ratio": ratio,
+            "ratio_of": ratio_of, "target": target, "met": None if target is None else ratio >= target}
+
+
+def _many_logs(out: Path) -> tuple[Path, int]:
+    root = out / f"many-{MANY_FILES}x{EVENTS_PER_FILE}"
+    total = 0
+    for i in range(MANY_FILES):
+        path = root / f"{i:04d}" / "events.jsonl"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.unlink(missing_ok=True)
+            write_benchmark_log(tmp, events=EVENTS_PER_FILE, seed=100 + i)
+            os.replace(tmp, path)
+        total += sum(1 for _ in open(path, "rb"))
+    return root, total
+
+
+def rows(ctx) -> list[dict]:
+    log = str(ctx.log_path)
+    n = ctx.events
+    out = []
+    for jobs in (1, 2):
+        seconds = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), log])
+        out.append(_row(f"CLI subprocess: ract trace verify -q --jobs {jobs}", n, seconds,
+                        ctx.verify_seconds / seconds, "verify -j1 lib"))
+
+    root, many_events = _many_logs(Path(ctx.log_path).parent)
+    one = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=1)))
+    two = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=2)))
+    out.append(_row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 1", many_events, one, None, None))
+    out.append(_row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 2", many_events, two, one / two,
+                    "same, --jobs 1"))
+
+    with open(log, "rb") as f:
+        bodies = [split_line_ending(line)[0] for _, line in zip(range(20_000), f)]
+    fast = ctx.time(lambda: [analyze_line(b) for b in bodies])
+    slow = ctx.time(lambda: [analyze_line(b, fast=False) for b in bodies], repeat=1)
+    out.append(_row("analyze_line, fast path (20k lines)", len(bodies), fast, slow / fast, "reference path"))
+    out.append(_row("analyze_line, reference path only (20k lines)", len(bodies), slow, None, None))
+    return out
