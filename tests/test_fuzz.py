@@ -549,3 +549,50 @@ def test_100mb_valid_event_under_a_raised_limit(tmp_path: Path) -> None:
     assert_no_traceback(err)
     assert code == 0
     assert rss_kib < 1200 * 1024
+
+
+# --- targeted lies ------------------------------------------------------------------
+
+def test_truncation_at_a_line_boundary_is_caught_by_expect_head(tmp_path: Path) -> None:
+    """SPEC §10: a log cut after any event still verifies on its own; --expect-head catches it."""
+    head = log_events(SMALL)[-1]["hash"]
+    lines = _lines(SMALL)
+    path = tmp_path / "events.jsonl"
+    for n in range(1, len(lines) + 1):
+        path.write_bytes(b"".join(lines[:n]))
+        assert verify_file(path).exit_code == 0
+        expected = 0 if n == len(lines) else 1
+        assert verify_file(path, VerifyOptions(expect_head=head)).exit_code == expected, n
+        code, out, err = run_inprocess(["trace", "verify", "--expect-head", head, str(path)])
+        assert code == expected
+
+
+@pytest.mark.parametrize("spelling", [
+    b'"\\u006bind":"run.started"',  # the same key spelled with an escape
+    b'"kind":"run.started"',
+    b'"k\\u0069nd":"x"',
+])
+def test_duplicate_keys_in_any_spelling(spelling: bytes, tmp_path: Path) -> None:
+    """A repeated key, however it is spelled, is DUPLICATE_KEY: two JSON readers could disagree on it."""
+    line = _lines(SMALL)[0]
+    forged = line.replace(b'"kind":"run.started"', b'"kind":"run.started",' + spelling, 1)
+    assert forged != line
+    result = analyze_line(forged.rstrip(b"\n"))
+    assert [p.code for p in result.problems] == ["DUPLICATE_KEY"], result.problems
+    nested = line.replace(b'"intent_id":', b'"intent_id":"x","\\u0069ntent_id":', 1)
+    assert [p.code for p in analyze_line(nested.rstrip(b"\n")).problems] == ["DUPLICATE_KEY"]
+
+
+def test_equivalent_spellings_verify_and_are_the_same_values(tmp_path: Path) -> None:
+    """The converse: escapes, whitespace, CRLF and key order change bytes, not values: exit 0."""
+    import json
+
+    out = []
+    for line in _lines(SMALL):
+        event = json.loads(line)
+        out.append(json.dumps(dict(reversed(list(event.items()))), ensure_ascii=True, indent=None,
+                              separators=(" , ", " : ")).encode() + b" \r\n")
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(out))
+    assert verify_file(path).exit_code == 0
+    assert [ev.event for ev in ChainReader(path)] == log_events(SMALL)
