@@ -236,7 +236,7 @@ def _atoms_to_strings(value: Any, depth: int) -> Any:
     if isinstance(value, (enum.Enum, Atom)):
         name = _atom_name(value)
         return name if name is not None else value
-    if t is dict:
+    if t is dict or isinstance(value, Mapping):  # any mapping (an Elixir map as a Python mapping) is an object
         out: dict[Any, Any] = {}
         for key, item in value.items():
             if isinstance(key, (enum.Enum, Atom)):

@@ -231,6 +231,7 @@ SANITIZE = [
     ("atom-values", {"status": Atom("ok"), "e": Ev.accepted}, {"status": "ok", "e": "accepted"}),
     ("atom-keys", {Atom("item_id"): "i1", Key.refs: ["i3"]}, {"item_id": "i1", "refs": ["i3"]}),
     ("tuple", {"t": (1, "a")}, {"t": [1, "a"]}),
+    ("mapping", {"m": types.MappingProxyType({Atom("k"): Ev.absent})}, {"m": {"k": "absent"}}),
     ("object", {"pid": Unencodable()}, {"pid": "<pid 0.123.0>"}),
     ("hostile-repr", {"x": HostileRepr()}, {"x": "<unrepresentable HostileRepr>"}),
     ("nan", {"x": math.nan}, {"x": "nan"}),
