@@ -7,6 +7,7 @@ it without a subprocess.
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 
@@ -42,23 +43,29 @@ def _root() -> None:
     """ract: a toolkit for hash-chained JSONL run logs."""
 
 
-def _register_commands() -> None:
-    # Imported for their side effect: each module adds its command to trace_app.
-    from . import verify  # noqa: F401
+COMMAND_MODULES = ("verify", "repair", "replay", "grep", "project")
 
-    for name in ("repair", "replay", "grep", "project"):
-        try:
-            __import__(f"{__package__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{name}":
-                raise
+
+def _register_commands(argv: list[str] | None = None) -> None:
+    """Import the command modules; each adds its command to ``trace_app``.
+
+    ``ract trace grep ...`` needs only the grep module: importing just the
+    one asked for keeps start-up short, which matters when a script runs
+    ract once per file. Help and anything else import them all.
+    """
+    wanted = COMMAND_MODULES
+    if argv is not None and len(argv) >= 2 and argv[0] == "trace" and argv[1] in COMMAND_MODULES:
+        wanted = (argv[1],)
+    for name in wanted:
+        importlib.import_module(f"{__package__}.{name}")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``ract`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    _register_commands()
+    args = list(argv) if argv is not None else sys.argv[1:]
+    _register_commands(args)
     try:
-        app(args=argv if argv is not None else sys.argv[1:], prog_name="ract", standalone_mode=True)
+        app(args=args, prog_name="ract", standalone_mode=True)
     except SystemExit as exc:
         code = exc.code
         if code is None:
