@@ -24,7 +24,7 @@ from ract_cli.reader import LineFramer
 from ract_cli.verify import verify_file
 
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
-DURATION = float(os.environ.get("RACT_CONCURRENT_SECONDS", "60" if LONG else "4"))
+DURATION = float(os.environ.get("RACT_CONCURRENT_SECONDS", "30" if LONG else "4"))
 
 WRITER = textwrap.dedent("""
     import random, sys, time

@@ -212,7 +212,7 @@ def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
         _no_lie(name, data)
 
 
-@fuzz_settings(ci=10, fuzz=600)
+@fuzz_settings(ci=10, fuzz=200)
 @given(mutated_log())
 def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
     """Every read-only command in-process: no exception, an allowed exit code, no lie from verify."""
@@ -276,7 +276,7 @@ def mutated_journal(draw) -> tuple[str, bytes]:
 
 
 @pytest.mark.skipif(not JOURNALS, reason="no Raxol journal fixtures yet")
-@fuzz_settings(ci=10, fuzz=500)
+@fuzz_settings(ci=10, fuzz=150)
 @given(mutated_journal())
 def test_mutated_journals_every_command(case: tuple[str, bytes]) -> None:
     """Raxol journals (SPEC §8), mutated, through every command: no exception, an allowed exit code."""
@@ -357,7 +357,7 @@ def test_random_bytes_file(data: bytes) -> None:
         assert data == b"" or strict_values(data)  # only an empty file or a real log can pass
 
 
-@fuzz_settings(ci=15, fuzz=400)
+@fuzz_settings(ci=15, fuzz=150)
 @given(st.lists(st.text(max_size=40), min_size=1, max_size=6), st.text(max_size=20))
 def test_random_unicode_written_then_read_by_every_command(texts: list[str], key: str) -> None:
     """Any unicode (lone surrogates included) through the writer: the log verifies, every command reads it."""
