@@ -37,10 +37,13 @@ from ract_cli.verify import verify_file
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
 KILLS = int(os.environ.get("RACT_CRASH_KILLS", "200" if LONG else "6"))
 
+BIG = "50,2000,100000,1000000,3000000"  # event sizes: multi-MB lines get cut by SIGKILL now and then
+SMALL = "50,300"
 WRITER = textwrap.dedent("""
     import random, sys
     from ract_cli.writer import EventWriter
     path, seed = sys.argv[1], int(sys.argv[2])
+    SIZES = [int(x) for x in sys.argv[3].split(",")]
     rng = random.Random(seed)
     step = "5" * 32
     with EventWriter(path, run_id="c4" * 16, fsync="every") as w:
@@ -48,7 +51,7 @@ WRITER = textwrap.dedent("""
         print(ev["id"], flush=True)
         n = 0
         while True:
-            size = rng.choice([50, 2_000, 100_000, 1_000_000, 3_000_000])
+            size = rng.choice(SIZES)
             if n % 3 == 0:
                 ev = w.append("step.started", {"parent_snapshot": "c" * 40, "timeout_seconds": 600}, step_id=step)
             else:
@@ -60,7 +63,7 @@ WRITER = textwrap.dedent("""
 
 def _kill_writer_at_random(path: Path, rng: random.Random) -> list[str]:
     """Start the writer, SIGKILL it at a random moment; return the ids it acknowledged."""
-    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(rng.randrange(2**31))],
+    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(rng.randrange(2**31)), BIG],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     acked: list[str] = []
     buf = b""
@@ -136,12 +139,13 @@ def test_torn_tail_is_the_only_damage_a_kill_can_do(tmp_path: Path) -> None:
     """Every prefix of a valid log (a kill at every byte) verifies or is a torn tail: never 'tampered'."""
     rng = random.Random(SEED)
     path = tmp_path / "full.jsonl"
-    proc = subprocess.Popen([PYTHON, "-c", WRITER.replace("rng.choice([50, 2_000, 100_000, 2_000_000, 6_000_000])",
-                                                         "rng.choice([50, 300])"), str(path), "7"],
+    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), "7", SMALL],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     lines = 0
     while lines < 6:
-        lines += proc.stdout.readline().count(b"\n")
+        got = proc.stdout.readline()
+        assert got, proc.stderr.read().decode()[-2000:]  # the writer died
+        lines += 1
     proc.kill()
     proc.communicate()
     data = path.read_bytes()
@@ -167,12 +171,13 @@ def test_repair_fixes_every_kind_of_torn_tail(tmp_path: Path) -> None:
         pytest.skip("no repair command yet")
     rng = random.Random(SEED)
     src = tmp_path / "src.jsonl"
-    proc = subprocess.Popen([PYTHON, "-c", WRITER.replace("rng.choice([50, 2_000, 100_000, 1_000_000, 3_000_000])",
-                                                         "rng.choice([50, 300])"), str(src), "11"],
+    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(src), "11", SMALL],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     lines = 0
     while lines < 8:
-        lines += proc.stdout.readline().count(b"\n")
+        got = proc.stdout.readline()
+        assert got, proc.stderr.read().decode()[-2000:]  # the writer died
+        lines += 1
     proc.kill()
     proc.communicate()
     data = src.read_bytes()
