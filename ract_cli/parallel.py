@@ -140,8 +140,9 @@ class _Packer:
     A clean event becomes ``(offset, id, run_id, prev_hash, ts, kind, step_id,
     parent_id, payload, hash)`` where ``run_id`` / ``prev_hash`` are ``None``
     when they equal the previous clean event's run_id / this range's previous
-    line's hash (the main process restores them), and ``payload`` is ``None``
-    unless the open-handle tracker reads it. Any other line becomes
+    line's hash (the main process restores them), and ``step_id``,
+    ``parent_id`` and ``payload`` are ``None`` unless the event is of a kind
+    the open-handle tracker reads (``_HANDLE_KINDS``). Any other line becomes
     ``(offset, event_or_None, stored_hash, problems, parsed)``.
     """
 
@@ -155,10 +156,14 @@ class _Packer:
         if event is not None and not result.problems:
             run_id, prev = event["run_id"], event["prev_hash"]
             kind = event["kind"]
+            if kind in _HANDLE_KINDS:
+                step_id, parent_id, payload = event["step_id"], event["parent_id"], event["payload"]
+            else:  # only the open-handle tracker reads these, and only for its kinds
+                step_id = parent_id = payload = None
             self.out.append((
                 offset, event["id"], None if run_id == self.last_run_id else run_id,
-                None if prev == self.last_hash else prev, event["timestamp_ns"], kind, event["step_id"],
-                event["parent_id"], event["payload"] if kind in _HANDLE_KINDS else None, result.stored_hash,
+                None if prev == self.last_hash else prev, event["timestamp_ns"], kind, step_id, parent_id,
+                payload, result.stored_hash,
             ))
             self.last_run_id = run_id
         else:
