@@ -649,13 +649,15 @@ class LineFramer:
                         continue
                 elif not any(n in raw for n in needles):
                     continue
-            if len(raw) == size and raw[-1:] != b"\n":
-                try:
-                    offset += self._skip_rest_of_line(f)
-                except OSError as exc:
-                    self.read_error = f"read failed: {exc.strerror or exc}"
-                    self.error_line, self.error_offset = line_no, start
-                    return
+            if len(raw) >= size - 1 and len(split_line_ending(raw)[0]) > limit:
+                # over the limit: a body of limit+1 bytes then "\n" fits the read but not the limit
+                if len(raw) == size and raw[-1:] != b"\n":
+                    try:
+                        offset += self._skip_rest_of_line(f)
+                    except OSError as exc:
+                        self.read_error = f"read failed: {exc.strerror or exc}"
+                        self.error_line, self.error_offset = line_no, start
+                        return
                 yield line_no, start, None
                 continue
             yield line_no, start, raw
@@ -668,7 +670,7 @@ class LineFramer:
     def _skip_rest_of_line(f: BinaryIO) -> int:
         skipped = 0
         while True:
-            chunk = f.readline(1 << 20)
+            chunk = f.readline(1 << 16)  # small chunks: the skipped line is never held
             skipped += len(chunk)
             if not chunk or chunk.endswith(b"\n"):
                 return skipped
@@ -849,6 +851,8 @@ class EventReader:
             events.append(ev.event)
         failure = next((f for f in reader.findings if f.severity == ERROR and f.exit_code in (ExitCode.TAMPERED, ExitCode.IO)), None)
         if failure is not None:
+            if failure.code == "IO_ERROR":  # not a broken chain: the file could not be read
+                raise LogIOError(f"{failure.path}: {failure.message}")
             raise ChainBrokenError(
                 f"{failure.path}:{failure.line}: {failure.code} {failure.message}",
                 path=failure.path, line=failure.line, offset=failure.offset,

@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .canonical import canonical_bytes
+from .canonical import canonical_bytes, format_number
 from .errors import ExitCode, LogIOError, RactError, WriterLockedError
 from .kinds import KINDS_BY_NAME, VALIDATORS
-from .model import GENESIS_HASH, HEX32
+from .model import GENESIS_HASH, HEX32, MAX_TIMESTAMP_NS
 from .reader import analyze_line, split_line_ending
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_FLOAT_AS_BIG_INT_MIN = 9.2e18  # below this a float's integer token always fits 64 bits
 _MAX_DEPTH = 200
 
 
@@ -79,17 +80,23 @@ def _sanitize(value: Any, depth: int) -> Any:
     if t is int:
         return value if _INT64_MIN <= value <= _INT64_MAX else _safe_repr(value)
     if t is float:
-        return value if math.isfinite(value) else _safe_repr(value)
+        if not math.isfinite(value):
+            return _safe_repr(value)
+        if _FLOAT_AS_BIG_INT_MIN <= abs(value) < 1e21 and not _INT64_MIN <= int(format_number(value)) <= _INT64_MAX:
+            # JCS writes this float as a bare integer token (9.3e18 -> 9300000000000000000),
+            # which a reader must call malformed (outside 64 bits): keep it as text instead.
+            return _safe_repr(value)
+        return value
     if depth >= _MAX_DEPTH:
         return _safe_repr(value)
-    if t is dict:
+    if isinstance(value, dict):  # subclasses too (OrderedDict, defaultdict, Counter...)
         out: dict[str, Any] = {}
         for key, item in value.items():
             name = key if type(key) is str else _safe_repr(key)
             name = _sanitize(name, depth + 1) if type(name) is str else _safe_repr(name)
             out[name] = _sanitize(item, depth + 1)
         return out
-    if t is list or t is tuple:
+    if isinstance(value, (list, tuple)):
         return [_sanitize(item, depth + 1) for item in value]
     return _safe_repr(value)
 
@@ -244,8 +251,13 @@ class EventWriter:
         self.clock = clock
         self.new_id = new_id
         self.strict = strict
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists() and not self.path.is_file():  # a directory, or a FIFO that would block
+                raise LogIOError(f"{self.path} is not a regular file")
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise LogIOError(f"cannot open {self.path} for writing: {exc.strerror or exc}") from None
         try:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -268,7 +280,7 @@ class EventWriter:
             self.run_id = head.run_id
             self.head = head.hash
             self.last_timestamp_ns = head.timestamp_ns
-        if not HEX32.fullmatch(self.run_id):
+        if not (type(self.run_id) is str and HEX32.fullmatch(self.run_id)):
             self._release()
             raise RactError(f"run_id must be 32 lowercase hex characters: {self.run_id!r}", exit_code=ExitCode.USAGE)
 
@@ -285,6 +297,8 @@ class EventWriter:
         """Append one event; returns it (with its hash) once it is written."""
         if self._fd is None:
             raise RactError("writer is closed", exit_code=ExitCode.USAGE)
+        if type(kind) is not str:
+            raise RactError(f"kind must be a string, not {type(kind).__name__}", exit_code=ExitCode.USAGE)
         clean = sanitize_payload({} if payload is None else payload)
         if self.redaction is not None:
             clean = self.redaction.apply(clean)
@@ -295,14 +309,21 @@ class EventWriter:
             if problems:
                 raise RactError(f"{kind}: {'; '.join(problems)}", exit_code=ExitCode.SCHEMA)
         for name, value in (("step_id", step_id), ("parent_id", parent_id)):
-            if value is not None and not HEX32.fullmatch(value):
+            if value is not None and not (type(value) is str and HEX32.fullmatch(value)):
                 raise RactError(f"{name} must be 32 lowercase hex characters", exit_code=ExitCode.USAGE)
+        # the envelope must verify (SPEC §2.2): check the id and time we were given or generated
+        event_id = event_id or self.new_id()
+        if not (type(event_id) is str and HEX32.fullmatch(event_id)):
+            raise RactError(f"event id must be 32 lowercase hex characters: {event_id!r}", exit_code=ExitCode.USAGE)
+        ts = self.clock() if timestamp_ns is None else timestamp_ns
+        if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
+            raise RactError(f"timestamp_ns must be an integer in [0, 2^63): {ts!r}", exit_code=ExitCode.USAGE)
         event = {
-            "id": event_id or self.new_id(),
+            "id": event_id,
             "run_id": self.run_id,
             "step_id": step_id,
             "parent_id": parent_id,
-            "timestamp_ns": self.clock() if timestamp_ns is None else timestamp_ns,
+            "timestamp_ns": ts,
             "kind": kind,
             "payload": clean,
             "prev_hash": self.head,
