@@ -24,7 +24,7 @@ from ract_cli.reader import LineFramer
 from ract_cli.verify import verify_file
 
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
-DURATION = float(os.environ.get("RACT_CONCURRENT_SECONDS", "30" if LONG else "4"))
+DURATION = float(os.environ.get("RACT_CONCURRENT_SECONDS", "30" if LONG else "3"))
 
 WRITER = textwrap.dedent("""
     import random, sys, time
@@ -35,10 +35,16 @@ WRITER = textwrap.dedent("""
     with EventWriter(path, run_id="c0" * 16, fsync=fsync) as w:
         w.append("run.started", {"intent_id": "1" * 32})
         n = 0
+        written = 0
         while time.monotonic() < end:
             size = rng.choice([10, 100, 1000, 20_000, 300_000])
+            if written + size > 10 << 20:  # enough for --jobs to split (8 MiB); then small events only
+                size = rng.choice([10, 100, 1000])
             w.append("tool.called", {"tool": "t", "arguments": {"blob": "x" * size, "n": n}}, step_id="5" * 32)
+            written += size
             n += 1
+            if n % 64 == 0:
+                time.sleep(0.002)  # a steady writer, not a disk-filling one
         w.append("run.completed", {"event_count": n + 2})
     print(n + 2, flush=True)
 """)
@@ -112,7 +118,7 @@ def test_repair_refuses_while_the_writer_holds_the_lock(tmp_path: Path) -> None:
     if "repair" not in read_only_commands():
         pytest.skip("no repair command yet")
     path = tmp_path / "events.jsonl"
-    writer = _start_writer(path, 3)
+    writer = _start_writer(path, 1.5)
     try:
         deadline = time.monotonic() + 10
         while not path.exists() or path.stat().st_size == 0:
