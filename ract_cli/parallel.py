@@ -217,10 +217,17 @@ def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = 
         return False
 
 
-def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor, *, jobs: int, schema_version: int,
-              max_line_bytes: int, chunk_bytes: int = CHUNK_BYTES, cuts: Sequence[int] | None = None,
+def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor | None, *, jobs: int,
+              schema_version: int, max_line_bytes: int, chunk_bytes: int = CHUNK_BYTES,
+              cuts: Sequence[int] | None = None, main_every: int = 0,
               progress: Callable[[int], None] | None = None) -> None:
-    """Verify one file through ``pool`` in byte ranges; the verdict lands in ``state`` (finished)."""
+    """Verify one file in byte ranges; the verdict lands in ``state`` (finished).
+
+    Ranges go to ``pool``'s workers, except every ``main_every``-th one
+    (starting with the first), which this process analyzes itself between
+    feeding results -- no pickling for those, and no idle main process.
+    ``main_every=1`` (or no pool) analyzes every range here.
+    """
     try:
         open_log(Path(path)).close()  # the same IO verdicts as the sequential reader
     except Exception as exc:  # noqa: BLE001 - LogIOError carries the message
@@ -231,33 +238,41 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor, *
     except OSError as exc:
         state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}", path=state.path))
         return
-    pending: deque[Future[bytes]] = deque()
-    todo = iter(ranges)
+    if pool is None:
+        main_every = 1
+
+    def by_main(i: int) -> bool:
+        return main_every > 0 and i % main_every == 0
+
+    pending: dict[int, Future[bytes]] = {}
+    queue = deque(i for i in range(len(ranges)) if not by_main(i))
     limit = max(1, jobs) * _IN_FLIGHT_PER_JOB
 
     def refill() -> None:
-        while len(pending) < limit:
-            nxt = next(todo, None)
-            if nxt is None:
-                return
-            pending.append(pool.submit(scan_range_packed, str(path), nxt[0], nxt[1], schema_version, max_line_bytes))
+        while len(pending) < limit and queue:
+            i = queue.popleft()
+            pending[i] = pool.submit(scan_range_packed, str(path), *ranges[i], schema_version,  # type: ignore[union-attr]
+                                     max_line_bytes)
 
     refill()
     line_no = 0
     feed = state.feed
-    while pending:
-        packed = pending.popleft().result()
-        refill()
+    for i, (start, end) in enumerate(ranges):
         with gc_paused():
-            chunk: RangeResult = pickle.loads(packed)
-            del packed
+            if by_main(i):
+                chunk = scan_range(str(path), start, end, schema_version, max_line_bytes)
+            else:
+                packed = pending.pop(i).result()
+                refill()
+                chunk = pickle.loads(packed)
+                del packed
             for offset, result in unpack(chunk.start, chunk.lines):
                 line_no += 1
                 feed(result, line_no, offset)
         if chunk.read_error is not None:
             state.add(error("IO_ERROR", chunk.read_error, path=state.path,
                             line=line_no + 1, offset=chunk.start + (chunk.error_offset or 0)))
-            for future in pending:
+            for future in pending.values():
                 future.cancel()
             break  # the sequential reader stops at a read error too, then finishes
         if progress is not None:

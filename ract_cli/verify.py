@@ -99,11 +99,15 @@ def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOpt
     """
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
+        # Own pool: jobs - 1 workers, and this process analyzes every (jobs+1)-th range
+        # itself besides feeding every result (N jobs = N busy processes). A shared
+        # pool (several files) already has N workers: this process only feeds.
         own_pool = pool is None
-        pool = pool if pool is not None else make_pool(options.jobs)
+        pool = pool if pool is not None else make_pool(options.jobs - 1)
         try:
             scan_file(path, state, pool, jobs=options.jobs, schema_version=options.schema_version,
-                      max_line_bytes=options.max_line_bytes, progress=progress)
+                      max_line_bytes=options.max_line_bytes, main_every=options.jobs + 1 if own_pool else 0,
+                      progress=progress)
         finally:
             if own_pool:
                 pool.shutdown(cancel_futures=True)
@@ -145,14 +149,14 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
         if progress is not None:
             progress(min(done + offset, total), total)
 
-    splittable = [options.jobs > 1 and can_split(p, options.max_line_bytes, options.dialect) for p in found.files]
-    if options.jobs <= 1 or (len(found.files) <= 1 and not any(splittable)):
+    if options.jobs <= 1 or len(found.files) <= 1:  # one file: split in verify_file if large enough
         for path, size in zip(found.files, sizes):
             report.files.append(verify_file(path, options, progress=file_progress))
             done += size
             file_progress(0)
         return report
 
+    splittable = [can_split(p, options.max_line_bytes, options.dialect) for p in found.files]
     one_job = replace(options, jobs=1)
     with make_pool(options.jobs) as pool:
         whole = {i: pool.submit(_verify_whole, str(path), one_job)
