@@ -142,14 +142,18 @@ def mutated_log(draw) -> tuple[str, bytes]:
 
 
 def _no_lie(name: str, mutated: bytes) -> None:
-    """Exit 0 is only allowed for the parsed values of a prefix of the original log."""
+    """Exit 0 is only allowed for the parsed values of a prefix of a log the writer wrote.
+
+    (Usually the mutated one; a line spliced in from the other base log can
+    leave a prefix of *that* log, a valid log of another run.)
+    """
     try:
         values = strict_values(mutated)
     except Unparseable as exc:
         raise AssertionError(f"verify passed bytes that are not strict JSON: {exc}") from None
     values = tuple(v for v in values if v != ("no-final-newline",))
-    original = strict_values(BASES[name])
-    assert values == original[:len(values)], "verify passed a log whose values are not a prefix of the original"
+    prefixes = [strict_values(BASES[n])[:len(values)] for n in [name, *sorted(set(BASES) - {name})]]
+    assert values in prefixes, "verify passed a log whose values are not a prefix of a written log"
 
 
 # --- analyze_line -------------------------------------------------------------
@@ -470,24 +474,36 @@ def test_line_exactly_at_the_limit_is_read(tmp_path: Path) -> None:
     assert verify_file(path, VerifyOptions(max_line_bytes=longest - 1)).exit_code == 1
 
 
+_LAUNCHER = """
+import json, os, subprocess, sys
+with open(sys.argv[1], "wb") as err:
+    child = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, stderr=err)
+    _, status, usage = os.wait4(child.pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]))
+"""
+
+
 def _run_measured(argv: list[str], timeout: float = 120) -> tuple[int, int, bytes, float]:
-    """Run ``ract`` as a subprocess; return (exit code, peak RSS in KiB, stderr, seconds)."""
+    """Run ``ract`` as a subprocess; return (exit code, peak RSS in KiB, stderr, seconds).
+
+    The peak comes from ``wait4`` in a small fresh launcher process: a child's
+    ``ru_maxrss`` also counts the memory of the process that forked it, so
+    measuring from inside a large pytest process would report pytest's size.
+    """
+    import json
+
     started = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([RACT, *argv], stdout=out, stderr=err, env={**os.environ, "COLUMNS": "120"})
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                raise AssertionError(f"hang: {argv} ran longer than {timeout}s")
-            time.sleep(0.05)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err.seek(0)
-        return proc.returncode, usage.ru_maxrss, err.read(), time.monotonic() - started
+    with tempfile.NamedTemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, err.name, RACT, *argv], stdout=subprocess.PIPE,
+                                env={**os.environ, "COLUMNS": "120"}, start_new_session=True)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise AssertionError(f"hang: {argv} ran longer than {timeout}s") from None
+        code, rss_kib = json.loads(out)
+        return code, rss_kib, Path(err.name).read_bytes(), time.monotonic() - started
 
 
 @pytest.fixture(scope="module")
@@ -521,7 +537,7 @@ def test_100mb_line_small_limit_memory_small(hundred_mb_log: Path) -> None:
     print(f"100 MB line, 1 MiB limit: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
     assert_no_traceback(err)
     assert code == 1 and b"LINE_TOO_LONG" in err
-    assert rss_kib < 120 * 1024
+    assert rss_kib < 80 * 1024  # measured ~40 MiB: the interpreter, never the line
 
 
 @pytest.mark.slow
