@@ -612,3 +612,12 @@ def test_equivalent_spellings_verify_and_are_the_same_values(tmp_path: Path) -> 
     path.write_bytes(b"".join(out))
     assert verify_file(path).exit_code == 0
     assert [ev.event for ev in ChainReader(path)] == log_events(SMALL)
+
+
+def test_every_command_is_covered_by_the_hardening_tests() -> None:
+    """A new ``ract trace`` command must be taught to the hardening tests (hardening_support._READ_ONLY_ARGS)."""
+    from hardening_support import trace_commands
+
+    assert set(trace_commands()) == set(read_only_commands()), \
+        f"commands the hardening tests do not know how to run read-only: {set(trace_commands()) - set(read_only_commands())}"
+    assert {"verify", "grep", "project", "replay", "repair"} <= set(trace_commands())
