@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -15,6 +17,10 @@ from .kinds import LATEST_SCHEMA_VERSION
 from .model import HEX64
 from .parallel import can_split, make_pool, scan_file
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, ChainState
+
+
+#: what starting or using worker processes can raise; the answer is then to verify sequentially
+POOL_FAILURES = (BrokenProcessPool, OSError, NotImplementedError, ImportError)
 
 
 @dataclass(frozen=True)
@@ -97,21 +103,25 @@ def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOpt
     here); the verdict is the sequential reader's, byte for byte.
     ``progress`` is called with the byte offset reached, every few MB.
     """
+    state: ChainState | None = None
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
         # Own pool: jobs - 1 workers, and this process analyzes every (jobs+1)-th range
         # itself besides feeding every result (N jobs = N busy processes). A shared
         # pool (several files) already has N workers: this process only feeds.
         own_pool = pool is None
-        pool = pool if pool is not None else make_pool(options.jobs - 1)
         try:
-            scan_file(path, state, pool, jobs=options.jobs, schema_version=options.schema_version,
-                      max_line_bytes=options.max_line_bytes, main_every=options.jobs + 1 if own_pool else 0,
-                      progress=progress)
-        finally:
-            if own_pool:
-                pool.shutdown(cancel_futures=True)
-    else:
+            pool = pool if pool is not None else make_pool(options.jobs - 1)
+            try:
+                scan_file(path, state, pool, jobs=options.jobs, schema_version=options.schema_version,
+                          max_line_bytes=options.max_line_bytes, main_every=options.jobs + 1 if own_pool else 0,
+                          progress=progress)
+            finally:
+                if own_pool:
+                    pool.shutdown(cancel_futures=True)
+        except POOL_FAILURES:
+            state = None  # no worker processes here (or one died): the sequential reader decides alone
+    if state is None:
         reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
                              max_line_bytes=options.max_line_bytes, max_findings=options.max_findings,
                              dialect=options.dialect)
@@ -158,14 +168,23 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
 
     splittable = [can_split(p, options.max_line_bytes, options.dialect) for p in found.files]
     one_job = replace(options, jobs=1)
-    with make_pool(options.jobs) as pool:
+    try:
+        pool = make_pool(options.jobs)
+    except POOL_FAILURES:
+        pool = None  # cannot start processes here: verify one file after the other
+    with pool if pool is not None else nullcontext():
         whole = {i: pool.submit(_verify_whole, str(path), one_job)
-                 for i, path in enumerate(found.files) if not splittable[i]}
+                 for i, path in enumerate(found.files) if not splittable[i]} if pool is not None else {}
         for i, (path, size) in enumerate(zip(found.files, sizes)):
+            file_report = None
             if i in whole:
-                file_report = whole[i].result()
-            else:
-                file_report = verify_file(path, options, progress=file_progress, pool=pool)
+                try:
+                    file_report = whole[i].result()
+                except POOL_FAILURES:
+                    file_report = None  # a worker died: verify this file here
+            if file_report is None:
+                file_report = verify_file(path, options if i not in whole else one_job, progress=file_progress,
+                                          pool=pool)
             file_report.path = str(path)
             report.files.append(file_report)
             done += size

@@ -327,3 +327,20 @@ def test_id_set_is_exact_before_and_after_it_spills(ids: list[str], small: int, 
     for hex_id in ids:
         assert id_set.add(hex_id) == (hex_id not in seen)
         seen.add(hex_id)
+
+
+def test_a_dead_worker_falls_back_to_the_sequential_reader(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=1500)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 64 << 10)
+    expected = verify_file(path, VerifyOptions(jobs=1)).to_dict()
+    pool = parallel.make_pool(1)
+    try:
+        pool.submit(int, 0).result()  # the worker is up
+        for process in list(pool._processes.values()):  # then killed, as the OOM killer would
+            process.kill()
+            process.join()
+        assert verify_file(path, VerifyOptions(jobs=2), pool=pool).to_dict() == expected
+    finally:
+        pool.shutdown()
