@@ -496,3 +496,16 @@ def test_verify_doc_names_every_option_of_the_command(capsys) -> None:
     for key in ("exit_code", "files", "path", "ok", "events", "head", "first_ts", "last_ts", "findings",
                 "suppressed_findings", "code", "severity", "line", "offset", "event_id", "message"):
         assert f"`{key}`" in text or f"`files[].{key}`" in text or f"`findings[].{key}`" in text, key
+
+
+def test_cli_reference_is_current() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gen_cli_docs", ROOT / "scripts" / "gen_cli_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    expected = module.render()
+    assert "## `ract trace verify`" in expected and "--expect-head" in expected
+    current = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert current == expected, "docs/cli.md is stale: run `python scripts/gen_cli_docs.py` and commit it"

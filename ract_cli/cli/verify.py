@@ -69,7 +69,8 @@ def verify_command(
         "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning).")] = False,
     max_findings: Annotated[Optional[int], typer.Option(
         "--max-findings", min=1, metavar="N",
-        help="Keep at most N findings per file (the rest are counted, and still decide the exit code).")] = None,
+        help="Keep at most N findings per file (the rest are counted, and still decide the exit code). "
+             "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.")] = 1000,
     jobs: Annotated[int, typer.Option(
         "--jobs", "-j", min=1, metavar="N",
         help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte ranges. "
