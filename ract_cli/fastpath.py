@@ -39,7 +39,7 @@ from collections.abc import Callable
 import orjson
 
 from .kinds import KINDS, kinds_for_version
-from .model import ENVELOPE_KEYS, HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
+from .model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
 
 _loads = orjson.loads
 _dumps = orjson.dumps
@@ -145,13 +145,22 @@ def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
         obj = _loads(body)
     except orjson.JSONDecodeError:
         return None
-    if type(obj) is not dict or obj.keys() != ENVELOPE_KEYS:
+    # Exactly nine keys, and each of the nine envelope keys is read below (a KeyError
+    # leaves the fast path): together, exactly the envelope keys.
+    if type(obj) is not dict or len(obj) != 9:
         return None
     try:
         if _dumps(obj, option=_SORT) != body:
             return None
     except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): reference path
         return None
+    try:
+        return _checked(obj, body, schema_version)
+    except KeyError:
+        return None
+
+
+def _checked(obj: dict, body: bytes, schema_version: int) -> tuple[dict, str] | None:
     # orjson's form must already be JCS (see the module docstring).
     end = len(body) - _PAYLOAD_BEFORE_END
     if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
