@@ -2,10 +2,11 @@
 
 Within a file, each line's own checks (parse, envelope, canonical hash, kind,
 payload: ``reader.analyze_line``) do not depend on other lines. So the file
-is cut at newline boundaries into byte ranges; worker processes frame and
-analyze their range with the very code the sequential reader uses
-(``LineFramer`` + ``reader.line_result``) and send back compact per-line
-results; the main process feeds them, in file order, through
+is cut at newline boundaries into byte ranges; worker processes (and the
+main process, for a share of the ranges) frame and analyze their range with
+the very code the sequential reader uses (``LineFramer`` +
+``reader.line_result``), workers sending back compact per-line results; the
+main process feeds every result, in file order, through
 ``ChainState.feed`` -- the same cross-line checks (genesis, linkage, run_id,
 duplicate ids, clock, open handles) as a sequential read. Verdicts are
 therefore identical to ``ChainReader``'s whatever the chunking;
