@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from .kinds import KINDS_BY_NAME
+
 #: open kind -> close kind that repair synthesizes for it (SPEC §4)
 CLOSE_FOR_OPEN: dict[str, str] = {
     "run.started": "run.aborted",
@@ -40,6 +42,27 @@ class OpenHandle:
     step_id: str | None
     event: dict
     queue_key: tuple | None = None
+
+
+def _scalar_fields(kind: str) -> frozenset[str]:
+    return frozenset(f.name for f in KINDS_BY_NAME[kind].fields if not {"object", "array"} & set(f.types))
+
+
+#: per open kind, the payload keys a handle keeps: its documented scalar fields
+_KEPT_PAYLOAD_KEYS = {kind: _scalar_fields(kind) for kind in CLOSE_FOR_OPEN}
+
+
+def _kept(kind: str, event: dict) -> dict:
+    """What an open handle keeps of its event: the envelope and the documented scalar payload fields.
+
+    A hostile log can hold millions of opens that never close; keeping whole
+    events (tool arguments, free-form dicts, undocumented keys) would let it
+    grow memory far beyond the log's own line sizes.
+    """
+    payload = event.get("payload")
+    keep = _KEPT_PAYLOAD_KEYS[kind]
+    trimmed = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
+    return {**{k: v for k, v in event.items() if k != "payload"}, "payload": trimmed}
 
 
 def _fifo_key(kind: str, event: dict) -> tuple | None:
@@ -102,7 +125,7 @@ class HandleTracker:
             self.synthesized_closes += 1
 
     def _open_handle(self, kind: str, event: dict, line: int, offset: int) -> None:
-        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), event)
+        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
         if kind == "run.started":
             if self.run_started is None:
                 self.run_started = handle
