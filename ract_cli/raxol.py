@@ -40,7 +40,7 @@ from typing import Any
 
 import orjson
 
-from .canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
+from .canonical import canonical_bytes
 from .findings import WARNING, Finding, error, warning
 from .model import GENESIS_HASH, HEX64
 from .reader import (
@@ -48,10 +48,9 @@ from .reader import (
     LineResult,
     LogEvent,
     Problem,
-    _describe_json_error,
-    _DuplicateKey,
+    hash_without_hash_key,
     open_log,
-    parse_exact,
+    parse_object,
     split_line_ending,
 )
 from .reader import _short as _reader_short
@@ -369,41 +368,18 @@ def analyze_record(body: bytes, _unused: object = None) -> LineResult:
     carries ``hash``/``prev_hash``) and its contract: type, payload keys,
     evidence marker shape.
     """
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        reason = "blank line" if not body.strip() else _describe_json_error(exc)
-        return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {reason}")], parsed=False)
-    if type(obj) is not dict:
-        kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
-        return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
-    try:
-        dumped = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
-        dumped = b""
-    fast = dumped == body and orjson_is_jcs(dumped)
-    if not fast:
-        try:
-            obj = parse_exact(body)
-        except _DuplicateKey as exc:
-            return LineResult(None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")],
-                              parsed=False)
-        except (ValueError, RecursionError) as exc:
-            return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")],
-                              parsed=False)
+    parsed = parse_object(body)
+    if isinstance(parsed, LineResult):
+        return parsed
+    obj, _, fast = parsed
 
     problems: list[Problem] = []
     stored = obj.get("hash")
     stored_hash = stored if type(stored) is str and HEX64.fullmatch(stored) else None
     if "hash" in obj or "prev_hash" in obj:
-        unhashed = {k: v for k, v in obj.items() if k != "hash"}
-        try:
-            computed = hashlib.sha256(canonical_bytes(unhashed) if fast else jcs_exact(unhashed)).hexdigest()
-        except CanonicalizationError as exc:
-            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", str(exc))], parsed=False)
-        except RecursionError:
-            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", "nesting too deep to canonicalize")],
-                              parsed=False)
+        computed = hash_without_hash_key(obj, fast)
+        if isinstance(computed, Problem):
+            return LineResult(None, stored_hash, [computed], parsed=False)
         if "hash" not in obj:
             problems.append(Problem("HASH_MISMATCH", "record carries prev_hash but no hash", expected=computed))
         elif computed != stored_hash:

@@ -106,16 +106,14 @@ def _describe_json_error(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
-    """Check one line (without its line ending). Pure: no file, no neighbours.
+def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
+    """SPEC §2.1 parse rules, shared by both dialects: exactly one JSON object,
+    no duplicate key, exact 64-bit integers.
 
-    ``fast=False`` skips the fast path (fastpath.py) -- for tests that prove
-    both paths agree; the verdict is the same either way.
+    Returns ``(object, orjson's sorted dump, fast)`` where ``fast`` means the
+    line is byte-identical to that dump and the dump is already JCS; or the
+    failing ``LineResult``.
     """
-    if fast:
-        proven = fast_analyze(body, schema_version)  # a fully valid event, proven cheaply
-        if proven is not None:
-            return LineResult(proven[0], proven[1], [])
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -124,7 +122,6 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
     if type(obj) is not dict:
         kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
-
     try:
         dumped = orjson.dumps(obj, option=_SORT)
     except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
@@ -135,9 +132,40 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
         try:
             obj = parse_exact(body)
         except _DuplicateKey as exc:
-            return LineResult(None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")], parsed=False)
+            return LineResult(None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")],
+                              parsed=False)
         except (ValueError, RecursionError) as exc:
-            return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")], parsed=False)
+            return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")],
+                              parsed=False)
+    return obj, dumped, fast
+
+
+def hash_without_hash_key(obj: dict, fast: bool) -> str | Problem:
+    """SPEC §2.4: SHA-256 hex of the canonical bytes of ``obj`` minus its ``hash`` key."""
+    unhashed = {k: v for k, v in obj.items() if k != "hash"}
+    try:
+        canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
+    except CanonicalizationError as exc:
+        return Problem("MALFORMED_LINE", str(exc))
+    except RecursionError:
+        return Problem("MALFORMED_LINE", "nesting too deep to canonicalize")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
+    """Check one line (without its line ending). Pure: no file, no neighbours.
+
+    ``fast=False`` skips the fast path (fastpath.py) -- for tests that prove
+    both paths agree; the verdict is the same either way.
+    """
+    if fast:
+        proven = fast_analyze(body, schema_version)  # a fully valid event, proven cheaply
+        if proven is not None:
+            return LineResult(proven[0], proven[1], [])
+    parsed = parse_object(body)
+    if isinstance(parsed, LineResult):
+        return parsed
+    obj, dumped, is_canonical = parsed
 
     problems = _check_envelope(obj)
     stored = obj.get("hash")
@@ -147,18 +175,12 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
 
     # Canonical bytes without "hash": in the fast path they are the line itself
     # minus its leading "hash" member (sorted keys put it first).
-    if fast and dumped.startswith(_HASH_PREFIX) and dumped[73:75] == b'",':
-        canonical = b"{" + dumped[75:]
+    if is_canonical and dumped.startswith(_HASH_PREFIX) and dumped[73:75] == b'",':
+        computed = hashlib.sha256(b"{" + dumped[75:]).hexdigest()
     else:
-        unhashed = {k: v for k, v in obj.items() if k != "hash"}
-        try:
-            canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
-        except CanonicalizationError as exc:
-            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", str(exc))], parsed=False)
-        except RecursionError:
-            return LineResult(None, stored_hash, [Problem("MALFORMED_LINE", "nesting too deep to canonicalize")],
-                              parsed=False)
-    computed = hashlib.sha256(canonical).hexdigest()
+        computed = hash_without_hash_key(obj, is_canonical)
+        if isinstance(computed, Problem):
+            return LineResult(None, stored_hash, [computed], parsed=False)
     if computed != stored_hash:
         problems.append(
             Problem("HASH_MISMATCH", "stored hash differs from the canonical hash of the event", expected=computed, actual=stored)
