@@ -67,6 +67,11 @@ class BenchContext:
     verify_seconds: float = 0.0
     ract: list[str] = field(default_factory=lambda: [sys.executable, "-m", "ract_cli"])
 
+    @staticmethod
+    def row(*args: Any, **kwargs: Any) -> dict:
+        """A result row in the shape every row module returns (see ``row`` below)."""
+        return row(*args, **kwargs)
+
     def time(self, fn: Callable[[], Any], repeat: int = 3) -> float:
         """Best wall-clock seconds of ``fn()`` over ``repeat`` runs."""
         best = float("inf")

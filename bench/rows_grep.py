@@ -20,18 +20,6 @@ from pathlib import Path
 KIND = "process.reaped"
 
 
-def _row(name: str, events: int, seconds: float, *, ratio=None, ratio_of=None, target=None) -> dict:
-    return {
-        "name": name,
-        "events_per_s": events / seconds if seconds > 0 else float("inf"),
-        "seconds": seconds,
-        "ratio": ratio,
-        "ratio_of": ratio_of,
-        "target": target,
-        "met": None if target is None or ratio is None else ratio >= target,
-    }
-
-
 def _count(argv: list[str]) -> int:
     proc = subprocess.run(argv, capture_output=True, check=False)
     if proc.returncode not in (0,):
@@ -59,7 +47,7 @@ def rows(ctx) -> list[dict]:
     log = str(ctx.log_path)
     jq = shutil.which("jq")
     if jq is None:
-        return [_row("jq (reference) -- not installed: grep rows skipped", ctx.events, float("inf"))]
+        return [ctx.row("jq (reference) -- not installed: grep rows skipped", ctx.events, float("inf"))]
     jq_argv = [jq, "-c", f'select(.kind=="{KIND}")', log]
     verified_argv = [*ctx.ract, "trace", "grep", "--kind", KIND, log]
     fast_argv = [*ctx.ract, "trace", "grep", "--no-verify", "--kind", KIND, log]
@@ -77,14 +65,14 @@ def rows(ctx) -> list[dict]:
     tiny = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
     startup_s = ctx.time_cmd([*ctx.ract, "trace", "grep", "--no-verify", "--kind", KIND, str(tiny)]) if tiny.exists() else None
     return [
-        _row(f"jq -c 'select(.kind==\"{KIND}\")' (reference)", ctx.events, jq_s),
-        _row(f"ract trace grep --kind {KIND} (verified)", ctx.events, verified_s,
+        ctx.row(f"jq -c 'select(.kind==\"{KIND}\")' (reference)", ctx.events, jq_s),
+        ctx.row(f"ract trace grep --kind {KIND} (verified)", ctx.events, verified_s,
              ratio=jq_s / verified_s, ratio_of="jq", target=2.0),
-        _row(f"ract trace grep --no-verify --kind {KIND}", ctx.events, fast_s,
+        ctx.row(f"ract trace grep --no-verify --kind {KIND}", ctx.events, fast_s,
              ratio=jq_s / fast_s, ratio_of="jq", target=10.0),
-        _row("  grep --no-verify scan, in-process (no interpreter start-up)", ctx.events, scan_s,
+        ctx.row("  grep --no-verify scan, in-process (no interpreter start-up)", ctx.events, scan_s,
              ratio=jq_s / scan_s, ratio_of="jq"),
-        _row("  verify --jobs 1 of the same log (context)", ctx.events, ctx.verify_seconds,
+        ctx.row("  verify --jobs 1 of the same log (context)", ctx.events, ctx.verify_seconds,
              ratio=jq_s / ctx.verify_seconds if ctx.verify_seconds else None, ratio_of="jq"),
-    ] + ([_row("  ract start-up: the same grep on a 156-event fixture", 156, startup_s,
+    ] + ([ctx.row("  ract start-up: the same grep on a 156-event fixture", 156, startup_s,
                ratio=jq_s / startup_s, ratio_of="jq")] if startup_s else [])

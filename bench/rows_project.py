@@ -16,18 +16,6 @@ from pathlib import Path
 TARGET = 0.6
 
 
-def _row(name: str, events: int, seconds: float, *, ratio=None, ratio_of=None, target=None) -> dict:
-    return {
-        "name": name,
-        "events_per_s": events / seconds if seconds > 0 else float("inf"),
-        "seconds": seconds,
-        "ratio": ratio,
-        "ratio_of": ratio_of,
-        "target": target,
-        "met": None if target is None or ratio is None else ratio >= target,
-    }
-
-
 def rows(ctx) -> list[dict]:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
@@ -42,8 +30,8 @@ def rows(ctx) -> list[dict]:
     verify = ctx.verify_seconds
     cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(ctx.log_path)])
     return [
-        _row("ract trace project (library, 1 log)", ctx.events, seconds,
+        ctx.row("ract trace project (library, 1 log)", ctx.events, seconds,
              ratio=verify / seconds if verify else None, ratio_of="verify", target=TARGET),
-        _row("  ract trace project --format json (subprocess, for the record)", ctx.events, cli,
+        ctx.row("  ract trace project --format json (subprocess, for the record)", ctx.events, cli,
              ratio=verify / cli if verify else None, ratio_of="verify"),
     ]

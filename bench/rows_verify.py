@@ -18,12 +18,6 @@ MANY_FILES = 24
 EVENTS_PER_FILE = 2_000
 
 
-def _row(name: str, events: int, seconds: float, ratio: float | None, ratio_of: str | None,
-         target: float | None = None) -> dict:
-    return {"name": name, "events_per_s": events / seconds, "seconds": seconds, "ratio": ratio,
-            "ratio_of": ratio_of, "target": target, "met": None if target is None else ratio >= target}
-
-
 def _many_logs(out: Path) -> tuple[Path, int]:
     root = out / f"many-{MANY_FILES}x{EVENTS_PER_FILE}"
     total = 0
@@ -45,20 +39,21 @@ def rows(ctx) -> list[dict]:
     out = []
     for jobs in (1, 2):
         seconds = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), log])
-        out.append(_row(f"CLI subprocess: ract trace verify -q --jobs {jobs}", n, seconds,
-                        ctx.verify_seconds / seconds, "verify -j1 lib"))
+        out.append(ctx.row(f"CLI subprocess: ract trace verify -q --jobs {jobs}", n, seconds,
+                           ratio=ctx.verify_seconds / seconds, ratio_of="verify -j1 lib"))
 
     root, many_events = _many_logs(Path(ctx.log_path).parent)
     one = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=1)))
     two = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=2)))
-    out.append(_row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 1", many_events, one, None, None))
-    out.append(_row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 2", many_events, two, one / two,
-                    "same, --jobs 1"))
+    out.append(ctx.row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 1", many_events, one))
+    out.append(ctx.row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 2", many_events, two,
+                       ratio=one / two, ratio_of="same, --jobs 1"))
 
     with open(log, "rb") as f:
         bodies = [split_line_ending(line)[0] for _, line in zip(range(20_000), f)]
     fast = ctx.time(lambda: [analyze_line(b) for b in bodies])
     slow = ctx.time(lambda: [analyze_line(b, fast=False) for b in bodies], repeat=1)
-    out.append(_row("analyze_line, fast path (20k lines)", len(bodies), fast, slow / fast, "reference path"))
-    out.append(_row("analyze_line, reference path only (20k lines)", len(bodies), slow, None, None))
+    out.append(ctx.row("analyze_line, fast path (20k lines)", len(bodies), fast, ratio=slow / fast,
+                       ratio_of="reference path"))
+    out.append(ctx.row("analyze_line, reference path only (20k lines)", len(bodies), slow))
     return out
