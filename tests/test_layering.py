@@ -39,3 +39,15 @@ def test_library_source_never_mentions_the_cli_stack():
             ):
                 offenders.append(f"{path.name}: {stripped}")
     assert offenders == []
+
+
+def test_every_public_name_resolves_lazily():
+    code = (
+        "import sys, ract_cli\n"
+        "assert 'ract_cli.raxol' not in sys.modules, 'package import must stay lazy'\n"
+        "assert sorted(ract_cli.__all__) == sorted(ract_cli._EXPORTS)\n"
+        "print(sorted(type(getattr(ract_cli, n)).__name__ for n in ract_cli.__all__)[:1])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    missing = [n for n in ract_cli.__all__ if getattr(ract_cli, n, None) is None]
+    assert missing == []
