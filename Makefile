@@ -12,11 +12,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+COMPLETED   := fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl
+TAMPERED    := fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl
+INTERRUPTED := fixtures/runs/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
+DEMO_OUT    := $(shell mktemp -d 2>/dev/null || echo /tmp/ract-demo)
+
 demo: $(STAMP)
-	@echo "== ract trace verify on the bundled completed run =="
-	$(BIN)/ract trace verify fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl
-	@echo "== and on the tampered run (exit 1 is the point) =="
-	-$(BIN)/ract trace verify fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl
+	@echo "== verify the bundled completed run (exit 0) =="
+	$(BIN)/ract trace verify $(COMPLETED)
+	@echo; echo "== verify the tampered run (exit 1 is the point) =="
+	-$(BIN)/ract trace verify $(TAMPERED)
+	@echo; echo "== verify every bundled run at once, as JSON (exit code: the lowest non-zero) =="
+	-$(BIN)/ract trace verify -q fixtures/runs --format json | head -c 400; echo " ..."
+	@echo; echo "== grep: every process.reaped across the runs =="
+	-$(BIN)/ract trace grep --kind process.reaped --format table fixtures/runs
+	@echo; echo "== project: the run report of the completed run (markdown) =="
+	$(BIN)/ract trace project $(COMPLETED) --format markdown | head -30
+	@echo; echo "== replay the interrupted run up to its 20th event =="
+	-$(BIN)/ract trace replay $(INTERRUPTED) --until 20 --workspace $(DEMO_OUT)
+	@echo; echo "== repair a copy of the interrupted run, then verify it =="
+	mkdir -p $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475
+	$(BIN)/ract trace repair $(INTERRUPTED) -o $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
+	$(BIN)/ract trace verify $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
