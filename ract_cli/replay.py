@@ -464,7 +464,8 @@ class InitialSnapshot:
 def find_initial_snapshot(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION,
                           max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> InitialSnapshot:
     """Read (through the chain reader) up to the first trusted ``step.started``."""
-    reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract")
+    reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract",
+                         max_findings=1)  # its findings are not used: keep memory flat on a hostile log
     for ev in reader:
         if not ev.trusted:
             break

@@ -621,3 +621,25 @@ def test_every_command_is_covered_by_the_hardening_tests() -> None:
     assert set(trace_commands()) == set(read_only_commands()), \
         f"commands the hardening tests do not know how to run read-only: {set(trace_commands()) - set(read_only_commands())}"
     assert {"verify", "grep", "project", "replay", "repair"} <= set(trace_commands())
+
+
+@pytest.mark.parametrize("command", ["verify", "replay"] + (["grep", "project", "repair"] if LONG else []))
+def test_one_finding_per_byte_keeps_memory_flat(command: str, tmp_path: Path) -> None:
+    """A small file of blank lines is one MALFORMED_LINE per byte: memory must not grow with it.
+
+    Regression: ``verify`` kept every finding (300 bytes each: 1 MB of newlines
+    held ~300 MiB and printed 80 MB) and replay's snapshot pre-pass did too.
+    Now the CLI keeps 1000 per file (``--max-findings``, the rest counted) and
+    the pre-pass keeps none.
+    """
+    lines = 1_000_000 if LONG else 300_000
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"\n" * lines)
+    argv = ["trace", command, *(["--check"] if command == "repair" else []), str(path)]
+    code, rss_kib, err, seconds = _run_measured(argv, timeout=300)
+    print(f"{command} on {lines} blank lines: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s, "
+          f"{len(err)} bytes on stderr")
+    assert_no_traceback(err, command)
+    assert code == 1
+    assert rss_kib < 80 * 1024
+    assert len(err) < 1 << 20  # a bounded report, not one line per byte
