@@ -643,3 +643,45 @@ def test_one_finding_per_byte_keeps_memory_flat(command: str, tmp_path: Path) ->
     assert code == 1
     assert rss_kib < 80 * 1024
     assert len(err) < 1 << 20  # a bounded report, not one line per byte
+
+
+class _HostileRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr bomb")
+
+
+PY_LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8)
+           | st.builds(_HostileRepr) | st.sampled_from([float("nan"), 2**100, -(2**64), "\ud800", {1, 2}]))
+PY_VALUE = st.recursive(PY_LEAF, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
+                        | st.dictionaries(st.text(max_size=5) | st.integers() | st.none(), inner, max_size=3),
+                        max_leaves=15)
+
+
+@fuzz_settings(ci=60, fuzz=3_000)
+@given(PY_VALUE)
+def test_writer_never_crashes_and_what_it_writes_verifies(value: object) -> None:
+    """SPEC §9: anything the encoder cannot take becomes its repr text, never a crash; the log verifies."""
+    from ract_cli.writer import EventWriter, FsyncPolicy
+
+    d = Path(tempfile.mkdtemp(dir=WORK))
+    path = d / "events.jsonl"
+    with EventWriter(path, fsync=FsyncPolicy.NEVER, strict=False) as w:
+        w.append("run.started", {"intent_id": "1" * 32, "extra": value})
+        w.append("tool.called", {"tool": "t", "arguments": {"v": value}})
+        w.append("note.free-form", value)  # a non-dict payload, an unknown kind (strict=False)
+    report = verify_file(path)
+    assert report.events == 3
+    assert {f.code for f in report.findings if f.severity == "error"} <= {"UNKNOWN_KIND"}, report.findings
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_writer_sanitizes_deep_nesting(tmp_path: Path) -> None:
+    from ract_cli.writer import EventWriter, FsyncPolicy
+
+    deep: list = []
+    for _ in range(5000):
+        deep = [deep]
+    path = tmp_path / "events.jsonl"
+    with EventWriter(path, fsync=FsyncPolicy.NEVER) as w:
+        w.append("tool.called", {"tool": "t", "arguments": {"deep": deep}})
+    assert verify_file(path).exit_code == 0
