@@ -390,6 +390,9 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         output = None  # --output naming the log itself is an in-place repair
     if output is not None and os.path.isdir(output):
         raise UsageError(f"--output {output} is a directory, not a file")
+    if output is not None and os.path.lexists(output) and not os.path.isfile(output):
+        # the atomic rename would replace a device node, FIFO or socket with the repaired log
+        raise UsageError(f"--output {output} exists and is not a regular file; refusing to replace it")
     handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
     with handle:
         fd = handle.fileno()

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from hardening_support import assert_no_traceback, command_argv, run_inprocess, run_subprocess, trace_commands, \
+from hardening_support import ROOT, assert_no_traceback, command_argv, run_inprocess, run_subprocess, trace_commands, \
     write_small_log
 
 from ract_cli.verify import verify_file
@@ -265,3 +265,47 @@ def test_cases_are_what_they_claim(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         os.stat(loop)
     assert stat.S_ISREG(os.stat("/proc/self/mem").st_mode)
+
+
+@pytest.mark.parametrize("target", ["fifo", "socket", "char-device", "symlink-to-device", "dangling-symlink"])
+def test_repair_output_never_replaces_a_special_file(target: str, tmp_path: Path) -> None:
+    """``repair --output X`` where X is not a regular file: refused (2), X left as it was.
+
+    Regression: the atomic rename replaced the node, so ``--output /dev/full``
+    turned the system's /dev/full into a regular file. (The device here is a
+    private node made with mknod, so a regression cannot harm the system.)
+    """
+    if "repair" not in _commands():
+        pytest.skip("no repair command yet")
+    from ract_cli.synth import fixture_path
+
+    log = tmp_path / "run" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(fixture_path(ROOT / "fixtures", "interrupted").read_bytes())
+    before = log.read_bytes()
+    out = tmp_path / "out"
+    if target == "fifo":
+        os.mkfifo(out)
+    elif target == "socket":
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(out))
+        _SOCKETS.append(sock)
+    elif target in ("char-device", "symlink-to-device"):
+        dev = tmp_path / "null-device"
+        try:
+            os.mknod(dev, 0o600 | stat.S_IFCHR, os.makedev(1, 3))
+        except PermissionError:
+            pytest.skip("mknod needs root")
+        if target == "char-device":
+            out = dev
+        else:
+            os.symlink(dev, out)
+    else:
+        os.symlink(tmp_path / "gone", out)
+    mode = os.lstat(out).st_mode
+    with hang_guard(15, target):
+        code, stdout, err = run_inprocess(["trace", "repair", "--output", str(out), str(log)])
+    assert_no_traceback(err, target)
+    assert code == 2, (target, code, err)
+    assert os.lstat(out).st_mode == mode, "the special file was replaced"
+    assert log.read_bytes() == before
