@@ -288,3 +288,25 @@ def test_pty_harness_sees_raw_bytes(tmp_path: Path) -> None:
     assert shown == b"\x1b[2JPASS\rFAIL\n"
     with pytest.raises(AssertionError):
         assert_terminal_safe(shown, "evil", failing=True)
+
+
+def test_markdown_report_cannot_be_forged(tmp_path: Path) -> None:
+    """``project --format markdown`` (CI job summaries): log text cannot add rows, headings or HTML."""
+    if "project" not in trace_commands():
+        pytest.skip("no project command yet")
+    from hardening_support import run_inprocess
+
+    evil = "ok\n\n| run | **PASS** |\n|---|---|\n# All checks passed <img src=x onerror=alert(1)> `x` |"
+    path = tmp_path / ("ab" * 16) / "events.jsonl"
+    path.parent.mkdir()
+    with EventWriter(path, run_id="ab" * 16, fsync=FsyncPolicy.NEVER) as w:
+        w.append("run.started", {"intent_id": "1" * 32})
+        w.append("tool.called", {"tool": evil, "arguments": {}})
+        w.append("tool.result", {"tool": evil, "ok": False})
+        w.append("run.aborted", {"termination_cause": evil, "reason": evil})
+    code, out, err = run_inprocess(["trace", "project", "--format", "markdown", str(path)])
+    assert code == 0
+    assert not re.search(r"(?<!\\)<img", out), "raw HTML from the log"  # \< renders as a literal <
+    assert "\n# All checks" not in out and "\n| run | **PASS**" not in out
+    hostile_rows = [line for line in out.splitlines() if "All checks" in line]
+    assert hostile_rows and all(line.startswith("| ") for line in hostile_rows)  # only ever inside a cell
