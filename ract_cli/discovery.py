@@ -41,6 +41,9 @@ def discover(paths: Iterable[str | os.PathLike[str]], *, names: tuple[str, ...] 
             files.append(p)
 
     for raw in paths:
+        if not os.fspath(raw):  # Path("") is "."; an unset "$LOG" must not verify the current directory
+            findings.append(error("IO_ERROR", "empty path (an unset variable?)", path=""))
+            continue
         path = Path(raw)
         if os.path.isdir(path):
             found = sorted(_walk(path, names, suffixes))

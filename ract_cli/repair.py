@@ -216,6 +216,8 @@ class RepairResult:
 
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:
     """A log file, or a run directory holding ``events.jsonl``."""
+    if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
+        raise LogIOError("empty path (an unset variable?)")
     p = Path(path)
     if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
         return p / "events.jsonl"

@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from .errors import ExitCode, UsageError, lowest_nonzero
+from .errors import ExitCode, LogIOError, UsageError, lowest_nonzero
 from .findings import Finding
 from .handles import HandleTracker, OpenHandle
 from .kinds import LATEST_SCHEMA_VERSION
@@ -697,6 +697,8 @@ def recorded_responses(path: str | os.PathLike[str], *, include_synthesized: boo
 
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:
     """A log file as given, or ``DIR/events.jsonl`` for a run directory."""
+    if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
+        raise LogIOError("empty path (an unset variable?)")
     p = Path(path)
     if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
         return p / "events.jsonl"

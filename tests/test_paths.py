@@ -309,3 +309,28 @@ def test_repair_output_never_replaces_a_special_file(target: str, tmp_path: Path
     assert code == 2, (target, code, err)
     assert os.lstat(out).st_mode == mode, "the special file was replaced"
     assert log.read_bytes() == before
+
+
+def test_empty_path_is_not_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ract trace verify "$LOG"`` with LOG unset must not verify whatever lies under the cwd.
+
+    Regression: ``Path("")`` is ``.``, so an empty argument searched the
+    current directory (verify, grep, project) or took ``./events.jsonl``
+    (replay, and repair, which rewrote it). Now exit 5 everywhere.
+    """
+    from ract_cli.synth import fixture_path
+
+    good = tmp_path / "run" / "events.jsonl"
+    good.parent.mkdir()
+    write_small_log(good)
+    here = tmp_path / "events.jsonl"  # an interrupted log right in the cwd: repair would rewrite it
+    here.write_bytes(fixture_path(ROOT / "fixtures", "interrupted").read_bytes())
+    before = sorted(p.name for p in tmp_path.iterdir())
+    monkeypatch.chdir(tmp_path)
+    for command in _commands():
+        argv = ["trace", command, *(["--check"] if command == "repair" else []), ""]
+        with hang_guard(15, command):
+            code, out, err = run_inprocess(argv)
+        assert_no_traceback(err, command)
+        assert code == 5, (command, code, err[-300:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .bak, no sidecar: nothing repaired
