@@ -92,17 +92,19 @@ def test_every_command_during_appends(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     writer = _start_writer(path, DURATION)
     commands = [c for c in read_only_commands() if c != "repair"]  # repair --check: exit 5 while locked
-    seen: dict[str, set] = {c: set() for c in commands + ["verify --jobs"]}
+    seen: dict[str, set] = {c: set() for c in commands + ["verify --jobs", "grep --no-verify"]}
     try:
         while writer.poll() is None:
             if not path.exists():
                 continue
-            for command in commands + ["verify --jobs"]:
+            for command in commands + ["verify --jobs", "grep --no-verify"]:
                 argv = ["trace", command, str(path)]
                 if command == "grep":
                     argv = ["trace", "grep", "--count", str(path)]
                 if command == "verify --jobs":  # the parallel byte-range scan (files of 8 MiB and more)
                     argv = ["trace", "verify", "--jobs", "2", str(path)]
+                if command == "grep --no-verify":  # the block prefilter framing
+                    argv = ["trace", "grep", "--no-verify", "--kind", "tool.*", "--count", str(path)]
                 code, out, err = run_inprocess(argv)
                 assert_no_traceback(err, command)
                 assert code in (0, 4, 7), f"seed={SEED} {command} exit {code} on a live log: {err[-800:]}"
