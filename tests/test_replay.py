@@ -23,7 +23,6 @@ from ract_cli.replay import (
     summarize,
 )
 from ract_cli.synth import FIXTURES, fixture_path
-from replay_support import logs  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_ROOT = ROOT / "fixtures"

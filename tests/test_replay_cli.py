@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from git_support import GitRepo
-from replay_support import logs  # noqa: F401  (fixture)
 from ract_cli.cli.app import main
 from ract_cli.synth import FIXTURES, fixture_path
 
