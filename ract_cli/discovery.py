@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import LogIOError
 from .findings import Finding, error
 
 LOG_FILE_NAME = "events.jsonl"
@@ -75,3 +76,13 @@ def _walk(root: Path, names: tuple[str, ...], suffixes: tuple[str, ...]) -> Iter
         for name in filenames:
             if name in names or (suffixes and name.endswith(suffixes)):
                 yield Path(dirpath) / name
+
+
+def resolve_log_path(path: str | os.PathLike[str]) -> Path:
+    """One log for commands that take a single run: a file as given, or ``DIR/events.jsonl``."""
+    if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
+        raise LogIOError("empty path (an unset variable?)")
+    p = Path(path)
+    if os.path.isdir(p) and os.path.isfile(p / LOG_FILE_NAME):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
+        return p / LOG_FILE_NAME
+    return p

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .discovery import resolve_log_path
 from .errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
 from .findings import ERROR, Finding
 from .handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
@@ -212,16 +213,6 @@ class RepairResult:
     @property
     def changed(self) -> bool:
         return self.torn is not None or bool(self.closes)
-
-
-def resolve_log_path(path: str | os.PathLike[str]) -> Path:
-    """A log file, or a run directory holding ``events.jsonl``."""
-    if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
-        raise LogIOError("empty path (an unset variable?)")
-    p = Path(path)
-    if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
-        return p / "events.jsonl"
-    return p
 
 
 def _unique_path(base: Path) -> Path:

@@ -30,12 +30,12 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from .errors import ExitCode, LogIOError, UsageError, lowest_nonzero
+from .discovery import resolve_log_path
+from .errors import ExitCode, UsageError, lowest_nonzero
 from .findings import Finding
 from .handles import HandleTracker, OpenHandle
 from .kinds import LATEST_SCHEMA_VERSION
@@ -693,13 +693,3 @@ def recorded_responses(path: str | os.PathLike[str], *, include_synthesized: boo
     result.findings = list(replayer.findings)
     result.exit_code = replayer.exit_code
     return result
-
-
-def resolve_log_path(path: str | os.PathLike[str]) -> Path:
-    """A log file as given, or ``DIR/events.jsonl`` for a run directory."""
-    if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
-        raise LogIOError("empty path (an unset variable?)")
-    p = Path(path)
-    if os.path.isdir(p) and os.path.isfile(p / "events.jsonl"):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
-        return p / "events.jsonl"
-    return p
