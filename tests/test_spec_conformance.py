@@ -1,0 +1,1243 @@
+"""Black-box conformance checks written from /work/shared/SPEC.md §2-§9.
+
+Logs are built here, hashed with an independent JCS-with-exact-integers
+encoder (below) and sha256, so these tests check SPEC, not the project's own
+writer/canonicalizer. Most cases run the CLI in-process
+(``ract_cli.cli.app.main``); a representative subset runs ``python -m
+ract_cli`` as a subprocess.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import rfc8785
+
+from ract_cli.cli.app import main as ract_main
+
+ZERO = "0" * 64
+RUN = "ab" * 16
+T0 = 1_764_000_000_000_000_000  # above 2^53: exact digits required
+
+
+# --------------------------------------------------------------------------
+# Independent JCS (RFC 8785) with exact integers
+# --------------------------------------------------------------------------
+def jcs(v) -> str:
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if v == int(v) and abs(v) < 2**53:
+            return str(int(v))  # -0.0 -> 0, 2.0 -> 2
+        return rfc8785.dumps(v).decode()
+    if isinstance(v, str):
+        return rfc8785.dumps(v).decode()
+    if isinstance(v, list):
+        return "[" + ",".join(jcs(x) for x in v) + "]"
+    if isinstance(v, dict):
+        keys = sorted(v, key=lambda k: k.encode("utf-16-be"))
+        return "{" + ",".join(jcs(k) + ":" + jcs(v[k]) for k in keys) + "}"
+    raise TypeError(type(v))
+
+
+def ehash(event: dict) -> str:
+    body = {k: val for k, val in event.items() if k != "hash"}
+    return hashlib.sha256(jcs(body).encode("utf-8")).hexdigest()
+
+
+_counter = [0]
+
+
+def new_id() -> str:
+    _counter[0] += 1
+    return hashlib.md5(str(_counter[0]).encode()).hexdigest()
+
+
+def ev(kind, payload=None, *, step=None, parent=None, ts=None, eid=None, run=RUN):
+    return {
+        "id": eid or new_id(),
+        "run_id": run,
+        "step_id": step,
+        "parent_id": parent,
+        "timestamp_ns": ts,
+        "kind": kind,
+        "payload": payload if payload is not None else {},
+        "prev_hash": None,
+        "hash": None,
+    }
+
+
+def chain(events, start=ZERO):
+    prev = start
+    for i, e in enumerate(events):
+        if e["timestamp_ns"] is None:
+            e["timestamp_ns"] = T0 + i * 1000
+        e["prev_hash"] = prev
+        e["hash"] = ehash(e)
+        prev = e["hash"]
+    return events
+
+
+def line(e) -> bytes:
+    return (jcs(e) + "\n").encode("utf-8")
+
+
+def write(path: Path, events, *, raw: bytes | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(raw if raw is not None else b"".join(line(e) for e in events))
+    return path
+
+
+def closed_run():
+    s = new_id()
+    return chain(
+        [
+            ev("run.started", {"intent_id": "x"}),
+            ev("step.started", {"parent_snapshot": "a" * 40}, step=s),
+            ev("step.committed", {"outcome": "COMMITTED"}, step=s),
+            ev("run.completed", {"final_decision": "done"}),
+        ]
+    )
+
+
+def logpath(tmp_path, run=RUN) -> Path:
+    return tmp_path / "evals" / "runs" / run / "events.jsonl"
+
+
+def ract(capsys, *args):
+    rc = ract_main(["trace", *map(str, args)])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def verify_json(capsys, path, *extra):
+    rc, out, err = ract(capsys, "verify", "--format", "json", *extra, path)
+    return rc, json.loads(out)
+
+
+def codes(report) -> list[str]:
+    return [f["code"] for f in report["files"][0]["findings"]]
+
+
+def sub(*args, cwd=None):
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", *map(str, args)],
+        capture_output=True,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+# --------------------------------------------------------------------------
+# sanity: the independent encoder agrees with the shared JCS corpus
+# --------------------------------------------------------------------------
+def test_own_jcs_matches_shared_corpus():
+    corpora = Path("/work/shared/corpora/jcs")
+    if not corpora.exists():
+        pytest.skip("no corpus")
+    n = 0
+    for inp in sorted((corpora / "input").glob("*.json")):
+        out = corpora / "output" / inp.name
+        if not out.exists():
+            continue
+        value = json.loads(inp.read_bytes())
+        assert jcs(value).encode() == out.read_bytes().rstrip(b"\n") or jcs(value).encode() == out.read_bytes()
+        n += 1
+    assert n > 0
+
+
+# --------------------------------------------------------------------------
+# §2.1 framing
+# --------------------------------------------------------------------------
+def test_clean_log_verifies(tmp_path, capsys):
+    p = write(logpath(tmp_path), closed_run())
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0 and rep["exit_code"] == 0
+    assert rep["files"][0]["head"] == closed_run.__globals__["ehash"](json.loads(p.read_bytes().splitlines()[-1]))
+
+
+def _good_lines():
+    return [line(e) for e in closed_run()]
+
+
+def _bad_variants():
+    good = _good_lines()
+    ev2 = json.loads(good[1])
+    dup_nested = good[1].replace(b'"payload":{', b'"payload":{"x":1,"x":2,', 1)
+    return {
+        "blank line": good[0] + b"\n" + b"".join(good[1:]),
+        "bom first line": b"\xef\xbb\xbf" + b"".join(good),
+        "array": good[0] + b"[1,2]\n" + b"".join(good[1:]),
+        "bare value": good[0] + b"42\n" + b"".join(good[1:]),
+        "bare string": good[0] + b'"x"\n' + b"".join(good[1:]),
+        "invalid utf8": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":"\xff\xfe",', 1) + b"".join(good[2:]),
+        "lone surrogate": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":"\\ud800",', 1) + b"".join(good[2:]),
+        "NaN": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":NaN,', 1) + b"".join(good[2:]),
+        "Infinity": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":-Infinity,', 1) + b"".join(good[2:]),
+        "int above int64": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":9223372036854775808,', 1) + b"".join(good[2:]),
+        "int below int64": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":-9223372036854775809,', 1) + b"".join(good[2:]),
+        "duplicate key top": good[0] + good[1].replace(b'{"hash"', b'{"kind":"x","hash"', 1) + b"".join(good[2:]),
+        "duplicate key nested": good[0] + dup_nested + b"".join(good[2:]),
+        "non-parsing followed by newline": good[0] + good[1][:40] + b"\n" + b"".join(good[2:]),
+        "non-parsing last line with newline": b"".join(good) + b'{"id":\n',
+        "two objects on one line": good[0] + good[1].rstrip(b"\n") + good[2] + b"".join(good[3:]),
+    }, ev2
+
+
+@pytest.mark.parametrize("name", sorted(_bad_variants()[0]))
+def test_malformed_lines_exit_1(tmp_path, capsys, name):
+    raw = _bad_variants()[0][name]
+    p = write(logpath(tmp_path), None, raw=raw)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 1, (name, codes(rep))
+
+
+def test_int64_bounds_are_inclusive(tmp_path, capsys):
+    e = chain([ev("run.started", {"big": 2**63 - 1, "small": -(2**63)})])
+    p = write(logpath(tmp_path), e)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0, codes(rep)
+
+
+def test_missing_final_newline_is_warning(tmp_path, capsys):
+    raw = b"".join(_good_lines()).rstrip(b"\n")
+    p = write(logpath(tmp_path), None, raw=raw)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0
+    assert "MISSING_FINAL_NEWLINE" in codes(rep)
+
+
+def test_torn_tail_exit_4(tmp_path, capsys):
+    good = _good_lines()
+    raw = b"".join(good) + good[0][:50]
+    p = write(logpath(tmp_path), None, raw=raw)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 4, codes(rep)
+
+
+def test_torn_tail_subprocess(tmp_path):
+    good = _good_lines()
+    p = write(logpath(tmp_path), None, raw=b"".join(good) + good[0][:50])
+    r = sub("verify", "-q", p)
+    assert r.returncode == 4
+
+
+def test_crlf_accepted(tmp_path, capsys):
+    raw = b"".join(l.replace(b"\n", b"\r\n") for l in _good_lines())
+    p = write(logpath(tmp_path), None, raw=raw)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0, codes(rep)
+
+
+def test_empty_file_is_not_tampered_crash(tmp_path, capsys):
+    p = write(logpath(tmp_path), None, raw=b"")
+    rc, out, err = ract(capsys, "verify", p)
+    assert rc in (0, 1, 4, 5)
+
+
+# --------------------------------------------------------------------------
+# §2.2 envelope
+# --------------------------------------------------------------------------
+def _mutated(mut):
+    evs = closed_run()
+    e = evs[1]
+    mut(e)
+    chain(evs)  # rehash so only the envelope is wrong
+    return evs
+
+
+ENVELOPE_BAD = {
+    "missing key": lambda e: e.pop("parent_id"),
+    "extra key": lambda e: e.__setitem__("extra", 1),
+    "id uppercase": lambda e: e.__setitem__("id", "AB" * 16),
+    "id short": lambda e: e.__setitem__("id", "ab" * 15),
+    "id int": lambda e: e.__setitem__("id", 5),
+    "step_id bad": lambda e: e.__setitem__("step_id", "zz" * 16),
+    "parent_id 64 hex": lambda e: e.__setitem__("parent_id", "ab" * 32),
+    "timestamp negative": lambda e: e.__setitem__("timestamp_ns", -1),
+    "timestamp 2^63": lambda e: e.__setitem__("timestamp_ns", 2**63),
+    "timestamp float": lambda e: e.__setitem__("timestamp_ns", 1.5),
+    "timestamp string": lambda e: e.__setitem__("timestamp_ns", "1"),
+    "timestamp bool": lambda e: e.__setitem__("timestamp_ns", True),
+    "kind int": lambda e: e.__setitem__("kind", 3),
+    "payload list": lambda e: e.__setitem__("payload", []),
+    "payload null": lambda e: e.__setitem__("payload", None),
+    "foreign run_id": lambda e: e.__setitem__("run_id", "cd" * 16),
+    "run_id uppercase": lambda e: e.__setitem__("run_id", RUN.upper()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ENVELOPE_BAD))
+def test_envelope_errors_exit_1(tmp_path, capsys, name):
+    evs = _mutated(ENVELOPE_BAD[name])
+    p = write(logpath(tmp_path), evs)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 1, (name, codes(rep))
+
+
+def test_timestamp_bounds_ok(tmp_path, capsys):
+    evs = closed_run()
+    evs[0]["timestamp_ns"] = 0
+    evs[-1]["timestamp_ns"] = 2**63 - 1
+    chain(evs)
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 0, codes(rep)
+
+
+def test_timestamp_exponent_form_rejected(tmp_path, capsys):
+    evs = closed_run()
+    good = [line(e) for e in evs]
+    # 1.764e18 written with an exponent: the value is integral but the token is not an integer
+    e = evs[1]
+    text = jcs(e).replace(f'"timestamp_ns":{e["timestamp_ns"]}', '"timestamp_ns":1e18')
+    body = json.loads(text)
+    body["timestamp_ns"] = 1e18
+    raw = good[0] + text.encode() + b"\n" + b"".join(good[2:])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), None, raw=raw))
+    assert rc == 1
+
+
+def test_null_step_and_parent_ok(tmp_path, capsys):
+    evs = chain([ev("run.started", {}), ev("run.completed", {})])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 0, codes(rep)
+
+
+def test_duplicate_id_exit_1(tmp_path, capsys):
+    evs = closed_run()
+    evs[2]["id"] = evs[1]["id"]
+    chain(evs)
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+# --------------------------------------------------------------------------
+# §2.3 canonical serialization: another writer's formatting still verifies
+# --------------------------------------------------------------------------
+def test_foreign_formatting_verifies(tmp_path, capsys):
+    payload = {
+        "b": 1.0,
+        "a": -0.0,
+        "big": 1e21,
+        "small": 1e-7,
+        "e16": 1e16,
+        "half": 4.5,
+        "text": "caf\u00e9 \u2028 \U0001f600 \"q\" \\ \x01",
+        "\U0001f600": "astral key",
+        "\ufb01": "bmp key above surrogates",
+        "nested": {"z": [1, 2.0, {"y": None}], "a": True},
+        "huge_int": 2**62 + 1,
+    }
+    evs = chain([ev("run.started", payload), ev("run.completed", {})])
+    # write with Python json: spaces, \u escapes, insertion order, 1.0 / -0.0 / 1e+21 forms
+    raw = b""
+    for e in evs:
+        ordered = dict(reversed(list(e.items())))
+        raw += json.dumps(ordered, ensure_ascii=True, indent=None, separators=(", ", ": ")).encode() + b"\n"
+    assert b"1.0" in raw and b"-0.0" in raw and b"1e+21" in raw and b"\\ud83d" in raw
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), None, raw=raw))
+    assert rc == 0, codes(rep)
+    assert rep["files"][0]["head"] == evs[-1]["hash"]
+
+
+def test_hash_over_non_jcs_form_is_mismatch(tmp_path, capsys):
+    evs = closed_run()
+    e = evs[1]
+    body = {k: v for k, v in e.items() if k != "hash"}
+    e["hash"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()  # spaces: not JCS
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+def test_utf16_key_order_matters(tmp_path, capsys):
+    # code-point order puts U+FB01 before U+1F600; UTF-16 order puts the astral key first
+    payload = {"\U0001f600": 1, "\ufb01": 2}
+    evs = [ev("run.started", payload)]
+    evs[0]["timestamp_ns"] = T0
+    evs[0]["prev_hash"] = ZERO
+    body = {k: v for k, v in evs[0].items() if k != "hash"}
+    wrong = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert wrong != jcs(body)
+    evs[0]["hash"] = hashlib.sha256(wrong.encode()).hexdigest()
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+    evs[0]["hash"] = ehash(evs[0])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 0, codes(rep)
+
+
+# --------------------------------------------------------------------------
+# §2.4 hash chain
+# --------------------------------------------------------------------------
+def test_bad_genesis_exit_1(tmp_path, capsys):
+    evs = chain(closed_run(), start="11" * 32)
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+def test_hash_mismatch_exit_1(tmp_path, capsys):
+    evs = closed_run()
+    evs[1]["payload"]["parent_snapshot"] = "b" * 40  # edited after hashing
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+def test_broken_linkage_exit_1(tmp_path, capsys):
+    evs = closed_run()
+    evs[2]["prev_hash"] = "22" * 32
+    evs[2]["hash"] = ehash(evs[2])
+    evs[3]["prev_hash"] = evs[2]["hash"]
+    evs[3]["hash"] = ehash(evs[3])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+def test_deleted_line_exit_1(tmp_path, capsys):
+    evs = closed_run()
+    del evs[2]
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+
+
+def test_head_is_last_hash_and_expect_head(tmp_path, capsys):
+    evs = closed_run()
+    p = write(logpath(tmp_path), evs)
+    rc, rep = verify_json(capsys, p)
+    assert rep["files"][0]["head"] == evs[-1]["hash"]
+    rc, _ = verify_json(capsys, p, "--expect-head", evs[-1]["hash"])
+    assert rc == 0
+    rc, rep = verify_json(capsys, p, "--expect-head", evs[-2]["hash"])
+    assert rc == 1
+
+
+def test_expect_head_catches_truncation_subprocess(tmp_path):
+    evs = closed_run()
+    p = write(logpath(tmp_path), evs[:-1])
+    assert sub("verify", "-q", p).returncode == 0
+    assert sub("verify", "-q", "--expect-head", evs[-1]["hash"], p).returncode == 1
+
+
+def test_two_independent_breaks_two_findings(tmp_path, capsys):
+    evs = []
+    for i in range(8):
+        evs.append(ev("tool.called" if i not in (0, 7) else ("run.started" if i == 0 else "run.completed"), {"tool": "t"}))
+    chain(evs)
+    evs[2]["payload"]["tool"] = "edited"  # break 1 (hash mismatch on line 3)
+    evs[5]["payload"]["tool"] = "edited"  # break 2 (line 6)
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 1
+    lines = sorted({f["line"] for f in rep["files"][0]["findings"] if f["severity"] == "error"})
+    assert 3 in lines and 6 in lines, rep["files"][0]["findings"]
+    assert all(l in (3, 6) for l in lines), lines
+
+
+def test_finding_fields(tmp_path, capsys):
+    evs = closed_run()
+    evs[2]["payload"]["reason"] = "edited"
+    p = write(logpath(tmp_path), evs)
+    rc, rep = verify_json(capsys, p)
+    f = [f for f in rep["files"][0]["findings"] if f["line"] == 3][0]
+    offset = sum(len(line(e)) for e in evs[:2])
+    for key in ("code", "severity", "line", "message"):
+        assert key in f
+    assert f.get("offset", f.get("byte_offset")) == offset
+    assert f.get("event_id") == evs[2]["id"]
+    assert Path(f.get("file", rep["files"][0]["path"])).name == "events.jsonl"
+
+
+# --------------------------------------------------------------------------
+# §2.5 versions
+# --------------------------------------------------------------------------
+def test_schema_versions(tmp_path, capsys):
+    evs = chain(
+        [
+            ev("run.started", {}),
+            ev("substrate.subagent.orphan_reaped", {"count": 1, "pids": [1]}),
+            ev("run.completed", {}),
+        ]
+    )
+    p = write(logpath(tmp_path), evs)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0, codes(rep)
+    rc, rep = verify_json(capsys, p, "--schema-version", "9")
+    assert rc == 0
+    rc, rep = verify_json(capsys, p, "--schema-version", "8")
+    assert rc == 3 and "UNKNOWN_KIND" in codes(rep)
+
+
+@pytest.mark.parametrize(
+    "kind,payload,ok_from",
+    [
+        ("state.budget_capped", {"cap_tokens": 5, "seated_tokens": 3}, 6),
+        ("retrieval.grouping.applied", {"rule_fired": "trait_impls"}, 7),
+        ("subagent.disposed", {"ok": True}, 8),
+    ],
+)
+def test_version_boundaries(tmp_path, capsys, kind, payload, ok_from):
+    evs = chain([ev("run.started", {}), ev(kind, payload), ev("run.completed", {})])
+    p = write(logpath(tmp_path), evs)
+    rc, rep = verify_json(capsys, p, "--schema-version", ok_from)
+    assert rc == 0, codes(rep)
+    rc, rep = verify_json(capsys, p, "--schema-version", ok_from - 1)
+    assert rc == 3 and "UNKNOWN_KIND" in codes(rep)
+
+
+def test_unknown_kind_exit_3(tmp_path, capsys):
+    evs = chain([ev("run.started", {}), ev("no.such.kind", {}), ev("run.completed", {})])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 3 and "UNKNOWN_KIND" in codes(rep)
+
+
+def test_vocabulary_has_64_kinds():
+    from ract_cli.kinds import kinds_for_version
+
+    assert len(kinds_for_version(9)) == 64
+    assert len(kinds_for_version(9) - kinds_for_version(8)) == 20
+    assert len(kinds_for_version(4) - kinds_for_version(3)) == 7
+
+
+# --------------------------------------------------------------------------
+# §2.6 payloads
+# --------------------------------------------------------------------------
+PAYLOAD_CASES = [
+    ("run.started", {"predicate_count": True}, 3),  # integer field given a boolean
+    ("run.started", {"predicate_count": 1.5}, 3),
+    ("run.started", {"predicate_count": "1"}, 3),
+    ("run.started", {"coverage_gate": 1}, 0),  # float field given an int
+    ("run.started", {"coverage_gate": True}, 3),
+    ("run.started", {"intent_id": 5}, 3),
+    ("run.started", {"undocumented": {"anything": [1]}}, 0),
+    ("run.started", {}, 0),  # documented keys may be absent
+    ("tool.refused", {"refused_by": "sandbox"}, 0),
+    ("tool.refused", {"refused_by": "someone"}, 3),
+    ("tool.result", {"ok": 1}, 3),
+    ("substrate.subagent.orphan_reaped", {"pids": list(range(32))}, 0),
+    ("substrate.subagent.orphan_reaped", {"pids": list(range(33))}, 3),
+    ("substrate.subagent.orphan_reaped", {"pids": [True]}, 3),
+    ("response.received", {"preview": "x" * 200}, 0),
+    ("response.received", {"preview": "x" * 201}, 3),
+    ("response.received", {"preview": "\U0001f600" * 200}, 0),  # 200 chars (code points)
+    ("state.budget_capped", {"cap_tokens": 5, "seated_tokens": 5}, 0),
+    ("state.budget_capped", {"cap_tokens": 5, "seated_tokens": 6}, 3),
+    ("state.budget_capped", {"strategy": "truncate_head"}, 3),
+    ("predicate.evaluated", {"kind": "test", "required": True, "ok": False}, 0),
+    ("predicate.evaluated", {"kind": "vibes"}, 3),
+    ("retrieval.grouping.applied", {"rule_fired": "nope"}, 3),
+    ("step.committed", {"outcome": "ROLLED_BACK"}, 3),
+]
+
+
+@pytest.mark.parametrize("kind,payload,want", PAYLOAD_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PAYLOAD_CASES)])
+def test_payload_types(tmp_path, capsys, kind, payload, want):
+    evs = chain([ev("run.started", {}), ev(kind, payload), ev("run.completed", {})])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == want, codes(rep)
+
+
+def _score_kind():
+    from ract_cli.kinds import KINDS
+
+    for k in KINDS:
+        for f in k.fields:
+            if f.name == "score":
+                return k.name
+    return None
+
+
+@pytest.mark.parametrize("score,want", [(0, 0), (1, 0), (0.5, 0), (1.5, 3), (-0.1, 3)])
+def test_score_bounds(tmp_path, capsys, score, want):
+    kind = _score_kind()
+    assert kind
+    evs = chain([ev("run.started", {}), ev(kind, {"score": score}), ev("run.completed", {})])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == want, codes(rep)
+
+
+def test_json_schemas_published():
+    from ract_cli import schema_export
+
+    names = [n for n in dir(schema_export) if not n.startswith("_")]
+    assert names  # the module exists and exports something
+    docs = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+    files = list(docs.glob("*.json"))
+    assert len(files) >= 64
+    sample = json.loads(files[0].read_text())
+    assert "2020-12" in sample.get("$schema", "")
+
+
+# --------------------------------------------------------------------------
+# §3 exit codes, warnings, lowest non-zero rule
+# --------------------------------------------------------------------------
+def test_lowest_nonzero_across_files(tmp_path, capsys):
+    ok = write(tmp_path / "a" / RUN / "events.jsonl", closed_run())
+    schema = write(
+        tmp_path / "b" / RUN / "events.jsonl",
+        chain([ev("run.started", {}), ev("no.such", {}), ev("run.completed", {})]),
+    )
+    good = _good_lines()
+    torn = write(tmp_path / "c" / RUN / "events.jsonl", None, raw=b"".join(good) + good[0][:30])
+    bad = closed_run()
+    bad[1]["payload"]["x"] = 1
+    tampered = write(tmp_path / "d" / RUN / "events.jsonl", bad)
+    assert ract(capsys, "verify", "-q", ok, schema, torn)[0] == 3
+    assert ract(capsys, "verify", "-q", torn, ok)[0] == 4
+    assert ract(capsys, "verify", "-q", torn, schema, tampered)[0] == 1
+    r = sub("verify", "-q", torn, schema, tampered, ok)
+    assert r.returncode == 1
+    assert ract(capsys, "verify", "-q", ok, tmp_path / "missing.jsonl")[0] == 5
+    assert ract(capsys, "verify", "-q", tampered, tmp_path / "missing.jsonl")[0] == 1
+
+
+def test_usage_exit_2(capsys, tmp_path):
+    assert ract(capsys, "verify", "--no-such-option", tmp_path)[0] == 2
+    assert ract(capsys, "verify", "--schema-version", "10", tmp_path)[0] == 2
+    assert sub("verify", "--bogus").returncode == 2
+
+
+def test_io_exit_5(tmp_path, capsys):
+    assert ract(capsys, "verify", tmp_path / "nope.jsonl")[0] == 5
+    assert sub("verify", tmp_path / "nope.jsonl").returncode == 5
+
+
+def test_clock_regression_warning(tmp_path, capsys):
+    evs = closed_run()
+    evs[2]["timestamp_ns"] = evs[1]["timestamp_ns"] - 5
+    chain(evs)
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 0 and "CLOCK_REGRESSION" in codes(rep)
+
+
+def test_run_dir_mismatch_warning(tmp_path, capsys):
+    p = write(tmp_path / "evals" / "runs" / ("cd" * 16) / "events.jsonl", closed_run())
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0 and "RUN_DIR_MISMATCH" in codes(rep)
+
+
+def test_open_run_warning_and_require_closed(tmp_path, capsys):
+    p = write(logpath(tmp_path), closed_run()[:-1])
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0 and "OPEN_RUN" in codes(rep)
+    rc, rep = verify_json(capsys, p, "--require-closed")
+    assert rc == 4 and "OPEN_RUN" in codes(rep)
+    rc, rep = verify_json(capsys, write(tmp_path / "c" / RUN / "events.jsonl", closed_run()), "--require-closed")
+    assert rc == 0
+
+
+def test_repaired_warning(tmp_path, capsys):
+    p = write(logpath(tmp_path), closed_run()[:-1])
+    assert ract(capsys, "repair", "-q", p)[0] == 0
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0 and "REPAIRED" in codes(rep)
+
+
+def test_warnings_have_warning_severity(tmp_path, capsys):
+    raw = b"".join(_good_lines()).rstrip(b"\n")
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), None, raw=raw))
+    f = [f for f in rep["files"][0]["findings"] if f["code"] == "MISSING_FINAL_NEWLINE"][0]
+    assert f["severity"].lower().startswith("warn")
+
+
+# --------------------------------------------------------------------------
+# §4 repair
+# --------------------------------------------------------------------------
+def _open_run():
+    s = new_id()
+    run = ev("run.started", {"intent_id": "intent-1"})
+    step = ev("step.started", {"parent_snapshot": "a" * 40}, step=s)
+    tool = ev("tool.called", {"tool": "bash", "arguments": {}}, step=s, parent=None)
+    prompt = ev("prompt.sent", {"provider": "p", "intent_id": "intent-1"}, step=s)
+    hs = ev("handshake.requested", {"milestone_id": "m1"}, step=s)
+    evs = chain([run, step, tool, prompt, hs])
+    evs[-1]["timestamp_ns"] = T0 + 10**9  # largest timestamp: not the last by position
+    evs[-2]["timestamp_ns"] = T0 + 5
+    chain(evs)
+    return evs
+
+
+def _read(p: Path):
+    return [json.loads(l) for l in p.read_bytes().splitlines()]
+
+
+def test_repair_open_run(tmp_path, capsys):
+    evs = _open_run()
+    p = write(logpath(tmp_path), evs)
+    original = p.read_bytes()
+    assert ract(capsys, "repair", "--check", p)[0] == 4
+    assert p.read_bytes() == original
+    rc, out, err = ract(capsys, "repair", p)
+    assert rc == 0, err
+    data = p.read_bytes()
+    assert data.startswith(original)  # original lines byte for byte
+    assert Path(str(p) + ".bak").read_bytes() == original
+    new = _read(p)[len(evs):]
+    assert [e["kind"] for e in new] == [
+        "handshake.resolved",
+        "response.received",
+        "tool.result",
+        "step.rolled_back",
+        "run.aborted",
+    ]
+    maxts = max(e["timestamp_ns"] for e in evs)
+    opens = list(reversed(evs))
+    prev = evs[-1]["hash"]
+    for close, op in zip(new, opens):
+        assert close["payload"]["synthesized"] is True
+        assert close["payload"]["reason"] == "interrupted"
+        assert close["payload"]["source_event_id"] == op["id"]
+        assert close["parent_id"] == op["id"]
+        assert close["step_id"] == op["step_id"]
+        assert close["run_id"] == RUN
+        assert close["timestamp_ns"] == maxts
+        assert close["id"] == hashlib.sha256(("ract.repair:" + op["id"]).encode()).hexdigest()[:32]
+        assert close["prev_hash"] == prev
+        assert close["hash"] == ehash(close)  # independent hash
+        prev = close["hash"]
+    by_kind = {e["kind"]: e for e in new}
+    assert by_kind["tool.result"]["payload"]["status"] == "unknown"
+    assert by_kind["tool.result"]["payload"].get("tool") == "bash"
+    assert by_kind["response.received"]["payload"]["status"] == "timed_out"
+    assert by_kind["response.received"]["payload"].get("provider") == "p"
+    assert by_kind["handshake.resolved"]["payload"]["resolution"] == "interrupted"
+    assert by_kind["handshake.resolved"]["payload"].get("milestone_id") == "m1"
+    # verifies, is closed, and says REPAIRED
+    rc, rep = verify_json(capsys, p, "--require-closed")
+    assert rc == 0 and "REPAIRED" in codes(rep)
+    # idempotent
+    once = p.read_bytes()
+    assert ract(capsys, "repair", "--check", p)[0] == 0
+    rc, out, err = ract(capsys, "repair", p)
+    assert rc == 0 and p.read_bytes() == once
+    assert "nothing to repair" in (out + err).lower()
+
+
+def test_repair_deterministic_and_output(tmp_path, capsys):
+    evs = _open_run()
+    a = write(tmp_path / "a" / RUN / "events.jsonl", evs)
+    b = write(tmp_path / "b" / RUN / "events.jsonl", evs)
+    src = a.read_bytes()
+    out_a = tmp_path / "out_a.jsonl"
+    assert ract(capsys, "repair", "--output", out_a, a)[0] == 0
+    assert a.read_bytes() == src  # --output leaves the source untouched
+    assert not Path(str(a) + ".bak").exists()
+    r = sub("repair", b)
+    assert r.returncode == 0, r.stderr
+    assert b.read_bytes() == out_a.read_bytes()
+
+
+def test_repair_pairs_existing_closes(tmp_path, capsys):
+    s = new_id()
+    run = ev("run.started", {})
+    step = ev("step.started", {}, step=s)
+    t1 = ev("tool.called", {"tool": "a"}, step=s)
+    t2 = ev("tool.called", {"tool": "a"}, step=s)
+    r1 = ev("tool.result", {"tool": "a", "ok": True}, step=s)  # FIFO: closes t1
+    p1 = ev("prompt.sent", {"provider": "x"}, step=s)
+    p1c = ev("response.received", {"provider": "y"}, step=s, parent=p1["id"])  # pairs by parent_id
+    evs = chain([run, step, t1, t2, r1, p1, p1c])
+    p = write(logpath(tmp_path), evs)
+    assert ract(capsys, "repair", p)[0] == 0
+    new = _read(p)[len(evs):]
+    assert [(e["kind"], e["payload"]["source_event_id"]) for e in new] == [
+        ("tool.result", t2["id"]),
+        ("step.rolled_back", step["id"]),
+        ("run.aborted", run["id"]),
+    ]
+
+
+def test_repair_refuses_tampered(tmp_path, capsys):
+    evs = _open_run()
+    evs[1]["payload"]["branch"] = "edited"
+    p = write(logpath(tmp_path), evs)
+    before = p.read_bytes()
+    assert ract(capsys, "repair", p)[0] == 1
+    assert p.read_bytes() == before
+    assert sorted(x.name for x in p.parent.iterdir()) == ["events.jsonl"]
+    r = sub("repair", p)
+    assert r.returncode == 1 and p.read_bytes() == before
+
+
+def test_repair_refuses_schema_error(tmp_path, capsys):
+    evs = chain([ev("run.started", {}), ev("no.such.kind", {})])
+    p = write(logpath(tmp_path), evs)
+    before = p.read_bytes()
+    rc = ract(capsys, "repair", p)[0]
+    assert rc != 0 and p.read_bytes() == before
+
+
+def test_repair_torn_tail_to_sidecar(tmp_path, capsys):
+    evs = _open_run()
+    good = b"".join(line(e) for e in evs)
+    torn = b'{"id":"' + b"ab" * 10
+    p = write(logpath(tmp_path), None, raw=good + torn)
+    rc, out, err = ract(capsys, "repair", "--no-backup", p)
+    assert rc == 0, err
+    assert p.read_bytes().startswith(good)
+    sidecars = [x for x in p.parent.iterdir() if x.name != "events.jsonl"]
+    assert any(x.read_bytes() == torn for x in sidecars), sidecars
+    assert ract(capsys, "verify", "-q", "--require-closed", p)[0] == 0
+
+
+def test_repair_torn_tail_only_check(tmp_path, capsys):
+    good = b"".join(_good_lines())
+    p = write(logpath(tmp_path), None, raw=good + b'{"x"')
+    assert ract(capsys, "repair", "--check", p)[0] == 4
+    assert p.read_bytes() == good + b'{"x"'
+    assert ract(capsys, "repair", p)[0] == 0
+    assert p.read_bytes() == good
+
+
+def test_repair_refuses_locked(tmp_path, capsys):
+    from ract_cli.writer import EventWriter
+
+    p = logpath(tmp_path)
+    with EventWriter(p, run_id=RUN) as w:
+        w.append("run.started", {})
+        before = p.read_bytes()
+        r = sub("repair", p)
+        assert r.returncode == 5
+        assert p.read_bytes() == before
+
+
+# --------------------------------------------------------------------------
+# §5 replay
+# --------------------------------------------------------------------------
+def _git(cwd, *args):
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"},
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tmp_path / "repo"
+    r.mkdir()
+    _git(r, "init", "-q")
+    (r / "f").write_text("1")
+    _git(r, "add", "f")
+    _git(r, "commit", "-qm", "one")
+    c1 = _git(r, "rev-parse", "HEAD")
+    (r / "f").write_text("2")
+    _git(r, "commit", "-qam", "two")
+    c2 = _git(r, "rev-parse", "HEAD")
+    return r, c1, c2
+
+
+def _replay_log(tmp_path, snap, after=None, before=None):
+    s = new_id()
+    committed = {"outcome": "COMMITTED"}
+    if after:
+        committed["parent_snapshot_after"] = after
+        committed["parent_snapshot_before"] = before
+    evs = chain(
+        [
+            ev("run.started", {}),
+            ev("step.started", {"parent_snapshot": snap}, step=s),
+            ev("step.committed", committed, step=s),
+            ev("run.completed", {}),
+        ]
+    )
+    return write(logpath(tmp_path), evs), evs
+
+
+def test_replay_head_mismatch_warns(tmp_path, repo):
+    r, c1, c2 = repo
+    p, _ = _replay_log(tmp_path, c1)
+    res = sub("replay", p, "--workspace", r)
+    assert res.returncode == 0
+    err = res.stderr.decode()
+    assert c1[:7] in err and c2[:7] in err
+    assert "diverge" in err.lower()
+    res = sub("replay", p, "--workspace", r, "--strict-head")
+    assert res.returncode == 6
+
+
+def test_replay_head_match_and_default_cwd(tmp_path, repo, capsys):
+    r, c1, c2 = repo
+    p, _ = _replay_log(tmp_path, c2)
+    res = sub("replay", p, cwd=r)
+    assert res.returncode == 0
+    assert "diverge" not in res.stderr.decode().lower()
+    assert sub("replay", p, "--strict-head", cwd=r).returncode == 0
+
+
+def test_replay_dirty_tree_warns(tmp_path, repo, capsys):
+    r, c1, c2 = repo
+    (r / "f").write_text("dirty")
+    p, _ = _replay_log(tmp_path, c2)
+    rc, out, err = ract(capsys, "replay", p, "--workspace", r)
+    assert rc == 0 and "dirty" in err.lower()
+
+
+def test_replay_no_repo_or_no_snapshot_warns(tmp_path, capsys):
+    ws = tmp_path / "plain"
+    ws.mkdir()
+    p, _ = _replay_log(tmp_path, "a" * 40)
+    rc, out, err = ract(capsys, "replay", p, "--workspace", ws)
+    assert rc == 0 and "cannot be checked" in err.lower()
+    p2 = write(tmp_path / "x" / RUN / "events.jsonl", chain([ev("run.started", {}), ev("run.completed", {})]))
+    rc, out, err = ract(capsys, "replay", p2, "--workspace", ws)
+    assert rc == 0 and "cannot be checked" in err.lower()
+
+
+def test_replay_check_commits(tmp_path, repo, capsys):
+    r, c1, c2 = repo
+    p, _ = _replay_log(tmp_path, c1, after=c2, before=c1)
+    rc, out, err = ract(capsys, "replay", p, "--workspace", r, "--check-commits")
+    assert rc == 0, err
+    q, _ = _replay_log(tmp_path / "q", c1, after=c1, before=c2)  # does not descend
+    rc, out, err = ract(capsys, "replay", q, "--workspace", r, "--check-commits")
+    assert rc == 6
+    z, _ = _replay_log(tmp_path / "z", c1, after="f" * 40, before=c1)  # does not exist
+    rc, out, err = ract(capsys, "replay", z, "--workspace", r, "--check-commits")
+    assert rc == 6
+
+
+def test_replay_until_and_jsonl(tmp_path, capsys):
+    p, evs = _replay_log(tmp_path, "a" * 40)
+    rc, out, err = ract(capsys, "replay", p, "--until", "2", "--format", "jsonl", "--workspace", tmp_path)
+    assert rc == 0
+    assert out.encode() == b"".join(line(e) for e in evs[:2])
+    rc, out, err = ract(capsys, "replay", p, "--until", evs[2]["id"], "--format", "jsonl", "--workspace", tmp_path)
+    assert rc == 0 and out.encode() == b"".join(line(e) for e in evs[:3])
+
+
+def test_replay_tampered_exit_1(tmp_path, capsys):
+    p, evs = _replay_log(tmp_path, "a" * 40)
+    evs[2]["payload"]["reason"] = "x"
+    write(p, evs)
+    rc, out, err = ract(capsys, "replay", p, "--format", "jsonl", "--workspace", tmp_path)
+    assert rc == 1
+    assert evs[2]["id"] not in out
+
+
+# --------------------------------------------------------------------------
+# §6 grep
+# --------------------------------------------------------------------------
+def _grep_log(tmp_path):
+    s = new_id()
+    evs = chain(
+        [
+            ev("run.started", {}),
+            ev("process.reaped", {"reason": "timeout", "reap_latency_ms": 2000}, step=s),
+            ev("process.reaped", {"reason": "exit", "reap_latency_ms": 5}, step=s),
+            ev("tool.called", {"tool": "bash"}, step=s),
+            ev("run.completed", {}),
+        ]
+    )
+    return write(logpath(tmp_path), evs), evs
+
+
+def test_grep_kind_glob_piped_bytes(tmp_path):
+    p, evs = _grep_log(tmp_path)
+    raw = p.read_bytes().splitlines(keepends=True)
+    r = sub("grep", "--kind", "process.*", p)
+    assert r.returncode == 0
+    assert r.stdout == raw[1] + raw[2]
+    r = sub("grep", "--kind", "process.reaped", "--where", "payload.reason=timeout", tmp_path)
+    assert r.returncode == 0 and r.stdout == raw[1]
+
+
+def test_grep_where_and_exact(tmp_path, capsys):
+    p, evs = _grep_log(tmp_path)
+    raw = p.read_bytes().splitlines(keepends=True)
+    rc, out, err = ract(capsys, "grep", "--format", "jsonl", "--where", "payload.reap_latency_ms>1000", p)
+    assert rc == 0 and out.encode() == raw[1]
+    rc, out, err = ract(capsys, "grep", "--format", "jsonl", "--where", "payload.reason~^ex", p)
+    assert rc == 0 and out.encode() == raw[2]
+    rc, out, err = ract(capsys, "grep", "--format", "jsonl", "--kind", "process", p)
+    assert rc == 7 and out == ""
+    rc, out, err = ract(capsys, "grep", "--count", "--kind", "process.*", p)
+    assert rc == 0 and out.strip().endswith("2")
+
+
+def test_grep_preserves_foreign_bytes(tmp_path, capsys):
+    evs = chain([ev("run.started", {"note": "caf\u00e9"}), ev("run.completed", {})])
+    raw = b"".join(json.dumps(e, separators=(", ", ": ")).encode() + b"\r\n" for e in evs)
+    p = write(logpath(tmp_path), None, raw=raw)
+    r = sub("grep", "--kind", "run.started", p)
+    assert r.returncode == 0
+    assert r.stdout == raw.split(b"\n")[0] + b"\n"
+
+
+def test_grep_stops_at_break(tmp_path, capsys):
+    p, evs = _grep_log(tmp_path)
+    evs[2]["payload"]["reason"] = "edited"
+    write(p, evs)
+    raw = p.read_bytes().splitlines(keepends=True)
+    r = sub("grep", "--kind", "*", p)
+    assert r.returncode == 1
+    # nothing at or after the break (line 3); the project also withholds the event just before it (docs/grep.md)
+    assert r.stdout in (raw[0], raw[0] + raw[1])
+    assert raw[2] not in r.stdout and raw[3] not in r.stdout
+    assert r.stderr
+    rc, out, err = ract(capsys, "grep", "--format", "jsonl", "--kind", "tool.called", p)
+    assert rc == 1 and out == ""
+
+
+def test_grep_no_match_exit_7(tmp_path):
+    p, _ = _grep_log(tmp_path)
+    r = sub("grep", "--kind", "nothing.here", p)
+    assert r.returncode == 7 and r.stdout == b""
+
+
+def test_grep_synthesized(tmp_path, capsys):
+    p = write(logpath(tmp_path), closed_run()[:-1])
+    assert ract(capsys, "repair", "-q", p)[0] == 0
+    rc, out, err = ract(capsys, "grep", "--format", "jsonl", "--synthesized", p)
+    assert rc == 0
+    assert [json.loads(l)["kind"] for l in out.splitlines()] == ["step.rolled_back", "run.aborted"] or [
+        json.loads(l)["kind"] for l in out.splitlines()
+    ] == ["run.aborted"]
+
+
+# --------------------------------------------------------------------------
+# §7 project
+# --------------------------------------------------------------------------
+def _project(capsys, *paths, fmt="json"):
+    rc, out, err = ract(capsys, "project", "--format", fmt, *paths)
+    return rc, out
+
+
+def _status_of(doc):
+    if "status" in doc:
+        return doc["status"]
+    if "runs" in doc:
+        return doc["runs"][0]["status"]
+    raise AssertionError(doc.keys())
+
+
+def test_project_statuses(tmp_path, capsys):
+    completed = write(tmp_path / "1" / RUN / "events.jsonl", closed_run())
+    aborted_evs = chain([ev("run.started", {}), ev("run.aborted", {"reason": "halt"})])
+    aborted = write(tmp_path / "2" / RUN / "events.jsonl", aborted_evs)
+    opened = write(tmp_path / "3" / RUN / "events.jsonl", closed_run()[:-1])
+    repaired = write(tmp_path / "4" / RUN / "events.jsonl", closed_run()[:-1])
+    assert ract(capsys, "repair", "-q", repaired)[0] == 0
+    for path, want in [(completed, "completed"), (aborted, "aborted"), (opened, "open"), (repaired, "repaired")]:
+        rc, out = _project(capsys, path)
+        assert rc == 0
+        assert _status_of(json.loads(out)) == want
+    rc, out, err = ract(capsys, "project", "--format", "json", "--require-closed", opened)
+    assert rc == 4
+    rc, out = _project(capsys, completed, aborted, opened, repaired)
+    doc = json.loads(out)
+    assert rc == 0 and len(doc["runs"]) == 4
+
+
+def test_project_gate_inconsistent(tmp_path, capsys):
+    evs = chain(
+        [
+            ev("run.started", {}),
+            ev("predicate.evaluated", {"predicate_id": "p1", "kind": "test", "required": True, "ok": False}),
+            ev("run.completed", {"final_decision": "done"}),
+        ]
+    )
+    rc, out = _project(capsys, write(logpath(tmp_path), evs))
+    doc = json.loads(out)
+    assert rc == 0
+    assert doc["predicates"]["gate_inconsistent"] is True
+    evs2 = chain(
+        [
+            ev("run.started", {}),
+            ev("predicate.evaluated", {"predicate_id": "p1", "kind": "test", "required": True, "ok": False}),
+            ev("predicate.evaluated", {"predicate_id": "p1", "kind": "test", "required": True, "ok": True}),
+            ev("run.completed", {"final_decision": "done"}),
+        ]
+    )
+    rc, out = _project(capsys, write(tmp_path / "b" / RUN / "events.jsonl", evs2))
+    assert json.loads(out)["predicates"]["gate_inconsistent"] is False
+
+
+def test_project_markdown_and_tampered(tmp_path, capsys):
+    p = write(logpath(tmp_path), closed_run())
+    rc, out = _project(capsys, p, fmt="markdown")
+    assert rc == 0 and "|" in out and "completed" in out
+    evs = closed_run()
+    evs[1]["payload"]["x"] = 1
+    q = write(tmp_path / "t" / RUN / "events.jsonl", evs)
+    r = sub("project", "--format", "json", q)
+    assert r.returncode == 1
+
+
+def test_project_chain_head(tmp_path, capsys):
+    evs = closed_run()
+    rc, out = _project(capsys, write(logpath(tmp_path), evs))
+    assert evs[-1]["hash"] in out
+
+
+# --------------------------------------------------------------------------
+# §8 Raxol journals
+# --------------------------------------------------------------------------
+from ract_cli.raxol import evidence_status  # noqa: E402
+
+EVIDENCE_ROWS = [
+    ({"final": True, "evidence": "accepted"}, "accepted"),
+    ({"final": True, "evidence": "rejected"}, "rejected"),
+    ({"final": True, "evidence": "absent"}, "absent"),
+    ({"final": True, "evidence": "absent", "refs": ["r1"]}, "absent"),  # key present is authoritative
+    ({"final": True, "evidence": "rejected", "refs": ["r1"]}, "rejected"),
+    ({"final": True, "refs": ["r1"]}, "accepted"),  # legacy grandfather
+    ({"final": True}, "unknown"),  # never absent
+    ({"final": True, "evidence": "bogus"}, "unknown"),
+    ({"final": True, "evidence": "bogus", "refs": ["r1"]}, "unknown"),
+    ({"final": True, "evidence": 7}, "unknown"),
+    ({"final": True, "evidence": None}, "unknown"),
+    ({"final": True, "evidence": ["accepted"]}, "unknown"),
+    ({}, "unknown"),
+]
+
+
+@pytest.mark.parametrize("payload,want", EVIDENCE_ROWS)
+def test_evidence_status_rows(payload, want):
+    assert evidence_status(payload) == want
+
+
+@pytest.mark.parametrize("payload", [None, 5, "x", [], {"evidence": {"a": 1}}, {"refs": 5}])
+def test_evidence_status_never_raises(payload):
+    assert evidence_status(payload) in ("accepted", "rejected", "absent", "unknown")
+    assert evidence_status(payload) != "accepted"
+
+
+def _journal(tmp_path, records):
+    p = tmp_path / "journal.jsonl"
+    p.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in records))
+    return p
+
+
+def _raxol_records(extra_final=None, unknown=False):
+    recs = [
+        {"type": "turn_started", "payload": {"prompt": "p"}, "schema_version": "1.1.0"},
+        {"type": "item_started", "payload": {"item_id": "i1", "item_type": "message"}, "schema_version": "1.1.0"},
+        {"type": "item_delta", "payload": {"item_id": "i1", "chunk": "x"}, "schema_version": "1.1.0"},
+        {"type": "item_completed", "payload": {"item_id": "i1", "item_type": "message"}, "schema_version": "1.1.0"},
+    ]
+    if unknown:
+        recs.append({"type": "future_thing", "payload": {}, "schema_version": "1.1.0"})
+    fin = {"usage": {}, "iteration": 1, "final": True, "evidence": "accepted", "refs": ["i1"]}
+    fin.update(extra_final or {})
+    recs.append({"type": "turn_completed", "payload": fin, "schema_version": "1.1.0", "extra_top": 1})
+    return recs
+
+
+def test_raxol_detected_and_verifies(tmp_path, capsys):
+    p = _journal(tmp_path, _raxol_records())
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0, rep
+
+
+def test_raxol_unknown_type_is_warning(tmp_path, capsys):
+    p = _journal(tmp_path, _raxol_records(unknown=True))
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0
+    assert rep["files"][0]["findings"]
+
+
+@pytest.mark.parametrize(
+    "extra,want",
+    [
+        ({"evidence": "rejected", "evidence_rejected": {"refs": ["i9"], "reason": "missing_ref", "ref": None}}, 0),
+        ({"evidence": "rejected", "evidence_rejected": {"refs": ["i9"], "reason": "not_evidence", "ref": 0}}, 0),
+        ({"evidence": "accepted", "evidence_rejected": {"refs": [], "reason": "missing_ref", "ref": None}}, 3),
+        ({"evidence": "rejected", "evidence_rejected": {"refs": [], "reason": "made_up", "ref": None}}, 3),
+        ({"evidence": "maybe"}, 3),
+    ],
+)
+def test_raxol_evidence_marker(tmp_path, capsys, extra, want):
+    p = _journal(tmp_path, _raxol_records(extra))
+    rc, rep = verify_json(capsys, p)
+    assert rc == want, rep["files"][0]["findings"]
+
+
+def test_raxol_repair_refuses(tmp_path, capsys):
+    recs = _raxol_records()[:-1]
+    p = _journal(tmp_path, recs)
+    before = p.read_bytes()
+    rc, out, err = ract(capsys, "repair", p)
+    assert rc == 1
+    assert "raxol" in (out + err).lower()
+    assert p.read_bytes() == before
+
+
+def test_raxol_chain_verified(tmp_path, capsys):
+    recs = _raxol_records()
+    prev = ZERO
+    for r in recs:
+        r["prev_hash"] = prev
+        r["hash"] = hashlib.sha256(jcs({k: v for k, v in r.items() if k != "hash"}).encode()).hexdigest()
+        prev = r["hash"]
+    p = _journal(tmp_path, recs)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0, rep
+    recs[1]["payload"]["item_id"] = "forged"
+    p.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in recs))
+    rc, rep = verify_json(capsys, p)
+    assert rc == 1
+
+
+def test_raxol_legacy_marker_warning(tmp_path, capsys):
+    recs = _raxol_records()
+    for r in recs:
+        r.pop("schema_version")
+    p = _journal(tmp_path, recs)
+    rc, rep = verify_json(capsys, p)
+    assert rc == 0
+    assert rep["files"][0]["findings"]
+
+
+# --------------------------------------------------------------------------
+# §9 writer
+# --------------------------------------------------------------------------
+def test_writer_lock_resume_and_verify(tmp_path, capsys):
+    from ract_cli.writer import EventWriter, is_locked
+
+    p = logpath(tmp_path)
+    with EventWriter(p, run_id=RUN) as w:
+        w.append("run.started", {"intent_id": "x", "weird": object()})
+        assert is_locked(p)
+    assert not is_locked(p)
+    with EventWriter(p, run_id=RUN) as w:  # resume
+        w.append("run.completed", {})
+    evs = _read(p)
+    assert evs[0]["prev_hash"] == ZERO
+    assert evs[1]["prev_hash"] == evs[0]["hash"]
+    for e in evs:
+        assert e["hash"] == ehash(e)  # independent hash
+    assert isinstance(evs[0]["payload"]["weird"], str)
+    assert ract(capsys, "verify", "-q", p)[0] == 0
+
+
+def test_writer_redaction_from_yaml(tmp_path, capsys, monkeypatch):
+    from ract_cli.writer import EventWriter, RedactionProfile
+
+    (tmp_path / "ract.yaml").write_text(
+        "trace:\n  redaction:\n    patterns: ['sk-[A-Za-z0-9]{16,}']\n    fields: [password]\n"
+    )
+    profile = RedactionProfile.load(tmp_path / "ract.yaml")
+    p = logpath(tmp_path)
+    with EventWriter(p, run_id=RUN, redaction=profile) as w:
+        w.append("run.started", {"note": "key sk-ABCDEFGHIJKLMNOPQRST here", "nested": {"password": {"x": 1}}})
+    data = p.read_bytes()
+    assert b"sk-ABCDEFGHIJKLMNOPQRST" not in data
+    e = _read(p)[0]
+    assert "here" in e["payload"]["note"]
+    assert e["payload"]["nested"]["password"] != {"x": 1}
+    assert e["hash"] == ehash(e)
+    assert ract(capsys, "verify", "-q", p)[0] == 0
