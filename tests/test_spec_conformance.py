@@ -1655,3 +1655,84 @@ def test_writer_second_writer_refused_and_flush_per_event(tmp_path, capsys):
     assert ract(capsys, "verify", "-q", p)[0] == 0
     evs = _read(p)
     assert len(evs) == 3 and all(e["hash"] == ehash(e) for e in evs)
+
+
+@pytest.mark.parametrize("kind,since", [("tool.invocation.pre", 4), ("whisperer.contract_violation", 4), ("budget.declared", 1), ("run.started", 1)])
+def test_schema_version_sections(tmp_path, capsys, kind, since):
+    evs = chain([ev("run.started", {}), ev(kind, {}), ev("run.completed", {})])
+    p = write(logpath(tmp_path), evs)
+    assert ract(capsys, "verify", "-q", "--schema-version", since, p)[0] == 0
+    assert ract(capsys, "verify", "-q", "--schema-version", 5, p)[0] == 0
+    if since > 1:
+        rc, rep = verify_json(capsys, p, "--schema-version", since - 1)
+        assert rc == 3 and "UNKNOWN_KIND" in codes(rep)
+
+
+def test_line_separators_inside_strings_are_not_line_breaks(tmp_path, capsys):
+    s = "a\u2028b\u2029c\x85d\x1ce\x1df\x1eg"
+    evs = chain([ev("run.started", {"s": s}), ev("tool.called", {"tool": s}), ev("run.completed", {})])
+    p = write(logpath(tmp_path), evs)
+    raw = p.read_bytes()
+    assert "\u2028".encode() in raw and raw.count(b"\n") == 3
+    assert ract(capsys, "verify", "-q", p)[0] == 0
+    r = sub("grep", "--kind", "*", p)
+    assert r.returncode == 0 and r.stdout == raw
+    rc, out, _ = ract(capsys, "replay", "--format", "jsonl", "--workspace", tmp_path, p)
+    assert rc == 0 and out.encode("utf-8", "surrogatepass") == raw
+
+
+def test_two_objects_split_by_bare_cr_are_one_malformed_line(tmp_path, capsys):
+    g = _good_lines()
+    raw = g[0] + g[1].rstrip(b"\n") + b"\r" + g[2] + g[3]
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), None, raw=raw))
+    assert rc == 1 and rep["files"][0]["findings"][0]["line"] == 2
+
+
+def test_grep_goes_on_after_a_broken_file(tmp_path, capsys):
+    bad = closed_run()
+    bad[1]["payload"]["x"] = 1
+    b = write(tmp_path / "bad" / RUN / "events.jsonl", bad)
+    good = closed_run()
+    g = write(tmp_path / "good" / RUN / "events.jsonl", good)
+    r = sub("grep", "--kind", "run.completed", b, g)
+    assert r.returncode == 1
+    assert r.stdout == line(good[-1])
+    assert b"bad" in r.stderr
+
+
+def _fin(**kw):
+    return {"type": "turn_completed", "payload": {"usage": {}, "iteration": 1, "final": True, **kw}}
+
+
+RAXOL_MARKER_CASES = [
+    ("no schema_version (legacy 1.0.0) with a marker", None, _fin(evidence="accepted", refs=["i1"]), 0, True),
+    ("1.0.0 with a marker", "1.0.0", _fin(evidence="absent"), 0, True),
+    ("ref must be an offset or null", "1.1.0", _fin(evidence="rejected", evidence_rejected={"refs": ["x"], "reason": "missing_ref", "ref": "x"}), 3, False),
+    ("refs must be a list", "1.1.0", _fin(evidence="rejected", evidence_rejected={"refs": "x", "reason": "missing_ref", "ref": None}), 3, False),
+    ("error type is in the vocabulary", "1.1.0", {"type": "error", "payload": {"reason": "boom"}}, 0, False),
+]
+
+
+@pytest.mark.parametrize("name,version,record,want,warn", RAXOL_MARKER_CASES, ids=[c[0] for c in RAXOL_MARKER_CASES])
+def test_raxol_marker_rules(tmp_path, capsys, name, version, record, want, warn):
+    recs = [{"type": "turn_started", "payload": {"prompt": "p"}}, record]
+    if record["type"] != "turn_completed":
+        recs.append(_fin(evidence="absent"))
+    if version:
+        recs = [dict(r, schema_version=version) for r in recs]
+    rc, rep = verify_json(capsys, _journal(tmp_path, recs))
+    assert rc == want, rep["files"][0]["findings"]
+    if warn:
+        assert any(f["severity"] == "warning" for f in rep["files"][0]["findings"])
+
+
+def test_writer_sanitizes_unencodable_values(tmp_path, capsys):
+    from ract_cli.writer import EventWriter
+
+    p = logpath(tmp_path)
+    with EventWriter(p, run_id=RUN) as w:
+        w.append("run.started", {"big": 2**70, "nan": float("nan"), "s": "\ud800", "b": b"xx", "set": {1}, 3: "k"})
+    e = _read(p)[0]
+    assert isinstance(e["payload"]["big"], str) and isinstance(e["payload"]["nan"], str)
+    assert e["hash"] == ehash(e)
+    assert ract(capsys, "verify", "-q", p)[0] == 0
