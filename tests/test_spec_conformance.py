@@ -1736,3 +1736,31 @@ def test_writer_sanitizes_unencodable_values(tmp_path, capsys):
     assert isinstance(e["payload"]["big"], str) and isinstance(e["payload"]["nan"], str)
     assert e["hash"] == ehash(e)
     assert ract(capsys, "verify", "-q", p)[0] == 0
+
+
+def test_deleted_line_is_one_break_then_reanchored(tmp_path, capsys):
+    evs = [ev("run.started", {})] + [ev("tool.called", {"tool": str(i)}) for i in range(5)] + [ev("run.completed", {})]
+    chain(evs)
+    del evs[2]
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    errors = [f for f in rep["files"][0]["findings"] if f["severity"] == "error"]
+    assert rc == 1 and [f["line"] for f in errors] == [3], errors
+
+
+def test_repair_no_backup_and_second_run_keeps_backup(tmp_path, capsys):
+    a = write(tmp_path / "a" / RUN / "events.jsonl", _open_run())
+    assert ract(capsys, "repair", "-q", "--no-backup", a)[0] == 0
+    assert sorted(x.name for x in a.parent.iterdir()) == ["events.jsonl"]
+    b = write(tmp_path / "b" / RUN / "events.jsonl", _open_run())
+    original = b.read_bytes()
+    assert ract(capsys, "repair", "-q", b)[0] == 0
+    repaired = b.read_bytes()
+    assert ract(capsys, "repair", "-q", b)[0] == 0
+    assert b.read_bytes() == repaired
+    assert Path(str(b) + ".bak").read_bytes() == original
+
+
+def test_cli_surface(tmp_path):
+    assert subprocess.run([sys.executable, "-m", "ract_cli", "--help"], capture_output=True).returncode == 0
+    assert sub("verify").returncode == 2  # a path is required
+    assert sub("no-such-command").returncode == 2
