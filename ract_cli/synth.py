@@ -231,7 +231,8 @@ class RunBuilder:
 
 
 def _writer(path: Path, run_id: str, rng: random.Random) -> EventWriter:
-    return EventWriter(path, run_id=run_id, fsync=FsyncPolicy.NEVER, new_id=lambda: f"{rng.getrandbits(128):032x}")
+    return EventWriter(path, run_id=run_id, fsync=FsyncPolicy.NEVER, redaction=None,  # fixtures never depend on ./ract.yaml
+                       new_id=lambda: f"{rng.getrandbits(128):032x}")
 
 
 def write_completed(path: Path, run_id: str, *, seed: int = 1, steps: int = 6) -> None:

@@ -154,14 +154,14 @@ class RedactionProfile:
     @classmethod
     def load(cls, path: str | os.PathLike[str] = "ract.yaml") -> RedactionProfile | None:
         """Read ``ract.yaml``; a missing file means redaction is off."""
-        import yaml  # PyYAML: only needed when a config file is read
-
         try:
             text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise LogIOError(f"cannot read {path}: {exc.strerror or exc}") from None
+        import yaml  # PyYAML: only needed when a config file is read
+
         try:
             config = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -227,6 +227,12 @@ def is_locked(path: str | os.PathLike[str]) -> bool:
     return False
 
 
+FROM_CONFIG: Any = object()
+"""``EventWriter(redaction=FROM_CONFIG)`` (the default): the ``trace.redaction``
+profile of ``./ract.yaml`` when that file exists, else none. ``redaction=None``
+turns redaction off whatever ``ract.yaml`` says."""
+
+
 class EventWriter:
     """Append chained events to a log, holding its advisory lock while open.
 
@@ -240,14 +246,16 @@ class EventWriter:
         *,
         run_id: str | None = None,
         fsync: FsyncPolicy | str = FsyncPolicy.EVERY,
-        redaction: RedactionProfile | None = None,
+        redaction: RedactionProfile | None | object = FROM_CONFIG,
         clock: Callable[[], int] = time.time_ns,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         strict: bool = True,
     ) -> None:
         self.path = Path(path)
         self.fsync = FsyncPolicy(fsync)
-        self.redaction = redaction if redaction is not None and redaction.enabled else None
+        if redaction is FROM_CONFIG:  # SPEC §9 / reference: redaction is enabled in ract.yaml
+            redaction = RedactionProfile.load()
+        self.redaction = redaction if isinstance(redaction, RedactionProfile) and redaction.enabled else None
         self.clock = clock
         self.new_id = new_id
         self.strict = strict

@@ -1764,3 +1764,26 @@ def test_cli_surface(tmp_path):
     assert subprocess.run([sys.executable, "-m", "ract_cli", "--help"], capture_output=True).returncode == 0
     assert sub("verify").returncode == 2  # a path is required
     assert sub("no-such-command").returncode == 2
+
+
+def test_writer_redaction_enabled_by_ract_yaml_in_cwd(tmp_path, capsys, monkeypatch):
+    """Reference: the profile 'is off by default; enable it in ract.yaml' (SPEC §9: configured from ract.yaml)."""
+    from ract_cli.writer import EventWriter
+
+    monkeypatch.chdir(tmp_path)
+    p = logpath(tmp_path)
+    with EventWriter(p, run_id=RUN) as w:  # no ract.yaml: off
+        w.append("run.started", {"api_key": "k1"})
+    assert _read(p)[0]["payload"]["api_key"] == "k1"
+    (tmp_path / "ract.yaml").write_text(
+        "trace:\n  redaction:\n    patterns: ['sk-[A-Za-z0-9]{20,}']\n    fields: [api_key]\n    replacement: '[REDACTED]'\n"
+    )
+    with EventWriter(p, run_id=RUN) as w:  # resume; the profile comes from ./ract.yaml
+        w.append("tool.called", {"tool": "t", "arguments": {"api_key": "k2", "note": "sk-" + "A" * 24}})
+    e = _read(p)[1]
+    assert e["payload"]["arguments"] == {"api_key": "[REDACTED]", "note": "[REDACTED]"}
+    assert e["hash"] == ehash(e)
+    with EventWriter(p, run_id=RUN, redaction=None) as w:  # explicitly off
+        w.append("tool.called", {"tool": "t", "arguments": {"api_key": "k3"}})
+    assert _read(p)[2]["payload"]["arguments"]["api_key"] == "k3"
+    assert ract(capsys, "verify", "-q", p)[0] == 0
