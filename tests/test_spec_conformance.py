@@ -1787,3 +1787,19 @@ def test_writer_redaction_enabled_by_ract_yaml_in_cwd(tmp_path, capsys, monkeypa
         w.append("tool.called", {"tool": "t", "arguments": {"api_key": "k3"}})
     assert _read(p)[2]["payload"]["arguments"]["api_key"] == "k3"
     assert ract(capsys, "verify", "-q", p)[0] == 0
+
+
+def test_raxol_item_ids_turn_scoped_and_delta_never_replayed(tmp_path, capsys):
+    ts = {"type": "turn_started", "payload": {"prompt": "p"}}
+    its = {"type": "item_started", "payload": {"item_id": "i1", "item_type": "message"}}
+    itc = {"type": "item_completed", "payload": {"item_id": "i1", "item_type": "message"}}
+    dl = {"type": "item_delta", "payload": {"item_id": "i1", "chunk": "c"}}
+    recs = [ts, its, dl, itc, {"type": "turn_completed", "payload": {"usage": {}, "iteration": 1, "final": False}}, ts, its, itc, _fin(evidence="absent")]
+    recs = [dict(r, schema_version="1.1.0") for r in recs]
+    j = _journal(tmp_path, recs)
+    assert ract(capsys, "verify", "-q", j)[0] == 0  # i1 again in a new turn is fine
+    rc, out, err = ract(capsys, "replay", "--format", "jsonl", "--workspace", tmp_path, j)
+    assert rc == 0 and "item_delta" not in out and out.count("\n") == len(recs) - 1
+    dup = [dict(r, schema_version="1.1.0") for r in [ts, its, itc, its, itc, _fin(evidence="absent")]]
+    rc, rep = verify_json(capsys, _journal(tmp_path, dup))
+    assert rc == 3  # item ids are distinct per item within a turn
