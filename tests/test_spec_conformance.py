@@ -1803,3 +1803,34 @@ def test_raxol_item_ids_turn_scoped_and_delta_never_replayed(tmp_path, capsys):
     dup = [dict(r, schema_version="1.1.0") for r in [ts, its, itc, its, itc, _fin(evidence="absent")]]
     rc, rep = verify_json(capsys, _journal(tmp_path, dup))
     assert rc == 3  # item ids are distinct per item within a turn
+
+
+def _pairing_cases():
+    s = new_id()
+    run = ev("run.started", {})
+    st = ev("step.started", {}, step=s)
+    t1 = ev("tool.called", {"tool": "a"}, step=s)
+    t2 = ev("tool.called", {"tool": "a"}, step=s)
+    h1 = ev("handshake.requested", {"milestone_id": "m1"})
+    h2 = ev("handshake.requested", {"milestone_id": "m2"})
+    t4 = ev("tool.called", {"tool": "a"})
+    return {
+        # parent_id names no open: the step pairs by step_id
+        "step by step_id": ([run, st, ev("step.committed", {"outcome": "COMMITTED"}, step=s, parent=new_id())], [run]),
+        # parent_id wins over FIFO
+        "tool by parent_id": ([run, st, t1, t2, ev("tool.result", {"tool": "a", "ok": True}, step=s, parent=t2["id"])], [t1, st, run]),
+        # FIFO is per (step_id, tool): a result for tool b leaves tool a open
+        "tool FIFO per tool": ([run, st, t1, ev("tool.result", {"tool": "b", "ok": True}, step=s)], [t1, st, run]),
+        "handshake by milestone": ([run, h1, h2, ev("handshake.resolved", {"milestone_id": "m1", "status": "approved"})], [h2, run]),
+        "run already closed": ([run, t4, ev("run.completed", {})], [t4]),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_pairing_cases()))
+def test_repair_pairing_rules(tmp_path, capsys, name):
+    evs, opens = _pairing_cases()[name]
+    evs = chain([dict(e) for e in evs])
+    p = write(logpath(tmp_path), evs)
+    assert ract(capsys, "repair", "-q", p)[0] == 0
+    new = _read(p)[len(evs):]
+    assert [e["payload"]["source_event_id"] for e in new] == [o["id"] for o in opens]
