@@ -1834,3 +1834,15 @@ def test_repair_pairing_rules(tmp_path, capsys, name):
     assert ract(capsys, "repair", "-q", p)[0] == 0
     new = _read(p)[len(evs):]
     assert [e["payload"]["source_event_id"] for e in new] == [o["id"] for o in opens]
+
+
+def test_quiet_prints_nothing_and_github_annotations(tmp_path):
+    evs = closed_run()
+    evs[1]["payload"]["x"] = 1
+    p = write(logpath(tmp_path), evs)
+    for cmd in (["verify", "-q"], ["grep", "-q", "--kind", "*"], ["repair", "-q"]):
+        r = sub(*cmd, p)
+        assert r.returncode == 1 and r.stdout == b"" and r.stderr == b"", cmd
+    r = sub("verify", "--format", "github", p)
+    assert r.returncode == 1
+    assert r.stdout.decode().startswith("::error ") and "line=2" in r.stdout.decode()
