@@ -1846,3 +1846,22 @@ def test_quiet_prints_nothing_and_github_annotations(tmp_path):
     r = sub("verify", "--format", "github", p)
     assert r.returncode == 1
     assert r.stdout.decode().startswith("::error ") and "line=2" in r.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    "insert",
+    [b'"\\ud800":1,', b'"a":"\\x",', b'"a":"\x01",', b'"a":"\t",', b'"a":01,', b'"a":+1,', b"'a':1,"],
+    ids=["lone-surrogate-key", "bad-escape", "raw-control", "raw-tab", "leading-zero", "plus-sign", "single-quote"],
+)
+def test_json_syntax_errors_are_malformed(tmp_path, capsys, insert):
+    g = _good_lines()
+    raw = g[0] + g[1].replace(b'"payload":{', b'"payload":{' + insert, 1) + b"".join(g[2:])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), None, raw=raw))
+    assert rc == 1
+
+
+@pytest.mark.parametrize("value", ["\x7f", "\x00", "\u00ad\u200b\ufeff", "\U0010ffff"])
+def test_unusual_but_valid_strings_verify(tmp_path, capsys, value):
+    evs = chain([ev("run.started", {"s": value, value: 1}), ev("run.completed", {})])
+    rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
+    assert rc == 0, codes(rep)
