@@ -460,7 +460,6 @@ class FileResult:
     suppressed: int = 0  # findings past max_findings: counted in exit_code, not kept
     verified: bool = True  # False under --no-verify
     stopped_at: int | None = None  # line of the integrity failure where grep abandoned the file
-    withheld_line: int | None = None  # a held-back match dropped because the failure followed it
     is_file: bool = True  # False: a path that gave no log file at all (discovery finding)
 
     def to_dict(self) -> dict:
@@ -531,22 +530,16 @@ class GrepSearch:
             result.findings, result.exit_code = [finding], finding.exit_code
             return
         matches = self.filter.compile()
-        held: Match | None = None
         for ev in reader:
-            if not ev.trusted:  # an integrity failure at or before this line
+            # ``trusted`` is final: the reader hands event k out only once line k+1
+            # has confirmed (or failed to confirm) k's hash, so an edit with its
+            # hash recomputed is never printed.
+            if not ev.trusted:
                 break
-            if held is not None:
-                yield held  # the event after it verified: its hash is linked
-                held = None
             if matches(ev.event):
-                held = Match(path, ev.line, ev.offset, ev.raw, ev.event)
+                yield Match(path, ev.line, ev.offset, ev.raw, ev.event)
         if reader.broken_at is not None:  # also set by a malformed line, which yields no event
             result.stopped_at = reader.broken_at
-            if held is not None:
-                result.withheld_line = held.line
-            held = None
-        if held is not None:
-            yield held
         result.findings = reader.findings
         result.suppressed = reader.state.suppressed
         result.exit_code = reader.exit_code

@@ -793,7 +793,7 @@ def _finish(report: dict, reader: ChainReader, tail: _Tail, path: str, projector
     flags = report["audit_flags"]
     extra: list[dict] = []
     if broken is not None:
-        first = next((f for f in state.findings if f.line == broken and f.is_integrity_failure), None)
+        first = next((f for f in state.findings if f.is_integrity_failure), None)  # at broken or the line after
         what = f"{first.code}: {first.message}" if first else "integrity failure"
         extra.append({"code": "UNTRUSTED", "source": "verify", "line": broken,
                       "event_id": first.event_id if first else None, "kind": None,

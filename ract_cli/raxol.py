@@ -701,6 +701,7 @@ class JournalState(ChainState):
         self.events += 1
         self._feed_chain(record, result.stored_hash, first_line, event_id, where)
         self._feed_contract(record, event_id, where)
+        self._last_event_line = line  # trust ends as for RACT logs (ChainState.add)
 
     def _feed_chain(self, record: dict, stored_hash: str | None, first_line: bool, event_id: str | None,
                     where: dict) -> None:

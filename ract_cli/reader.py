@@ -342,6 +342,7 @@ class ChainState:
     _suppressed_codes: set = field(default_factory=set)
     _ids: _IdSet = field(default_factory=_IdSet)
     _seen_first_line: bool = False
+    _last_event_line: int | None = None
 
     def add(self, finding: Finding) -> None:
         if self.max_findings is not None and len(self.findings) >= self.max_findings:
@@ -350,7 +351,15 @@ class ChainState:
         else:
             self.findings.append(finding)
         if finding.severity == ERROR and finding.exit_code == ExitCode.TAMPERED and self.first_integrity_failure is None:
-            self.first_integrity_failure = finding.line
+            # Trust ends at the last event a clean successor confirms. An event's own
+            # hash only shows the line was hashed; that it was not edited with its
+            # hash recomputed is shown by the next line linking to it as a valid
+            # event. So a failure on the line right after an event takes that event
+            # too: it may be the forged one (a CHAIN_BREAK at k+1 after k was rehashed).
+            line = finding.line
+            if line is not None and self._last_event_line is not None and self._last_event_line == line - 1:
+                line = self._last_event_line
+            self.first_integrity_failure = line
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
         event = result.event
@@ -367,6 +376,7 @@ class ChainState:
                 self.last_ts = ts
             self.events += 1
             self.expected_prev = self.head = result.stored_hash
+            self._last_event_line = line
             self.handles.feed(event, line, offset)
             return
         where = {"path": self.path, "line": line, "offset": offset}
@@ -409,6 +419,7 @@ class ChainState:
         self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
         self.events += 1
         self.head = result.stored_hash
+        self._last_event_line = line
         self.handles.feed(event, line, offset)
 
     @property
@@ -550,6 +561,11 @@ class ChainReader:
             pass
         return self.findings
 
+    def _release(self, make_event: type, pending: tuple) -> LogEvent:
+        line_no, start, raw, event = pending
+        failure = self.state.first_integrity_failure
+        return make_event(line_no, start, raw, event, failure is None or failure > line_no)
+
     def _read(self, f: BinaryIO, emit: bool = True) -> Iterator[LogEvent]:
         state = self.state
         limit = self.max_line_bytes
@@ -560,16 +576,23 @@ class ChainReader:
             analyze, make_event = analyze_record, JournalEvent
         framer = LineFramer(f, limit)
         progress, next_report = self.progress, _PROGRESS_EVERY
+        # Each event is handed out one line late: whether event k can be trusted
+        # depends on event k+1 (a CHAIN_BREAK there makes k's own hash unconfirmed).
+        pending: tuple | None = None
         for line_no, start, raw in framer:
             result = line_result(raw, schema_version, limit, analyze)
             state.feed(result, line_no, start)
             if raw is None:
                 continue
             if emit and result.event is not None:
-                yield make_event(line_no, start, raw, result.event, state.first_integrity_failure is None)
+                if pending is not None:
+                    yield self._release(make_event, pending)
+                pending = (line_no, start, raw, result.event)
             if progress is not None and start >= next_report:
                 progress(start)
                 next_report = start + _PROGRESS_EVERY
+        if pending is not None:
+            yield self._release(make_event, pending)
         if framer.read_error is not None:
             state.add(error("IO_ERROR", framer.read_error, path=self.display_path,
                             line=framer.error_line, offset=framer.error_offset))

@@ -464,7 +464,7 @@ def test_events_after_a_break_are_untrusted(tmp_path: Path) -> None:
     records = _chained()
     records[3]["payload"]["output"] = "forged"
     events = list(ChainReader(write_journal(tmp_path / "c.jsonl", records)))
-    assert [e.trusted for e in events] == [True] * 3 + [False] * 9
+    assert [e.trusted for e in events] == [True] * 2 + [False] * 10  # record 3 is confirmed by no clean successor
 
 
 # --- framing: the one reader's, same as RACT ----------------------------------------
@@ -544,7 +544,7 @@ def test_journal_replay_skips_deltas_and_stops_at_a_break(tmp_path: Path) -> Non
     session = JournalReplaySession(FIXTURES / "journals" / "chained-tampered.jsonl")
     steps = list(session.steps())
     result = session.finish()
-    assert result.stop == "break" and result.broken_at == 29 and result.exit_code == ExitCode.TAMPERED
+    assert result.stop == "break" and result.broken_at == 28 and result.exit_code == ExitCode.TAMPERED
     assert all(s.event.line < 29 for s in steps) and not result.state["closed"]
 
     session = JournalReplaySession(FIXTURES / "journals" / "accepted.jsonl", until=3)

@@ -238,7 +238,7 @@ def test_replay_until_shows_the_journal_state(capsys) -> None:
 
 def test_replay_tampered_journal_stops_at_the_break(capsys) -> None:
     code, out, err = ract(capsys, "replay", JOURNALS / "chained-tampered.jsonl")
-    assert code == 1 and "line 29" in out and "HASH_MISMATCH" in err
+    assert code == 1 and "line 28" in out and "HASH_MISMATCH" in err
     assert "evidence=" not in out  # the forged final verdict is never replayed
 
 

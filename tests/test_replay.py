@@ -166,8 +166,9 @@ def test_malformed_line_stops_the_replay(logs) -> None:
     lines[2] = b"{not json\n"
     path.write_bytes(b"".join(lines))
     replayer = Replayer(path)
-    assert [s.index for s in replayer] == [1, 2]
-    assert replayer.stopped_at_break == 3
+    # line 2's hash is confirmed by no clean successor (line 3 is no event): trust ends at line 2
+    assert [s.index for s in replayer] == [1]
+    assert replayer.stopped_at_break == 2
     replayer.drain()
     assert replayer.exit_code == ExitCode.TAMPERED
 
@@ -178,7 +179,7 @@ def test_broken_last_line_is_reported_as_a_break(logs) -> None:
     lines[-1] = b"[]\n"
     path.write_bytes(b"".join(lines))
     result = replay(path, ReplayOptions(workspace=None)).finish()
-    assert result.stop == "break" and result.broken_at == 5 and result.events == 4
+    assert result.stop == "break" and result.broken_at == 4 and result.events == 3
     assert result.exit_code == ExitCode.TAMPERED
 
 

@@ -186,6 +186,8 @@ def test_check_commits_beyond_until_are_checked_too(logs, repo: GitRepo) -> None
 def test_tampered_log_lowest_code_wins_over_6(logs, repo: GitRepo) -> None:
     c1 = repo.head()
     log = run_log(logs, c1, "f" * 40)
+    with logs.writer(log) as w:  # one more event, so the tampered line is not step.committed's successor
+        w.append("laziness.skipped", {"reason": "docs-only", "diff_summary": "accept"})
     lines = logs.lines(log)
     lines[-1] = lines[-1].replace(b"accept", b"reject")
     log.write_bytes(b"".join(lines))
@@ -199,7 +201,8 @@ def test_tampered_fixture_stops_at_the_break(plain_dir: Path) -> None:
     path = fixture("tampered")
     code, out, err = run(str(path), "--workspace", str(plain_dir))
     assert code == 1
-    broken = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
+    mismatch = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
+    broken = mismatch - 1  # trust ends at the event before: no clean successor confirms its hash
     assert timeline_indexes(out) == list(range(1, broken))
     assert out.rstrip(b"\n").splitlines()[-1].startswith(b"!! chain broken at line %d" % broken)
     assert "nothing after it is trustworthy" in err
@@ -344,8 +347,8 @@ def test_jsonl_is_the_original_lines_byte_for_byte(name: str, plain_dir: Path) -
     lines = path.read_bytes().splitlines(keepends=True)
     code, out, err = run(str(path), "--workspace", str(plain_dir), "--format", "jsonl")
     if name == "tampered":
-        broken = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
-        assert code == 1 and out == b"".join(lines[: broken - 1])
+        mismatch = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
+        assert code == 1 and out == b"".join(lines[: mismatch - 2])  # trust ends at the event before it
     elif name == "interrupted":
         assert code == 4 and out == b"".join(lines[:-1])  # everything but the torn tail
     else:
@@ -479,9 +482,9 @@ def test_journal_timeline_and_until(plain_dir: Path) -> None:
 def test_tampered_journal_stops_at_its_break(plain_dir: Path) -> None:
     path = JOURNALS / "chained-tampered.jsonl"
     code, out, err = run(str(path), "--workspace", str(plain_dir), "--format", "jsonl")
-    broken = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
+    mismatch = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
     assert code == 1
-    kept = [ln for ln in path.read_bytes().splitlines(keepends=True)[: broken - 1]
+    kept = [ln for ln in path.read_bytes().splitlines(keepends=True)[: mismatch - 2]  # the record before is unconfirmed
             if json.loads(ln).get("type") != "item_delta"]
     assert out == b"".join(kept)
 

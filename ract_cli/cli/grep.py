@@ -155,7 +155,7 @@ def _report(err, result: FileResult) -> None:  # noqa: ANN001 (rich Console)
         if f.code == "REPAIRED":
             err.print(_finding_line(f), markup=False)
     if result.stopped_at is not None:
-        first_hidden = result.withheld_line or result.stopped_at
+        first_hidden = result.stopped_at
         err.print(f"{clean(result.path)}:{result.stopped_at}: chain not verified from here: grep stopped this file; "
                   f"nothing at or after line {first_hidden} was printed", markup=False)
 

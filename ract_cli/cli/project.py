@@ -123,8 +123,11 @@ def _verdicts(result: ProjectResult) -> None:
             continue
         name = ExitCode(run["exit_code"]).name
         if not run["trusted"]:
-            first = next((f for f in run["findings"] if f["line"] == run["untrusted_from_line"]), None)
-            why = f" ({first['code']}: {first['message']})" if first else ""
+            # the failure is on that line or the next (which leaves that event unconfirmed)
+            start = run["untrusted_from_line"]
+            first = next((f for f in run["findings"] if f["severity"] == "error" and f["line"] is not None
+                          and start is not None and f["line"] in (start, start + 1)), None)
+            why = f" ({first['code']} at line {first['line']}: {first['message']})" if first else ""
             covers = ("its evidence verdict is not to be believed" if _is_journal(run)
                       else "the report covers the lines before it")
             text = f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
