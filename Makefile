@@ -23,7 +23,7 @@ demo: $(STAMP)
 	@echo; echo "== verify the tampered run (exit 1 is the point) =="
 	-$(BIN)/ract trace verify $(TAMPERED)
 	@echo; echo "== verify every bundled run at once, as JSON (exit code: the lowest non-zero) =="
-	-$(BIN)/ract trace verify -q fixtures/runs --format json | head -c 400; echo " ..."
+	-$(BIN)/ract trace verify fixtures/runs --format json 2>/dev/null | head -c 600; echo " ..."
 	@echo; echo "== grep: every process.reaped across the runs =="
 	-$(BIN)/ract trace grep --kind process.reaped --format table fixtures/runs
 	@echo; echo "== project: the run report of the completed run (markdown) =="

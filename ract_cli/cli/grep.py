@@ -19,7 +19,7 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import clean, markup_safe, stderr_console, stdout_console, stdout_is_terminal
+from .render import clean, dumps_json, markup_safe, stderr_console, stdout_console, stdout_is_terminal
 
 SHOWN_FINDINGS_PER_FILE = 10
 TABLE_BATCH = 200
@@ -267,7 +267,7 @@ class _JsonSink(_Sink):
         _write_bytes(b'{"matches":[')
 
     def match(self, m: Match) -> None:
-        data = orjson.dumps(m.to_dict())
+        data = dumps_json(m.to_dict()).encode()
         if self.terminal:  # shown, not stored: bidi overrides and C1 controls become visible escapes
             data = clean(data.decode()).encode()
         _write_bytes((b"\n" if self.first else b",\n") + data)
@@ -277,9 +277,9 @@ class _JsonSink(_Sink):
         self.files.append(result)
 
     def finish(self, search: GrepSearch) -> None:
-        files = orjson.dumps([f.to_dict() for f in self.files])
-        tail = orjson.dumps({"total_matches": search.total_matches, "verified": search.options.verify,
-                             "exit_code": int(search.exit_code)})
+        files = dumps_json([f.to_dict() for f in self.files]).encode()
+        tail = dumps_json({"total_matches": search.total_matches, "verified": search.options.verify,
+                           "exit_code": int(search.exit_code)}).encode()
         _write_bytes(b"\n],\n\"files\":" + files + b",\n" + tail[1:] + b"\n")
         _flush()
 

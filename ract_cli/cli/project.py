@@ -14,7 +14,6 @@ import re
 import sys
 from typing import Annotated, Optional
 
-import orjson
 import typer
 from rich.console import Console, Group
 from rich.table import Table
@@ -27,7 +26,7 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, SchemaVersion
 from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
-from .render import clean, markup_safe, stderr_console, stdout_is_terminal
+from .render import clean, dumps_json, markup_safe, stderr_console, stdout_is_terminal
 
 
 class Format(str, enum.Enum):
@@ -111,7 +110,7 @@ class _ReportConsole(Console):
 
 def text_console() -> Console:
     """stdout console for the text report: the terminal's width, or 160 columns when piped."""
-    return _ReportConsole(highlight=False, width=None if stdout_is_terminal() else 160)
+    return _ReportConsole(highlight=False, emoji=False, width=None if stdout_is_terminal() else 160)
 
 
 def _verdicts(result: ProjectResult) -> None:
@@ -141,7 +140,7 @@ def _verdicts(result: ProjectResult) -> None:
 
 def to_json(result: ProjectResult) -> str:
     """Stable JSON: sorted keys, two-space indent, one trailing newline."""
-    return orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode() + "\n"
+    return dumps_json(result.to_dict(), indent=True, sort_keys=True) + "\n"
 
 
 # --- human formatting shared by text and Markdown -------------------------

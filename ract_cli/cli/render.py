@@ -9,8 +9,11 @@ forged log can never paint a fake PASS.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+
+import orjson
 
 from rich.console import Console
 from rich.markup import escape as _escape_markup
@@ -37,12 +40,13 @@ def markup_safe(text: object) -> str:
 
 def stderr_console(*, quiet: bool = False) -> Console:
     """Verdicts, warnings and progress go to stderr."""
-    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True)
+    # emoji=False: "path:100: CODE" must never turn into a 💯 (rich reads :100: as an emoji code)
+    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
 
 
 def stdout_console() -> Console:
     """Data (tables, reports) goes to stdout."""
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def stdout_is_terminal() -> bool:
@@ -51,3 +55,18 @@ def stdout_is_terminal() -> bool:
 
 def stderr_is_terminal() -> bool:
     return sys.stderr.isatty()
+
+
+def dumps_json(data: object, *, indent: bool = False, sort_keys: bool = False) -> str:
+    """JSON text for stdout that never fails on a path the OS gave as non-UTF-8.
+
+    File names are bytes; Python hands undecodable ones over with lone
+    surrogates, which orjson refuses. Those documents fall back to ``\\u``
+    escapes (``ensure_ascii``), so the report is still written.
+    """
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    try:
+        return orjson.dumps(data, option=option).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return json.dumps(data, indent=2 if indent else None, sort_keys=sort_keys, ensure_ascii=True,
+                          separators=None if indent else (",", ":"))

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Annotated, Callable, Optional
 
-import orjson
 import typer
 
 from ..errors import ExitCode, RactError
@@ -19,7 +17,7 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import clean, markup_safe, stderr_console, stderr_is_terminal
+from .render import clean, dumps_json, markup_safe, stderr_console, stderr_is_terminal
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20
@@ -138,12 +136,7 @@ def render(report: VerifyReport, fmt: Format) -> None:
 
 def report_json(report: VerifyReport) -> str:
     """The documented JSON report (docs/verify.md)."""
-    data = report.to_dict()
-    try:
-        return orjson.dumps(data, option=orjson.OPT_INDENT_2).decode()
-    except orjson.JSONEncodeError:
-        # A path that is not valid UTF-8 (lone surrogates from the OS): escape instead of failing.
-        return json.dumps(data, indent=2, ensure_ascii=True)
+    return dumps_json(report.to_dict(), indent=True)
 
 
 def render_text(report: VerifyReport) -> None:
