@@ -216,6 +216,18 @@ def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
         _no_lie(name, data)
 
 
+def _every_read_only_command(path: Path, data: bytes) -> dict[str, int]:
+    """Run each read-only command on ``path``: no traceback, an allowed exit code; the codes by command."""
+    codes = {}
+    for command in read_only_commands():
+        with hang_guard(20, (command, data[:200])):
+            code, out, err = run_inprocess(command_argv(command, path))
+        assert_no_traceback(err, command)
+        assert code in ALLOWED_EXITS, (command, code, err[-800:])
+        codes[command] = code
+    return codes
+
+
 @fuzz_settings(ci=10, fuzz=200)
 @given(mutated_log())
 def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
@@ -224,13 +236,7 @@ def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
     path = WORK / "cmd" / "events.jsonl"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(data)
-    codes = {}
-    for command in read_only_commands():
-        with hang_guard(20, (command, data[:200])):
-            code, out, err = run_inprocess(command_argv(command, path))
-        assert_no_traceback(err, command)
-        assert code in ALLOWED_EXITS, (command, code, err[-800:])
-        codes[command] = code
+    codes = _every_read_only_command(path, data)
     for argv in _option_variants(path):  # other input paths of the same commands
         with hang_guard(20, (argv, data[:200])):
             code, out, err = run_inprocess(argv)
@@ -290,13 +296,7 @@ def test_mutated_journals_every_command(case: tuple[str, bytes]) -> None:
     path = WORK / "journal" / "journal.jsonl"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(data)
-    codes = {}
-    for command in read_only_commands():
-        with hang_guard(20, (command, data[:200])):
-            code, out, err = run_inprocess(command_argv(command, path))
-        assert_no_traceback(err, command)
-        assert code in ALLOWED_EXITS, (command, code, err[-800:])
-        codes[command] = code
+    codes = _every_read_only_command(path, data)
     assert path.read_bytes() == data
     if codes.get("verify") == 0:  # repair refuses every journal (SPEC §8), the others agree with verify
         assert all(c != 1 for k, c in codes.items() if k != "repair"), codes
