@@ -12,6 +12,7 @@ import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,22 @@ def log_events(data: bytes) -> list[dict]:
     from ract_cli.reader import parse_exact
 
     return [parse_exact(line) for line in data.splitlines()]
+
+
+class Hang(Exception):
+    """A command that did not answer within its time limit."""
+
+
+@contextlib.contextmanager
+def hang_guard(seconds: float, what: object = ""):
+    """Fail (not hang) when the block runs longer than ``seconds``."""
+    def alarm(signum, frame):
+        raise Hang(f"no answer within {seconds}s: {what!r}"[:500])
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

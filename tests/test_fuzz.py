@@ -23,7 +23,6 @@ deep nesting, long lines, random unicode. The properties:
 from __future__ import annotations
 
 import atexit
-import contextlib
 import os
 import shutil
 import signal
@@ -44,6 +43,7 @@ from hardening_support import (
     assert_no_traceback,
     chain_events,
     command_argv,
+    hang_guard,
     log_events,
     read_only_commands,
     run_inprocess,
@@ -70,25 +70,6 @@ def fuzz_settings(ci: int, fuzz: int, **kw) -> settings:
                     print_blob=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                            HealthCheck.filter_too_much, HealthCheck.large_base_example], **kw)
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: float, what: object = ""):
-    """Fail (not hang) when the block runs longer than ``seconds``."""
-    def alarm(signum, frame):
-        raise Hang(f"no answer within {seconds}s: {what!r}"[:500])
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # --- inputs -------------------------------------------------------------------

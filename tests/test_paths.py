@@ -13,11 +13,9 @@ a real subprocess for ``verify`` (under a timeout): a FIFO must never block.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import stat
 import tempfile
@@ -25,28 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from hardening_support import ROOT, assert_no_traceback, command_argv, run_inprocess, run_subprocess, trace_commands, \
-    write_small_log
+from hardening_support import ROOT, assert_no_traceback, command_argv, hang_guard, run_inprocess, run_subprocess, \
+    trace_commands, write_small_log
 
 from ract_cli.verify import verify_file
-
-
-class Hang(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def hang_guard(seconds: float, what: object = ""):
-    def alarm(signum, frame):
-        raise Hang(f"hang: {what!r}")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _commands() -> list[str]:
