@@ -545,7 +545,7 @@ class ReplaySession:
             where = {"path": self.path, "line": self.snapshot.line, "offset": self.snapshot.offset,
                      "event_id": self.snapshot.event_id}
             self.workspace = check_head(options.workspace, self.snapshot.value, strict=options.strict_head,
-                                        where=where)
+                                        where=where, log_path=path)
         self.replayer = Replayer(path, schema_version=options.schema_version,
                                  max_line_bytes=options.max_line_bytes, exclude=options.exclude,
                                  max_findings=options.max_findings)

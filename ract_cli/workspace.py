@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,13 +104,17 @@ def check_head(
     *,
     strict: bool = False,
     where: dict[str, Any] | None = None,
+    log_path: str | os.PathLike[str] | None = None,
 ) -> WorkspaceReport:
     """Compare the workspace's HEAD with the run's initial snapshot; look for a dirty tree.
 
     ``snapshot`` is the raw ``parent_snapshot`` value from the log (or None when
     the run has no ``step.started``); ``where`` locates that event (line,
     offset, event_id) for the findings. Under ``strict`` a HEAD mismatch is an
-    error (exit 6); otherwise every finding here is a warning.
+    error (exit 6); otherwise every finding here is a warning. ``log_path``:
+    the log being replayed; when it lies inside the worktree (the conventional
+    ``evals/runs/<run_id>/events.jsonl``), it and repair's ``.bak``/``.torn``
+    files beside it are not counted as dirt -- the run wrote them, not the work.
     """
     ws = os.fspath(workspace)
     report = WorkspaceReport(workspace=ws)
@@ -128,7 +132,7 @@ def check_head(
         report.repo_root = repo.working_tree_dir or repo.git_dir
         _read_head(repo, report)
         if not repo.bare:
-            _read_dirty(repo, report)
+            _read_dirty(repo, report, _own_files(report.repo_root, log_path))
     except Exception as exc:  # noqa: BLE001 - any git failure is a "cannot check", never a crash
         report.findings.append(warning(
             "PRECONDITION_UNCHECKED",
@@ -185,8 +189,21 @@ def _read_head(repo: Any, report: WorkspaceReport) -> None:
         report.head = None
 
 
-def _read_dirty(repo: Any, report: WorkspaceReport) -> None:
-    out = repo.git.status("--porcelain", "--untracked-files=normal", "-z")
+def _own_files(repo_root: str | None, log_path: str | os.PathLike[str] | None) -> list[str]:
+    """The log and its repair by-products, relative to the worktree, when the log lies inside it."""
+    if repo_root is None or log_path is None:
+        return []
+    rel = os.path.relpath(os.path.realpath(log_path), os.path.realpath(repo_root))
+    if rel == os.curdir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return []
+    return [rel, rel + ".bak", rel + ".torn"]
+
+
+def _read_dirty(repo: Any, report: WorkspaceReport, own_files: Sequence[str] = ()) -> None:
+    # ``:(exclude,literal)`` pathspecs: git still collapses an untracked directory
+    # into one entry, and shows it only when something else in it is untracked.
+    excludes = [f":(exclude,literal){rel}" for rel in own_files]
+    out = repo.git.status("--porcelain", "--untracked-files=normal", "-z", *(["--", ".", *excludes] if excludes else []))
     for entry in out.split("\0"):
         if not entry:
             continue

@@ -191,3 +191,28 @@ def test_check_commits_without_repository_is_a_warning(tmp_path: Path) -> None:
     findings = check_commits(tmp_path, [step("a" * 40, "b" * 40)])
     assert codes(findings) == ["PRECONDITION_UNCHECKED"] and findings[0].severity == "warning"
     assert check_commits(tmp_path, []) == []
+
+
+def test_the_replayed_log_inside_the_worktree_is_not_dirt(repo: GitRepo) -> None:
+    """The conventional layout: evals/runs/<id>/events.jsonl, untracked, inside the workspace."""
+    run_dir = repo.root / "evals" / "runs" / "0123456789abcdef0123456789abcdef"
+    run_dir.mkdir(parents=True)
+    log = run_dir / "events.jsonl"
+    log.write_bytes(b"{}\n")
+    (run_dir / "events.jsonl.bak").write_bytes(b"{}\n")  # what repair leaves beside it
+    assert check_head(repo.root, repo.head(), log_path=log).findings == []
+    # without log_path the same files are untracked dirt (the collapsed evals/ entry)
+    assert codes(check_head(repo.root, repo.head()).findings) == ["WORKTREE_DIRTY"]
+    # anything else untracked next to it still counts, as does a log path given relative to elsewhere
+    (run_dir / "notes.txt").write_text("x\n")
+    report = check_head(repo.root, repo.head(), log_path=log)
+    assert codes(report.findings) == ["WORKTREE_DIRTY"] and report.untracked == 1
+
+
+def test_a_log_outside_the_worktree_excludes_nothing(repo: GitRepo, tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "events.jsonl"
+    outside.parent.mkdir()
+    outside.write_bytes(b"{}\n")
+    (repo.root / "new.txt").write_text("x\n")
+    report = check_head(repo.root, repo.head(), log_path=outside)
+    assert codes(report.findings) == ["WORKTREE_DIRTY"] and report.untracked == 1
