@@ -5,10 +5,11 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from typing import Annotated, Optional
+from collections.abc import Iterable
+from typing import Annotated, NamedTuple, Optional
 
-import orjson
 import typer
+from rich.cells import cell_len, get_character_cell_size
 from rich.table import Table
 from rich.text import Text
 
@@ -23,7 +24,17 @@ from .render import clean, dumps_json, markup_safe, stderr_console, stdout_conso
 
 SHOWN_FINDINGS_PER_FILE = 10
 TABLE_BATCH = 200
-PAYLOAD_WIDTH = 160
+PAYLOAD_WIDTH = 160  # the payload summary is cut here even when nothing else limits it
+# Table layout (docs/grep.md, "The table"): the location keeps at least WHERE_MIN cells; the payload
+# summary gets what it needs of the rest, down to PAYLOAD_MIN; below that each match takes two lines.
+WHERE_MIN = 32  # enough for …<18 hex of the run id>/events.jsonl:NNN
+PAYLOAD_MIN = 20
+KIND_WIDTH = 32  # longer kinds fold onto more lines
+STEP_WIDTH = 8
+NARROW_FIRST_MIN = 12
+NARROW_SECOND_MIN = 16
+MIN_TABLE_WIDTH = 40  # a narrower console is laid out as this wide (the terminal wraps the lines)
+ELLIPSIS = "\u2026"
 BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 
@@ -117,7 +128,7 @@ def grep_command(
         if fmt is Format.json:
             sink = _JsonSink(terminal)
         elif fmt is Format.table:
-            sink = _TableSink(search.several or with_filename)
+            sink = _TableSink(with_filename, terminal)
         else:
             sink = _JsonlSink(terminal, with_filename)
 
@@ -320,41 +331,156 @@ def _write_path_line(path: str, terminal: bool, suffix: str) -> None:
         _write_bytes(os.fsencode(path) + suffix.encode() + b"\n")
 
 
-class _TableSink(_Sink):
-    """A table on the terminal, printed in batches so memory stays bounded."""
+class _Row(NamedTuple):
+    """One table row as display text; every log-derived string already went through ``clean``."""
 
-    def __init__(self, show_file: bool) -> None:
+    path: str
+    line: int
+    time: str
+    kind: str
+    step: str
+    payload: str
+
+
+class _Layout(NamedTuple):
+    narrow: bool  # two lines per match in two columns (see docs/grep.md, "The table")
+    where: int  # cells for path:line
+    time: int
+    kind: int
+    step: int
+    payload: int
+
+
+def _shorten_left(text: str, width: int) -> str:
+    """``text`` in at most ``width`` cells: the start is cut and replaced by an ellipsis."""
+    if cell_len(text) <= width:
+        return text
+    if width <= 1:
+        return ELLIPSIS
+    kept: list[str] = []
+    used = cell_len(ELLIPSIS)
+    for ch in reversed(text):
+        size = get_character_cell_size(ch)
+        if used + size > width:
+            break
+        kept.append(ch)
+        used += size
+    return ELLIPSIS + "".join(reversed(kept))
+
+
+def _location(row: _Row, width: int | None) -> str:
+    """``path:line``; with a width, the path is shortened from the left, the line number always kept."""
+    suffix = f":{row.line}"
+    if width is None:
+        return row.path + suffix
+    return _shorten_left(row.path, max(width - len(suffix), 1)) + suffix
+
+
+def _payload_summary(payload: object) -> str:
+    # dumps_json: a payload nested deeper than orjson writes (the reader accepts it) must not crash the table
+    text = clean(dumps_json(payload))
+    if len(text) > PAYLOAD_WIDTH:
+        text = text[:PAYLOAD_WIDTH - 3] + "..."
+    return text
+
+
+def _table_layout(rows: list[_Row], width: int | None, full_path: bool = False) -> _Layout:
+    """Column widths for ``rows`` in a console ``width`` cells wide (None: not fitted, every column natural).
+
+    The location (path:line) is never dropped. Of what time, kind and step leave, the location keeps
+    WHERE_MIN cells (its path shortened from the left), the payload summary takes what it needs of the
+    rest and the location the remainder. With -H (``full_path``) the location comes first (up to its
+    whole length) and the payload gets the rest. When even PAYLOAD_MIN cells of payload do not fit, each
+    match takes two lines in two columns.
+    """
+    def widest(texts: Iterable[str], header: str) -> int:
+        return max([cell_len(header), *(cell_len(t) for t in texts)])
+
+    where = widest((_location(r, None) for r in rows), "path:line")
+    time = widest((r.time for r in rows), "time (UTC)")
+    kind = widest((r.kind for r in rows), "kind")
+    step = widest((r.step for r in rows), "step")
+    payload = widest((r.payload for r in rows), "payload")
+    if width is None:
+        return _Layout(False, where, time, kind, step, payload)
+    kind, step = min(kind, KIND_WIDTH), min(step, STEP_WIDTH)
+    avail = width - 2 * 4  # five columns, two cells between neighbours
+    fixed = time + kind + step
+    if min(where, WHERE_MIN) + fixed + min(payload, PAYLOAD_MIN) <= avail:
+        rest = avail - fixed
+        if full_path:  # the whole path on one line when it fits beside PAYLOAD_MIN cells of payload
+            where = min(where, rest - min(payload, PAYLOAD_MIN))
+        else:  # the payload first; the location keeps WHERE_MIN cells and gets what is left
+            where = min(where, max(WHERE_MIN, rest - payload))
+        return _Layout(False, where, time, kind, step, min(payload, rest - where))
+    avail = width - 2  # two columns: path:line over time | kind and step over payload
+    first = min(max(time, min(where, avail // 2)), max(avail - NARROW_SECOND_MIN, NARROW_FIRST_MIN))
+    first = max(1, min(first, avail - 1))
+    second = max(1, avail - first)
+    return _Layout(True, first, first, second, second, second)
+
+
+class _TableSink(_Sink):
+    """A table on the terminal, printed in batches so memory stays bounded.
+
+    Fitted to the console width (the terminal's, or COLUMNS), laid out once from the first batch so the
+    columns stay aligned; without a terminal and without COLUMNS, not fitted: every column at its natural
+    width. ``path:line`` is always shown; -H shows the full path (folded onto more lines when long)
+    instead of shortening it from the left.
+    """
+
+    def __init__(self, full_path: bool, terminal: bool) -> None:
         self.console = stdout_console()
-        self.show_file = show_file
-        self.rows: list[list[Text]] = []
+        self.full_path = full_path
+        self.fitted = terminal or os.environ.get("COLUMNS", "").strip().isdigit()
+        self.layout: _Layout | None = None
+        self.rows: list[_Row] = []
         self.header = True
 
     def match(self, m: Match) -> None:
         event = m.event
         step = event.get("step_id")
-        payload = orjson.dumps(event.get("payload")).decode()
-        if len(payload) > PAYLOAD_WIDTH:
-            payload = payload[:PAYLOAD_WIDTH - 3] + "..."
         kind = event.get("kind", event.get("type"))  # a Raxol journal record's kind is its type (SPEC §8)
-        row = [Text(str(m.line)), Text(format_ns(event.get("timestamp_ns"))), Text(clean(kind)),
-               Text(clean(step[:8]) if isinstance(step, str) else "-"), Text(clean(payload))]
-        if self.show_file:
-            row.insert(0, Text(clean(m.path)))
-        self.rows.append(row)
+        self.rows.append(_Row(clean(m.path), m.line, format_ns(event.get("timestamp_ns")),
+                              "-" if kind is None else clean(kind),
+                              clean(step[:8]) if isinstance(step, str) else "-",
+                              _payload_summary(event.get("payload"))))
         if len(self.rows) >= TABLE_BATCH:
             self._print()
 
     def _print(self) -> None:
+        if self.fitted:
+            if self.layout is None:
+                self.console.width = max(self.console.width, MIN_TABLE_WIDTH)
+                self.layout = _table_layout(self.rows, self.console.width, self.full_path)
+            layout = self.layout
+        else:  # a file or a pipe: nothing is cut but the payload (at PAYLOAD_WIDTH); columns only widen
+            layout = _table_layout(self.rows, None)
+            if self.layout is not None:
+                layout = _Layout(False, *(max(a, b) for a, b in zip(layout[1:], self.layout[1:])))
+            self.layout = layout
+            self.console.width = layout.where + layout.time + layout.kind + layout.step + layout.payload + 8
+        shorten = None if self.full_path or not self.fitted else layout.where
         table = Table(show_header=self.header, header_style="bold", box=None, pad_edge=False)
-        if self.show_file:
-            table.add_column("file", overflow="fold")
-        table.add_column("line", justify="right", no_wrap=True, min_width=6)
-        table.add_column("time (UTC)", no_wrap=True, min_width=30)
-        table.add_column("kind", no_wrap=True, min_width=24)
-        table.add_column("step", no_wrap=True, min_width=8)
-        table.add_column("payload", overflow="ellipsis", no_wrap=True)
-        for row in self.rows:
-            table.add_row(*row)
+        if layout.narrow:
+            table.add_column(Text("path:line\ntime (UTC)"), width=layout.where, overflow="fold")
+            table.add_column(Text("kind  step\npayload"), width=layout.payload, overflow="fold")
+            for i, row in enumerate(self.rows):
+                if i or not self.header:
+                    table.add_row("", "")  # a blank line between matches
+                payload = Text(row.payload)
+                payload.truncate(layout.payload, overflow="ellipsis")
+                table.add_row(Text(f"{_location(row, shorten)}\n{row.time}"),
+                              Text.assemble(f"{row.kind}  {row.step}\n", payload))
+        else:
+            table.add_column("path:line", width=layout.where, overflow="fold")
+            table.add_column("time (UTC)", width=layout.time, overflow="fold")
+            table.add_column("kind", width=layout.kind, overflow="fold")
+            table.add_column("step", width=layout.step, overflow="fold")
+            table.add_column("payload", width=layout.payload, overflow="ellipsis", no_wrap=True)
+            for row in self.rows:
+                table.add_row(Text(_location(row, shorten)), Text(row.time), Text(row.kind), Text(row.step),
+                              Text(row.payload))
         self.console.print(table)
         self.rows.clear()
         self.header = False
