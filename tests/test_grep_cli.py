@@ -570,3 +570,23 @@ def test_a_hostile_path_is_escaped_on_a_terminal_and_raw_in_a_pipe(tmp_path, cap
         assert code == 3 and "\x1b[31m" not in shown and "\u202e" not in shown and "x\\x1b[31mRED\\u202e" in shown
     code, out, _ = grep(capfdbinary, "-l", "--kind", "laziness.*", str(tmp_path / "runs"))
     assert (code, out) == (3, os.fsencode(str(evil)) + b"\n")  # data: the path's own bytes
+
+
+@pytest.mark.parametrize("with_filename", [False, True])
+def test_a_last_line_without_newline_does_not_run_into_the_next_file(tmp_path, capfdbinary, with_filename):
+    """Two logs, the first ending without its final newline: every match is still its own line."""
+    first, second = tmp_path / ("a" * 32) / "events.jsonl", tmp_path / ("b" * 32) / "events.jsonl"
+    write_completed(first, "a" * 32)
+    write_completed(second, "b" * 32, seed=2)
+    body = first.read_bytes()
+    first.write_bytes(body[:-1])  # drop the last "\n": MISSING_FINAL_NEWLINE, still an event
+    args = ["--kind", "run.*", *(["-H"] if with_filename else []), str(first), str(second)]
+    code, out, _ = grep(capfdbinary, *args)
+    assert code == 0
+    lines = out.split(b"\n")
+    assert lines[-1] == b"" and len(lines) - 1 == 4  # run.started + run.completed from each file
+    for line in lines[:-1]:
+        text = line.split(b":", 2)[2] if with_filename else line
+        assert json.loads(text)["kind"] in ("run.started", "run.completed")
+    last_of_first = body[:-1].rsplit(b"\n", 1)[1]
+    assert last_of_first + b"\n" in out  # the unterminated line, given its newline, otherwise byte for byte

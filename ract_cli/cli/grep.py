@@ -254,12 +254,15 @@ class _JsonlSink(_Sink):
             text = m.raw.decode("utf-8", "replace").rstrip("\r\n")
             prefix = f"{m.path}:{m.line}:" if self.with_filename else ""
             _write_bytes((clean(prefix + text) + "\n").encode("utf-8", "replace"))
-        elif self.with_filename:
-            if m.path != self._prefix_path:
-                self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
-            _write_bytes(self._prefix + b":" + str(m.line).encode() + b":" + m.raw)
         else:
-            _write_bytes(m.raw)
+            # A file's last line may lack its newline (MISSING_FINAL_NEWLINE): give it one,
+            # as GNU grep does, or it would run into the next file's first match.
+            raw = m.raw if m.raw.endswith(b"\n") else m.raw + b"\n"
+            if self.with_filename:
+                if m.path != self._prefix_path:
+                    self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
+                raw = self._prefix + b":" + str(m.line).encode() + b":" + raw
+            _write_bytes(raw)
 
     def file_done(self, result: FileResult) -> None:
         _flush()
