@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-
+from typing import Annotated
 
 import typer
 
 from ..errors import EXIT_CODE_MEANINGS, RactError
-from .render import markup_safe, stderr_console
+from .render import clean, markup_safe, stderr_console
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -38,8 +38,29 @@ trace_app = typer.Typer(
 app.add_typer(trace_app, name="trace")
 
 
+def version() -> str:
+    """The installed distribution's version (``ract_cli.__version__`` when run from a bare source tree)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("ract-cli")
+    except metadata.PackageNotFoundError:
+        from .. import __version__
+
+        return __version__
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"ract {version()}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
+                                           help="Print the version (ract X.Y.Z) and exit.")] = False,
+) -> None:
     """ract: a toolkit for hash-chained JSONL run logs."""
 
 
@@ -58,6 +79,53 @@ def _register_commands(argv: list[str] | None = None) -> None:
         wanted = (argv[1],)
     for name in wanted:
         importlib.import_module(f"{__package__}.{name}")
+    # Help lists the commands in registration order, which is import order: one in-process run of
+    # ``trace project`` before ``--help`` would otherwise list project first. Keep one order.
+    order = {name: i for i, name in enumerate(COMMAND_MODULES)}
+    trace_app.registered_commands.sort(key=lambda info: order.get(info.name or "", len(order)))
+
+
+#: pydantic error types (typer 0.29 validates option values with pydantic) and how a CLI says them
+_INTEGER_ERRORS = frozenset({"int_parsing", "int_type", "int_from_float"})
+_NUMBER_ERRORS = frozenset({"float_parsing", "float_type"})
+_RANGE_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "greater_than", "less_than"})
+
+
+def cli_wording(exc: typer.BadParameter) -> str | None:
+    """A bad option value said the way a CLI says it, or ``None`` to keep typer's message.
+
+    Typer 0.29 passes pydantic's wording through ("Input should be a valid
+    integer, unable to parse string as an integer"); this gives
+    "'x' is not a valid integer." and "100000 is not in the range 1<=x<=64."
+    instead. It reads the ``ValidationError`` the ``BadParameter`` was raised
+    from: with any other cause (a future typer), typer's message stands.
+    """
+    errors = getattr(exc.__cause__, "errors", None)
+    if not callable(errors):
+        return None
+    try:
+        first = errors()[0]
+        kind, given = first["type"], first.get("input")
+    except Exception:  # noqa: BLE001 - any surprise: typer's own message
+        return None
+    text = given if isinstance(given, str) else repr(given)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    shown, quoted = clean(text), clean(repr(text))  # the command line may hold escapes too
+    if kind in _INTEGER_ERRORS:
+        return f"{quoted} is not a valid integer."
+    if kind in _NUMBER_ERRORS:
+        return f"{quoted} is not a valid number."
+    if kind in _RANGE_ERRORS:
+        low, high = getattr(exc.param, "min", None), getattr(exc.param, "max", None)
+        if low is None and high is None:
+            return None
+        bounds = f"{low}<=x<={high}" if low is not None and high is not None else \
+            f"x>={low}" if low is not None else f"x<={high}"
+        return f"{shown} is not in the range {bounds}."
+    message = str(first.get("msg", ""))
+    if kind == "value_error" and message.startswith("Value error, "):  # our enums: "'xml' is not one of ..."
+        return clean(message[len("Value error, "):])
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,7 +133,22 @@ def main(argv: list[str] | None = None) -> int:
     args = list(argv) if argv is not None else sys.argv[1:]
     _register_commands(args)
     try:
-        app(args=args, prog_name="ract", standalone_mode=True)
+        # not standalone: a usage error comes back here, to be reworded before typer shows it
+        code = app(args=args, prog_name="ract", standalone_mode=False)
+        return code if isinstance(code, int) else 0
+    except typer.BadParameter as exc:
+        wording = cli_wording(exc)
+        if wording is not None:
+            exc.message = wording
+        exc.show()
+        return int(exc.exit_code)
+    except typer.TyperException as exc:  # other usage errors (no such option, missing argument...)
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            stderr_console().print(f"Error: {markup_safe(exc.format_message())}")
+        return int(exc.exit_code)
     except SystemExit as exc:
         code = exc.code
         if code is None:

@@ -10,7 +10,8 @@ import typer
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 
-Paths = Annotated[list[str], typer.Argument(help="Log files, or directories searched for events.jsonl.", show_default=False)]
+Paths = Annotated[list[str], typer.Argument(metavar="PATH", help="Log files, or directories searched for events.jsonl.",
+                                           show_default=False)]
 SchemaVersion = Annotated[
     int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, help="Vocabulary version to check against (1-9).")
 ]
@@ -18,6 +19,14 @@ MaxLineBytes = Annotated[
     int, typer.Option("--max-line-bytes", min=1, help="A longer line is a LINE_TOO_LONG finding instead of being read.")
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
+
+#: the most worker processes ``--jobs`` starts (well above the cores of a CI runner): ``--jobs 100000`` is a
+#: usage error (exit 2), not an attempt to fork that many processes
+MAX_JOBS = 64
+Jobs = Annotated[int, typer.Option(
+    "--jobs", "-j", min=1, max=MAX_JOBS, metavar="N",
+    help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
+         "ranges. The verdict does not depend on N.")]
 
 
 class Dialect(str, enum.Enum):

@@ -24,7 +24,7 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Paths, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
 from .render import clean, dumps_json, markup_safe, stderr_console, stdout_is_terminal
 
@@ -50,11 +50,13 @@ def project_command(
                          help="Keep at most N entries per itemized list (flags, reaps, findings...).")] = DEFAULT_MAX_ITEMS,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
+    quiet: Quiet = False,
 ) -> None:
     """Project run logs into a run report: one log in detail, several as a summary table.
 
     The report is written to stdout; verdicts on untrusted or failing logs go to
     stderr. The exit code is the SPEC §3 code of the reading (1: tampered, ...).
+    -q prints neither.
 
     Example: ract trace project evals/runs/ --format json > runs.json
     """
@@ -64,8 +66,12 @@ def project_command(
     try:
         result = project_paths(paths, options)
     except RactError as exc:
-        stderr_console().print(f"ract trace project: {markup_safe(exc.message)}")
+        # as verify -q: a bad command line is still explained
+        stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
+            f"ract trace project: {markup_safe(exc.message)}")
         raise typer.Exit(int(exc.exit_code)) from None
+    if quiet:
+        raise typer.Exit(int(result.exit_code))
     _verdicts(result)
     if result.runs or fmt is Format.json:
         try:

@@ -31,7 +31,7 @@ from ..replay import (
     summarize,
 )
 from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, SchemaVersion
+from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from .render import clean, stderr_console
 
 
@@ -49,7 +49,8 @@ EPILOG = (
 
 @trace_app.command("replay", epilog=EPILOG)
 def replay_command(
-    path: Annotated[str, typer.Argument(help="The log (events.jsonl), or its run directory.", show_default=False)],
+    path: Annotated[str, typer.Argument(metavar="PATH", help="The log (events.jsonl), or its run directory.",
+                                        show_default=False)],
     until: Annotated[Optional[str], typer.Option(
         "--until", metavar="N|EVENT_ID",
         help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state "
@@ -74,17 +75,19 @@ def replay_command(
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
+    quiet: Quiet = False,
 ) -> None:
     """Replay a run: verify while walking, print its timeline, or the state at --until.
 
     The timeline goes to stdout, one line per event: index, time since the
     start, kind and a compact payload summary, indented under its step.
     Warnings (workspace HEAD, dirty tree) and findings go to stderr. A log
-    whose chain breaks is replayed up to the break only, and exits 1.
+    whose chain breaks is replayed up to the break only, and exits 1. -q prints
+    nothing (the run is still walked and checked; --pace does not sleep).
 
     Example: ract trace replay evals/runs/<run_id>/events.jsonl --until 40
     """
-    err = stderr_console()
+    err = stderr_console(quiet=quiet)
     try:
         options = ReplayOptions(
             schema_version=schema_version, max_line_bytes=max_line_bytes, dialect=dialect.value,
@@ -94,7 +97,9 @@ def replay_command(
         factor = parse_pace(pace) if pace is not None else None
         session = replay(resolve_log_path(path), options)
     except RactError as exc:
-        err.print(f"ract trace replay: {clean(exc.message)}", markup=False)
+        # as verify -q: a bad command line is still explained
+        stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
+            f"ract trace replay: {clean(exc.message)}", markup=False)
         raise typer.Exit(int(exc.exit_code)) from None
 
     journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
@@ -114,6 +119,8 @@ def replay_command(
     prev_ts: int | None = None
     try:
         for step in session.steps():
+            if quiet:
+                continue  # walked for the verdict only: nothing to print, nothing to pace
             ts = _event_ns(step.event.event)
             if factor is not None and ts is not None:
                 time.sleep(pace_delay(prev_ts, ts, factor))
@@ -127,7 +134,7 @@ def replay_command(
             if factor is not None:
                 out.flush()
         result = session.finish()
-        if not jsonl:
+        if not jsonl and not quiet:
             if result.stop == "break":
                 out.write(clean(f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
                                 f"this point is trustworthy") + "\n")

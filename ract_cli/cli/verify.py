@@ -16,7 +16,7 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from .options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .render import clean, dumps_json, markup_safe, stderr_console, stderr_is_terminal
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
@@ -69,10 +69,7 @@ def verify_command(
         "--max-findings", min=1, metavar="N",
         help="Keep at most N findings per file (the rest are counted, and still decide the exit code). "
              "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.")] = 1000,
-    jobs: Annotated[int, typer.Option(
-        "--jobs", "-j", min=1, metavar="N",
-        help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte ranges. "
-             "The verdict does not depend on N.")] = 1,
+    jobs: Jobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
 ) -> None:
