@@ -105,6 +105,9 @@ def test_quiet_replay_does_not_pace(capsys) -> None:
     ("replay", ["--format", "xml"], "'xml' is not one of"),
     ("project", ["--format", "xml"], "'xml' is not one of"),
     ("project", ["--max-items", "0"], "0 is not in the range x>=1."),
+    ("grep", ["-c", "-l"], "cannot be combined"),
+    ("grep", ["--where", "payload.ok"], "no operator"),
+    ("grep", ["--since", "yesterday"], "cannot read time"),
 ])
 def test_quiet_still_explains_a_bad_command_line(capsys, command, argv, needle) -> None:
     code, out, err = run(capsys, "trace", command, "-q", *argv, fixture("completed"))

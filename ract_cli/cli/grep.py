@@ -102,8 +102,8 @@ def grep_command(
                            synthesized=synthesized, where=where or (), any_root=dialect is Dialect.raxol)
         search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
                                                     max_line_bytes=max_line_bytes, dialect=dialect.value))
-    except RactError as exc:
-        err.print(f"ract trace grep: {markup_safe(exc.message)}")
+    except RactError as exc:  # a bad command line is explained even under -q, as in every command
+        stderr_console().print(f"ract trace grep: {markup_safe(exc.message)}")
         raise typer.Exit(int(exc.exit_code)) from None
 
     for pattern in unknown_kind_patterns(kind or (), schema_version) if dialect is not Dialect.raxol else ():
