@@ -54,6 +54,7 @@ from .reader import (
     split_line_ending,
 )
 from .reader import _short as _reader_short
+from .writer import _safe_repr
 from .writer import sanitize_payload as _sanitize_json
 
 
@@ -226,25 +227,48 @@ _MAX_DEPTH = 200
 
 
 def _atoms_to_strings(value: Any, depth: int) -> Any:
-    """Atoms (enum members, ``Atom``) become their names; containers are walked."""
+    """Atoms (enum members, ``Atom``) become their names; containers are walked. Never raises.
+
+    A value this walk cannot read (a mapping whose ``items()`` raises, a
+    list whose iterator raises, a hostile ``__class__``) is returned as it
+    is: the JSON sanitizer then turns it into its repr text. A key that is
+    neither a string nor an atom becomes its repr text here already (what
+    the JSON sanitizer would make of it), so an unhashable or hostile key
+    never reaches a dict.
+    """
     if depth >= _MAX_DEPTH:
         return value  # the JSON sanitizer turns what is left into repr text
     t = type(value)
     if t is str or t is int or t is float or value is None or t is bool:
         return value
-    if isinstance(value, (enum.Enum, Atom)):
-        name = _atom_name(value)
-        return name if name is not None else value
-    if t is dict or isinstance(value, Mapping):  # any mapping (an Elixir map as a Python mapping) is an object
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            if isinstance(key, (enum.Enum, Atom)):
-                key = _atom_name(key) or key
-            out[key] = _atoms_to_strings(item, depth + 1)
-        return out
-    if t is list or t is tuple:
-        return [_atoms_to_strings(item, depth + 1) for item in value]
+    try:
+        if isinstance(value, (enum.Enum, Atom)):
+            name = _atom_name(value)
+            return name if name is not None else value
+        if t is dict or isinstance(value, Mapping):  # any mapping (an Elixir map as a Python mapping) is an object
+            out: dict[Any, Any] = {}
+            for key, item in list(value.items()):
+                out[_key_text(key)] = _atoms_to_strings(item, depth + 1)
+            return out
+        if issubclass(t, (list, tuple)):
+            return [_atoms_to_strings(item, depth + 1) for item in list(value)]
+    except Exception:  # noqa: BLE001 - unreadable: left to the JSON sanitizer (its repr text)
+        return value
     return value
+
+
+def _key_text(key: Any) -> Any:
+    """A mapping key as the wire has it: a string, an atom's name, else the key's repr text."""
+    if type(key) is str:
+        return key
+    try:
+        if isinstance(key, (enum.Enum, Atom)):  # isinstance can run a hostile __class__
+            name = _atom_name(key)
+            if name is not None:
+                return name
+    except Exception:  # noqa: BLE001 - an unreadable key is its repr text
+        pass
+    return _safe_repr(key)
 
 
 def sanitize_payload(payload: Any) -> dict:
@@ -256,8 +280,8 @@ def sanitize_payload(payload: Any) -> dict:
     ``{"value": ...}``.
     """
     try:
-        prepared = _atoms_to_strings(payload, 0)
-    except Exception:  # noqa: BLE001 - e.g. a dict mutated while walked
+        prepared = _atoms_to_strings(payload, 0)  # total already; the guard keeps it so
+    except Exception:  # noqa: BLE001 - never a crash: the JSON sanitizer alone then
         prepared = payload
     return _sanitize_json(prepared)
 

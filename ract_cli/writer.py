@@ -1,9 +1,12 @@
 """The append-only writer (SPEC §9): logs it writes verify.
 
 It holds an advisory lock on the file while open, chains each event onto
-the last hash (resuming an existing log from its head), sanitizes payloads,
-applies the optional redaction profile before hashing, and flushes every
-event with a configurable fsync policy.
+the last hash (resuming an existing log from its head, a last event without
+its final newline included), sanitizes payloads (never raising), applies the
+optional redaction profile before hashing, and flushes every event with a
+configurable fsync policy. A strict writer refuses only the caller's own
+mistakes: what sanitizing or redaction changed is written, and ``verify``
+reports it if it breaks a field's type (docs/writer.md, "Strict mode").
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from typing import Any
 
 from .canonical import canonical_bytes, format_number
 from .errors import ExitCode, LogIOError, RactError, WriterLockedError
-from .kinds import KINDS_BY_NAME, VALIDATORS
+from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS
 from .model import GENESIS_HASH, HEX32, MAX_TIMESTAMP_NS
-from .reader import analyze_line, split_line_ending
+from .reader import line_result
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FLOAT_AS_BIG_INT_MIN = 9.2e18  # below this a float's integer token always fits 64 bits
@@ -55,19 +58,53 @@ def sanitize_payload(payload: Any) -> dict:
 
     Never raises. A non-dict payload is wrapped as ``{"value": ...}``.
     """
-    clean = _sanitize(payload, 0)
-    return clean if isinstance(clean, dict) else {"value": clean}
+    return sanitize_report(payload)[0]
+
+
+def sanitize_report(payload: Any) -> tuple[dict, frozenset[str]]:
+    """``sanitize_payload`` plus the top-level keys whose name or value it replaced.
+
+    A key is reported when anything at or below it became repr text (a
+    non-string key, a lone surrogate, NaN, an integer past 64 bits, an object
+    JSON cannot carry, a container that raised while being read, nesting past
+    200 levels). Nothing of the caller's objects is compared (no ``__eq__``):
+    the report comes from the walk itself. Never raises.
+    """
+    hits: list[bool] = []
+    replaced: set[str] = set()
+    top = _sanitize(payload, 0, hits, replaced)
+    if type(top) is dict:
+        return top, frozenset(replaced)
+    return {"value": top}, frozenset({"value"}) if hits else frozenset()
 
 
 def _safe_repr(value: Any) -> str:
     try:
         text = repr(value)
+        text = str.__str__(text)  # a str subclass (its own methods) cannot reach the line
     except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the writer
-        text = f"<unrepresentable {type(value).__name__}>"
+        try:
+            name = type(value).__name__
+            name = str.__str__(name) if isinstance(name, str) else "object"
+        except Exception:  # noqa: BLE001
+            name = "object"
+        text = f"<unrepresentable {name}>"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _sanitize(value: Any, depth: int) -> Any:
+def _replace(value: Any, hits: list[bool]) -> str:
+    hits.append(True)
+    return _safe_repr(value)
+
+
+def _sanitize(value: Any, depth: int, hits: list[bool], top_keys: set[str] | None = None) -> Any:
+    """One value made encodable; ``hits`` grows by one per replacement.
+
+    ``top_keys`` (the payload level only) collects the keys under which a
+    replacement happened. Only ``type()`` and identity are used to classify a
+    value: ``isinstance`` can run a hostile ``__class__``, and every read of
+    a container (its ``items()`` or iterator) runs inside ``try``.
+    """
     if value is None or value is True or value is False:
         return value
     t = type(value)
@@ -76,29 +113,65 @@ def _sanitize(value: Any, depth: int) -> Any:
             value.encode("utf-8")
             return value
         except UnicodeEncodeError:
-            return _safe_repr(value)
+            return _replace(value, hits)
     if t is int:
-        return value if _INT64_MIN <= value <= _INT64_MAX else _safe_repr(value)
+        return value if _INT64_MIN <= value <= _INT64_MAX else _replace(value, hits)
     if t is float:
         if not math.isfinite(value):
-            return _safe_repr(value)
+            return _replace(value, hits)
         if _FLOAT_AS_BIG_INT_MIN <= abs(value) < 1e21 and not _INT64_MIN <= int(format_number(value)) <= _INT64_MAX:
             # JCS writes this float as a bare integer token (9.3e18 -> 9300000000000000000),
             # which a reader must call malformed (outside 64 bits): keep it as text instead.
-            return _safe_repr(value)
+            return _replace(value, hits)
         return value
     if depth >= _MAX_DEPTH:
-        return _safe_repr(value)
-    if isinstance(value, dict):  # subclasses too (OrderedDict, defaultdict, Counter...)
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            name = key if type(key) is str else _safe_repr(key)
-            name = _sanitize(name, depth + 1) if type(name) is str else _safe_repr(name)
-            out[name] = _sanitize(item, depth + 1)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [_sanitize(item, depth + 1) for item in value]
-    return _safe_repr(value)
+        return _replace(value, hits)
+    try:
+        if issubclass(t, dict):  # subclasses too (OrderedDict, defaultdict, Counter...)
+            items = list(value.items())  # a subclass's items() may raise or be mutated meanwhile
+            out: dict[str, Any] = {}
+            for key, item in items:
+                before = len(hits)
+                if type(key) is str:
+                    name = _sanitize(key, depth + 1, hits)
+                else:
+                    name = _replace(key, hits)
+                out[name] = _sanitize(item, depth + 1, hits)
+                if top_keys is not None and len(hits) > before:
+                    top_keys.add(name)
+            return out
+        if issubclass(t, (list, tuple)):
+            return [_sanitize(item, depth + 1, hits) for item in list(value)]  # list(): a raising __iter__
+    except Exception:  # noqa: BLE001 - a hostile container becomes its repr text, never a crash
+        return _replace(value, hits)
+    return _replace(value, hits)
+
+
+def _string_list(value: Any, where: str) -> list[str]:
+    """A list of strings from a config value: one string is a one-item list (YAML ``key: text``)."""
+    if value is None:
+        return []
+    if type(value) is str:
+        return [value]
+    if type(value) in (list, tuple) and all(type(item) is str for item in value):
+        return list(value)
+    raise RactError(f"{where} must be a string or a list of strings, not {_describe(value)}",
+                    exit_code=ExitCode.USAGE)
+
+
+def _describe(value: Any) -> str:
+    if type(value) in (list, tuple):
+        odd = next((item for item in value if type(item) is not str), None)
+        return f"a list holding {type(odd).__name__} {_safe_repr(odd)[:40]}"
+    return f"{type(value).__name__} {_safe_repr(value)[:40]}"
+
+
+def _utf8_text(text: str, where: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise RactError(f"{where} is not valid UTF-8 text (a lone surrogate)", exit_code=ExitCode.USAGE) from None
+    return text
 
 
 @dataclass
@@ -106,7 +179,9 @@ class RedactionProfile:
     """Scrub regex patterns from strings and fully replace named fields, before hashing.
 
     Intentionally shallow (the reference calls it a first line of defence):
-    it walks nested dicts and lists of the payload.
+    it walks nested dicts and lists of the payload. ``patterns`` and
+    ``fields`` take a list of strings (one string is a one-item list);
+    ``replacement`` is written literally (no regex template).
     """
 
     patterns: list[str] = field(default_factory=list)
@@ -114,7 +189,19 @@ class RedactionProfile:
     replacement: str = "[REDACTED]"
 
     def __post_init__(self) -> None:
-        self._compiled = [re.compile(p) for p in self.patterns]
+        self.patterns = [_utf8_text(p, "redaction pattern") for p in _string_list(self.patterns, "patterns")]
+        self.fields = [_utf8_text(f, "redaction field") for f in _string_list(self.fields, "fields")]
+        if type(self.replacement) is not str:
+            raise RactError(f"replacement must be a string, not {_describe(self.replacement)}",
+                            exit_code=ExitCode.USAGE)
+        _utf8_text(self.replacement, "replacement")
+        compiled = []
+        for pattern in self.patterns:
+            try:
+                compiled.append(re.compile(pattern))
+            except (re.error, OverflowError, RecursionError, ValueError) as exc:
+                raise RactError(f"bad redaction pattern {pattern!r}: {exc}", exit_code=ExitCode.USAGE) from None
+        self._compiled = compiled
         self._fields = frozenset(self.fields)
 
     @property
@@ -122,34 +209,58 @@ class RedactionProfile:
         return bool(self._compiled or self._fields)
 
     def apply(self, value: Any) -> Any:
-        if isinstance(value, dict):
+        """The value with patterns scrubbed from its strings and named fields replaced (a sanitized value)."""
+        if type(value) is dict:
             return {k: (self.replacement if k in self._fields else self.apply(v)) for k, v in value.items()}
-        if isinstance(value, list):
+        if type(value) is list:
             return [self.apply(v) for v in value]
-        if isinstance(value, str):
-            for pattern in self._compiled:
-                value = pattern.sub(self.replacement, value)
-            return value
+        if type(value) is str:
+            return self.scrub(value)
         return value
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every pattern match replaced by the literal replacement."""
+        for pattern in self._compiled:
+            text = pattern.sub(self._literal, text)
+        return text
+
+    def _literal(self, _match: re.Match[str]) -> str:
+        return self.replacement  # a function: a backslash or "\\g<0>" in the replacement is written as is
 
     @classmethod
     def from_config(cls, config: dict | None) -> RedactionProfile | None:
-        """Build from the ``trace.redaction`` mapping of ``ract.yaml``; None when absent."""
+        """Build from the ``trace.redaction`` mapping of ``ract.yaml``; None when absent.
+
+        A key of the wrong type is a ``RactError`` (exit 2) naming it.
+        """
         if not config:
             return None
-        section = (config.get("trace") or {}).get("redaction")
-        if not section:
+        if not isinstance(config, dict):
+            raise RactError("ract.yaml: the configuration must be a mapping", exit_code=ExitCode.USAGE)
+        trace = config.get("trace")
+        if trace is None:
+            return None
+        if not isinstance(trace, dict):
+            raise RactError("ract.yaml: trace must be a mapping", exit_code=ExitCode.USAGE)
+        section = trace.get("redaction")
+        if section is None:
             return None
         if not isinstance(section, dict):
             raise RactError("ract.yaml: trace.redaction must be a mapping", exit_code=ExitCode.USAGE)
+        replacement = section.get("replacement", "[REDACTED]")
+        if type(replacement) is not str:
+            raise RactError(f"ract.yaml: trace.redaction.replacement must be a string, not {_describe(replacement)}",
+                            exit_code=ExitCode.USAGE)
         try:
             return cls(
-                patterns=[str(p) for p in section.get("patterns") or []],
-                fields=[str(f) for f in section.get("fields") or []],
-                replacement=str(section.get("replacement", "[REDACTED]")),
+                patterns=_string_list(section.get("patterns"), "ract.yaml: trace.redaction.patterns"),
+                fields=_string_list(section.get("fields"), "ract.yaml: trace.redaction.fields"),
+                replacement=replacement,
             )
-        except re.error as exc:
-            raise RactError(f"ract.yaml: bad redaction pattern: {exc}", exit_code=ExitCode.USAGE) from None
+        except RactError as exc:
+            if exc.message.startswith("ract.yaml"):
+                raise
+            raise RactError(f"ract.yaml: trace.redaction: {exc.message}", exit_code=ExitCode.USAGE) from None
 
     @classmethod
     def load(cls, path: str | os.PathLike[str] = "ract.yaml") -> RedactionProfile | None:
@@ -158,15 +269,17 @@ class RedactionProfile:
             text = Path(path).read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError:
+            raise RactError(f"{path}: not UTF-8 text", exit_code=ExitCode.USAGE) from None
         except OSError as exc:
             raise LogIOError(f"cannot read {path}: {exc.strerror or exc}") from None
         import yaml  # PyYAML: only needed when a config file is read
 
         try:
             config = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, RecursionError, ValueError) as exc:
             raise RactError(f"{path}: not valid YAML: {exc}", exit_code=ExitCode.USAGE) from None
-        return cls.from_config(config if isinstance(config, dict) else None)
+        return cls.from_config(config)
 
 
 @dataclass(frozen=True)
@@ -177,13 +290,16 @@ class LogHead:
     run_id: str
     timestamp_ns: int
     size_bytes: int  # bytes in the file
+    missing_newline: bool = False  # the last event lacks its final "\n" (SPEC §2.1 MISSING_FINAL_NEWLINE)
 
 
 def read_head(path: str | os.PathLike[str]) -> LogHead | None:
     """The last event of an existing log, read from its end; None for an empty file.
 
     Raises when the log does not end in a complete, well-formed event: the
-    writer never chains onto a torn tail or a damaged line.
+    writer never chains onto a torn tail or a damaged line. A last line that
+    lacks only its final ``\\n`` but is a valid event is an event (SPEC §2.1):
+    its head is returned with ``missing_newline=True``.
     """
     with open(path, "rb") as f:
         size = f.seek(0, os.SEEK_END)
@@ -199,17 +315,19 @@ def read_head(path: str | os.PathLike[str]) -> LogHead | None:
             tail = f.read(step) + tail
             if tail.count(b"\n") >= 2 or pos == 0:
                 break
-    if not tail.endswith(b"\n"):
-        raise RactError(f"{path}: last line has no newline (torn tail?); run `ract trace repair` first",
-                        exit_code=ExitCode.INCOMPLETE)
-    last = tail[:-1].rsplit(b"\n", 1)[-1] + b"\n"
-    body, _ = split_line_ending(last)
-    result = analyze_line(body)
+    missing_newline = not tail.endswith(b"\n")
+    last = tail.rsplit(b"\n", 1)[-1] if missing_newline else tail[:-1].rsplit(b"\n", 1)[-1] + b"\n"
+    # the reader's own verdict on a last line (torn tail, MISSING_FINAL_NEWLINE...): one rule for both
+    result = line_result(last, LATEST_SCHEMA_VERSION, max(len(last), 1))
+    if any(p.code == "TORN_TAIL" for p in result.problems):
+        raise RactError(f"{path}: last line has no newline and does not parse (a torn tail); "
+                        "run `ract trace repair` first", exit_code=ExitCode.INCOMPLETE)
     if result.event is None or any(p.code == "HASH_MISMATCH" for p in result.problems):
         raise RactError(f"{path}: last line is not a valid event; refusing to chain onto it",
                         exit_code=ExitCode.TAMPERED)
     ev = result.event
-    return LogHead(hash=ev["hash"], run_id=ev["run_id"], timestamp_ns=ev["timestamp_ns"], size_bytes=size)
+    return LogHead(hash=ev["hash"], run_id=ev["run_id"], timestamp_ns=ev["timestamp_ns"], size_bytes=size,
+                   missing_newline=missing_newline)
 
 
 def is_locked(path: str | os.PathLike[str]) -> bool:
@@ -276,6 +394,8 @@ class EventWriter:
         except BaseException:
             self._release()
             raise
+        # a last event that lacks its "\n": the next append writes it first, in the same write
+        self._pending_newline = head is not None and head.missing_newline
         if head is None:
             self.run_id = run_id or self.new_id()
             self.head = GENESIS_HASH
@@ -307,13 +427,20 @@ class EventWriter:
             raise RactError("writer is closed", exit_code=ExitCode.USAGE)
         if type(kind) is not str:
             raise RactError(f"kind must be a string, not {type(kind).__name__}", exit_code=ExitCode.USAGE)
-        clean = sanitize_payload({} if payload is None else payload)
+        clean, replaced = sanitize_report({} if payload is None else payload)
+        untouched = set(clean) - replaced
         if self.redaction is not None:
-            clean = self.redaction.apply(clean)
+            redacted = self.redaction.apply(clean)
+            # both sides are sanitized JSON values: comparing them runs none of the caller's code
+            untouched = {k for k in untouched if redacted[k] == clean[k]}
+            clean = redacted
         if self.strict:
+            # Refuse only what the caller got wrong: an unknown kind, or a problem in a key that
+            # neither sanitizing (repr text, SPEC §9) nor the redaction profile changed. What those
+            # two changed is written as they left it; `verify` reports it (SCHEMA) if it breaks a type.
             if kind not in KINDS_BY_NAME:
                 raise RactError(f"unknown event kind {kind!r}", exit_code=ExitCode.SCHEMA)
-            problems = VALIDATORS[kind](clean)
+            problems = VALIDATORS[kind]({k: v for k, v in clean.items() if k in untouched})
             if problems:
                 raise RactError(f"{kind}: {'; '.join(problems)}", exit_code=ExitCode.SCHEMA)
         for name, value in (("step_id", step_id), ("parent_id", parent_id)):
@@ -338,6 +465,8 @@ class EventWriter:
         }
         event["hash"] = event_hash(event)
         line = encode_line(event)
+        if self._pending_newline:
+            line = b"\n" + line  # one write: the log is valid before it and after it
         self._write_all(line)
         if self.fsync is FsyncPolicy.EVERY:
             os.fsync(self._fd)
@@ -352,6 +481,8 @@ class EventWriter:
         view = memoryview(data)
         while view:
             written = os.write(self._fd, view)
+            if written:
+                self._pending_newline = False  # the missing "\n" went first: never write it twice
             view = view[written:]
 
     def close(self) -> None:

@@ -5,7 +5,11 @@ with zero error findings, and with zero findings at all once its opens are
 closed and the run is completed. Then: resuming, the advisory lock (in this
 process and from another one), ``sanitize_payload`` on hostile objects,
 the redaction profile from a real ``ract.yaml``, fsync policies, and the
-refusals (torn tail, damaged head, bad envelope values).
+refusals (torn tail, damaged head, bad envelope values). Then the strict
+writer's line between the caller's mistakes (refused) and what sanitizing or
+redaction changed (written, flagged by ``verify``), ``ract.yaml`` value types,
+hostile containers (writer and Raxol), and resuming onto a last event that
+only lacks its final newline.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 from collections import OrderedDict, defaultdict
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -654,14 +659,17 @@ def test_writer_on_a_directory_is_an_io_error(tmp_path: Path) -> None:
         EventWriter(target)
 
 
-def test_redacting_a_typed_field_makes_a_strict_writer_refuse(logs) -> None:
-    """docs/writer.md: redaction runs before validation; name string fields only."""
+def test_redacting_a_typed_field_is_written_not_refused(logs) -> None:
+    """docs/writer.md: the operator's profile is applied as configured; `verify` reports the type."""
     profile = RedactionProfile(fields=["ok"])
     path = logs.path()
     with logs.writer(path, redaction=profile) as w:
-        with pytest.raises(RactError) as info:
-            w.append("tool.result", {"tool": "pytest", "ok": True})
+        assert w.append("tool.result", {"tool": "pytest", "ok": True})["payload"] == {
+            "tool": "pytest", "ok": "[REDACTED]"}
+        with pytest.raises(RactError) as info:  # a caller error in an untouched key is still refused
+            w.append("tool.result", {"tool": 5, "ok": True})
         assert info.value.exit_code == ExitCode.SCHEMA
+    assert logs.read(path).errors == [("PAYLOAD_INVALID", 1)]
     with logs.writer(path, redaction=profile, strict=False) as w:
         assert w.append("laziness.skipped", {"ok": "secret"})["payload"] == {"ok": "[REDACTED]"}
 
@@ -687,3 +695,533 @@ def test_writer_on_a_fifo_is_an_io_error_not_a_hang(tmp_path: Path) -> None:
         os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # let the blocked open finish
         pytest.fail("opening a FIFO for writing blocked")
     assert isinstance(outcome[0], LogIOError)
+
+
+# --- strict mode refuses only the caller's own errors (SPEC §9: sanitizing never crashes) ----------
+
+RACT = Path(sys.executable).with_name("ract")
+RUN_ID = "1a2b3c4d5e6f708192a3b4c5d6e7f809"  # the directory name is the run id: no RUN_DIR_MISMATCH
+
+
+def _verify_json(path: Path, *args: str) -> dict:
+    import json
+
+    done = subprocess.run([str(RACT), "trace", "verify", "--format", "json", *args, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    report = json.loads(done.stdout)
+    assert report["exit_code"] == done.returncode
+    return report
+
+
+def _findings(report: dict) -> list[tuple[str, int, str]]:
+    return [(f["code"], f["line"], f["message"]) for f in report["files"][0]["findings"]]
+
+
+# (kind, payload, the key sanitizing turns into repr text, what it becomes)
+SANITIZED_TYPED_FIELDS = [
+    ("tool.result", {"tool": "t", "ok": True, "duration_ns": math.nan}, "duration_ns", "nan"),
+    ("tool.result", {"tool": "t", "ok": True, "duration_ns": math.inf}, "duration_ns", "inf"),
+    ("run.started", {"predicate_count": 2**70}, "predicate_count", repr(2**70)),
+    ("run.started", {"predicate_count": -(2**63) - 1}, "predicate_count", repr(-(2**63) - 1)),
+    ("run.started", {"coverage_gate": 9.3e18}, "coverage_gate", repr(9.3e18)),
+    ("run.started", {"predicate_count": ReprRaises()}, "predicate_count", "<unrepresentable ReprRaises>"),
+    ("tool.result", {"tool": "t", "ok": EqualsEverything()}, "ok", None),
+    ("tool.called", {"tool": "t", "arguments": {1: "non-string key"}}, "arguments", None),
+    ("tool.called", {"tool": "t", "arguments": {"argv": b"\xff"}}, "arguments", None),
+    ("tool.refused", {"tool": "t", "reason": "r", "refused_by": "policy\udc80"}, "refused_by", None),
+    ("probe.evaluated", {"probe": "needle", "score": {0.5}}, "score", "{0.5}"),
+]
+
+
+@pytest.mark.parametrize(("kind", "payload", "key", "text"), SANITIZED_TYPED_FIELDS,
+                         ids=[f"{k}.{key}:{i}" for i, (k, _, key, _t) in enumerate(SANITIZED_TYPED_FIELDS)])
+def test_strict_writer_writes_what_sanitizing_replaced(logs, kind: str, payload: dict, key: str,
+                                                       text: str | None) -> None:
+    """The repr text is written (never a crash, never a refusal); verify reports a wrong type as SCHEMA."""
+    path = logs.path()
+    with logs.writer(path) as w:  # strict=True (the default)
+        event = w.append(kind, payload)
+    value = event["payload"][key]
+    if text is not None:
+        assert value == text
+    written = logs.events(path)
+    assert written == [event] or jcs_exact(written[0]) == jcs_exact(event)
+    report = _verify_json(path)
+    codes = [(code, line) for code, line, _ in _findings(report) if code not in ("OPEN_RUN", "OPEN_HANDLE")]
+    from ract_cli.kinds import VALIDATORS
+
+    if VALIDATORS[kind]({key: value}):  # the repr text breaks the field's type: a SCHEMA finding
+        assert report["exit_code"] == ExitCode.SCHEMA
+        assert codes == [("PAYLOAD_INVALID", 1)]
+        assert any(key in message for code, _, message in _findings(report) if code == "PAYLOAD_INVALID")
+    else:  # a string field: the repr text is a valid value
+        assert report["exit_code"] == 0 and codes == []
+
+
+# (kind, payload, the caller's own mistake the message names)
+CALLER_ERRORS = [
+    ("no.such.kind", {"x": math.nan}, "unknown event kind"),
+    ("tool.result", {"tool": 5, "ok": True, "duration_ns": math.nan}, "tool must be string"),
+    ("run.started", {"predicate_count": 2**70, "coverage_gate": "high"}, "coverage_gate must be number"),
+    ("probe.evaluated", {"score": 2, "note": ReprRaises()}, "score must be <= 1"),
+    ("tool.called", {"tool": "t", "arguments": [1, 2], "x_other": object()}, "arguments must be object"),
+]
+
+
+@pytest.mark.parametrize(("kind", "payload", "named"), CALLER_ERRORS, ids=[c[2] for c in CALLER_ERRORS])
+def test_strict_writer_still_refuses_the_callers_own_errors(logs, kind: str, payload: dict, named: str) -> None:
+    path = logs.path()
+    with logs.writer(path) as w:
+        with pytest.raises(RactError) as info:
+            w.append(kind, payload)
+    assert info.value.exit_code == ExitCode.SCHEMA
+    assert named in info.value.message
+    assert path.read_bytes() == b""  # a refused event writes nothing
+
+
+_typed_payloads = st.sampled_from(sorted(VALID)).flatmap(
+    lambda kind: st.tuples(
+        st.just(kind),
+        st.dictionaries(st.sampled_from(sorted(VALID[kind]) or ["x_none"]), _hostile, max_size=3).map(
+            lambda hostile, kind=kind: {**VALID[kind], **hostile}),
+    )
+)
+
+
+def _plain_json(value: object, depth: int = 0) -> bool:
+    """True when JSON carries the value as it is (the test's own reading of SPEC §2.1/§9, not the writer's)."""
+    t = type(value)
+    if value is None or t is bool:
+        return True
+    if t is str:
+        return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    if t is int:
+        return -(2**63) <= value < 2**63
+    if t is float:
+        if not math.isfinite(value):
+            return False
+        # RFC 8785 writes |x| < 1e21 with its shortest round-trip digits, as an integer token when whole
+        token = int(Decimal(repr(value))) if abs(value) < 1e21 and value == int(value) else 0
+        return -(2**63) <= token < 2**63
+    if depth > 150:
+        return False
+    if issubclass(t, dict):
+        return all(type(k) is str and _plain_json(k) and _plain_json(v, depth + 1) for k, v in value.items())
+    if issubclass(t, (list, tuple)):
+        return all(_plain_json(v, depth + 1) for v in value)
+    return False
+
+
+@hyp(200)
+@given(case=_typed_payloads)
+def test_strict_writer_refuses_exactly_the_callers_errors(logs, case: tuple[str, dict]) -> None:
+    """Property: documented fields given hostile values. The writer refuses exactly when a key it
+    did not have to replace breaks the schema; otherwise it writes, and the chain verifies (at worst
+    a SCHEMA finding on a replaced field)."""
+    from ract_cli.kinds import VALIDATORS
+
+    kind, payload = case
+    clean = sanitize_payload(payload)
+    callers_own = {k: clean[k] for k, v in payload.items() if _plain_json(v)}
+    path = logs.path(run_id="e" * 32)
+    if path.exists():
+        path.unlink()
+    with logs.writer(path, run_id="e" * 32) as w:
+        try:
+            w.append(kind, payload)
+        except RactError as exc:
+            assert exc.exit_code == ExitCode.SCHEMA
+            assert VALIDATORS[kind](callers_own), exc.message
+            assert path.read_bytes() == b""
+            return
+    assert VALIDATORS[kind](callers_own) == []
+    verdict = logs.read(path)
+    assert {code for code, _ in verdict.errors} <= {"PAYLOAD_INVALID"}
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "kind", "payload", "key", "expected"),
+    [
+        ("trace: {redaction: {fields: [arguments]}}\n", "tool.called", {"tool": "t", "arguments": {"k": "v"}},
+         "arguments", "[REDACTED]"),
+        ("trace: {redaction: {fields: [ok]}}\n", "tool.result", {"tool": "t", "ok": False}, "ok", "[REDACTED]"),
+        ("trace: {redaction: {fields: duration_ns, replacement: '-'}}\n", "tool.result",
+         {"tool": "t", "ok": True, "duration_ns": 7}, "duration_ns", "-"),
+        ("trace: {redaction: {patterns: 'pol.*'}}\n", "tool.refused",
+         {"tool": "t", "reason": "r", "refused_by": "policy"}, "refused_by", "[REDACTED]"),
+    ],
+    ids=["dict-field", "bool-field", "int-field-scalar-config", "enum-scrubbed-by-pattern"],
+)
+def test_redaction_never_makes_a_strict_writer_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      yaml_text: str, kind: str, payload: dict, key: str,
+                                                      expected: str) -> None:
+    """The reference: `tool.called` arguments are "redacted per profile". The operator configured it:
+    the replacement is written and `verify` reports the field (SCHEMA, exit 3)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ract.yaml").write_text(yaml_text, encoding="utf-8")
+    path = tmp_path / "evals" / "runs" / RUN_ID / "events.jsonl"
+    with EventWriter(path, run_id=RUN_ID, fsync="never") as w:  # redaction from ./ract.yaml
+        event = w.append(kind, payload)
+    assert event["payload"][key] == expected
+    report = _verify_json(path)
+    assert report["exit_code"] == ExitCode.SCHEMA
+    invalid = [(line, message) for code, line, message in _findings(report) if code == "PAYLOAD_INVALID"]
+    assert len(invalid) == 1 and invalid[0][0] == 1 and key in invalid[0][1]
+    assert not [c for c, _, _ in _findings(report) if c in ("HASH_MISMATCH", "CHAIN_BROKEN", "MALFORMED_LINE")]
+
+
+def test_redaction_keeps_secrets_out_of_a_refusal_message(logs) -> None:
+    """Validation sees the redacted payload: a refused event does not echo the secret it carried."""
+    profile = RedactionProfile(patterns=["sk-[a-z]+"])
+    with logs.writer(logs.path(), redaction=profile) as w:
+        with pytest.raises(RactError) as info:
+            w.append("tool.refused", {"tool": 5, "reason": "r", "refused_by": "sk-secret"})
+    assert "tool must be string" in info.value.message
+    assert "sk-secret" not in info.value.message
+
+
+# --- ract.yaml: scalar values and wrong types -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "payload", "expected"),
+    [
+        ("patterns: secret", {"note": "a secret s e c r e t"}, {"note": "a [REDACTED] s e c r e t"}),
+        ("patterns: ['secret']", {"note": "a secret s"}, {"note": "a [REDACTED] s"}),
+        ("fields: api_key", {"api_key": "k", "x": "api_key"}, {"api_key": "[REDACTED]", "x": "api_key"}),
+        ("fields: [api_key, token]", {"api_key": 1, "token": [2]}, {"api_key": "[REDACTED]", "token": "[REDACTED]"}),
+        ("{fields: api_key, replacement: '\\1 \\g<0> \\'}", {"api_key": "k"}, {"api_key": "\\1 \\g<0> \\"}),
+        ("{patterns: 'k(e)y', replacement: '\\1'}", {"note": "key"}, {"note": "\\1"}),
+        ("{patterns: [], fields: []}", {"note": "secret"}, None),
+    ],
+    ids=["pattern-string", "pattern-list", "field-string", "field-list", "replacement-backslashes-literal",
+         "replacement-group-ref-literal", "empty-lists-off"],
+)
+def test_redaction_config_values(tmp_path: Path, yaml_text: str, payload: dict, expected: dict | None) -> None:
+    config = tmp_path / "ract.yaml"
+    config.write_text("trace:\n  redaction: " + yaml_text + "\n" if yaml_text.startswith("{")
+                      else "trace:\n  redaction:\n    " + yaml_text + "\n", encoding="utf-8")
+    profile = RedactionProfile.load(config)
+    if expected is None:
+        assert profile is None or not profile.enabled
+        return
+    assert profile is not None and profile.enabled
+    path = tmp_path / "log" / "events.jsonl"
+    with EventWriter(path, redaction=profile, strict=False, fsync="never") as w:
+        assert w.append("laziness.skipped", payload)["payload"] == expected
+    reader = ChainReader(path)
+    reader.read_all()
+    assert [f.code for f in reader.findings if f.severity == "error"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("trace:\n  redaction:\n    patterns: 5\n", "trace.redaction.patterns"),
+        ("trace:\n  redaction:\n    patterns: [secret, 5]\n", "trace.redaction.patterns"),
+        ("trace:\n  redaction:\n    patterns: {a: b}\n", "trace.redaction.patterns"),
+        ("trace:\n  redaction:\n    patterns: true\n", "trace.redaction.patterns"),
+        ("trace:\n  redaction:\n    fields: [[api_key]]\n", "trace.redaction.fields"),
+        ("trace:\n  redaction:\n    fields: 12\n", "trace.redaction.fields"),
+        ("trace:\n  redaction:\n    fields: [null]\n", "trace.redaction.fields"),
+        ("trace:\n  redaction:\n    fields: [a]\n    replacement: 5\n", "trace.redaction.replacement"),
+        ("trace:\n  redaction:\n    fields: [a]\n    replacement: [x]\n", "trace.redaction.replacement"),
+        ("trace:\n  redaction:\n    fields: [a]\n    replacement:\n", "trace.redaction.replacement"),
+        ("trace:\n  redaction:\n    fields: [a]\n    replacement: \"\\ud800\"\n", "replacement"),
+        ("trace:\n  redaction:\n    patterns: ['(unclosed']\n", "pattern"),
+        ("trace:\n  redaction:\n    patterns: ['a{99999999999999999999}']\n", "pattern"),
+        ("trace:\n  redaction: [a, b]\n", "trace.redaction must be a mapping"),
+        ("trace:\n  redaction: text\n", "trace.redaction must be a mapping"),
+        ("trace: 5\n", "trace must be a mapping"),
+        ("trace: [redaction]\n", "trace must be a mapping"),
+        ("- trace\n", "must be a mapping"),
+        ("trace: [\n", "not valid YAML"),
+    ],
+    ids=["patterns-int", "patterns-list-with-int", "patterns-mapping", "patterns-bool", "fields-nested-list",
+         "fields-int", "fields-null-item", "replacement-int", "replacement-list", "replacement-null",
+         "replacement-lone-surrogate", "bad-regex", "huge-repeat", "redaction-list", "redaction-string",
+         "trace-int", "trace-list", "top-level-list", "not-yaml"],
+)
+def test_bad_redaction_values_are_usage_errors_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
+    config = tmp_path / "ract.yaml"
+    config.write_text(text, encoding="utf-8")
+    with pytest.raises(RactError) as info:
+        RedactionProfile.load(config)
+    assert info.value.exit_code == ExitCode.USAGE
+    assert named in info.value.message
+
+
+def test_non_utf8_ract_yaml_is_a_usage_error(tmp_path: Path) -> None:
+    config = tmp_path / "ract.yaml"
+    config.write_bytes(b"trace:\n  redaction:\n    fields: [\xff]\n")
+    with pytest.raises(RactError) as info:
+        RedactionProfile.load(config)
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"patterns": 5}, {"patterns": [b"x"]}, {"fields": {"a": 1}}, {"fields": [1]}, {"replacement": None},
+     {"replacement": b"x"}],
+    ids=["patterns-int", "patterns-bytes", "fields-dict", "fields-int", "replacement-none", "replacement-bytes"],
+)
+def test_redaction_profile_in_code_checks_types(kwargs: dict) -> None:
+    with pytest.raises(RactError) as info:
+        RedactionProfile(**kwargs)
+    assert info.value.exit_code == ExitCode.USAGE
+    assert next(iter(kwargs)) in info.value.message
+
+
+def test_redaction_profile_in_code_takes_one_string() -> None:
+    profile = RedactionProfile(patterns="secret", fields="api_key")
+    assert profile.patterns == ["secret"] and profile.fields == ["api_key"]
+    assert profile.apply({"api_key": 1, "s": "secret"}) == {"api_key": "[REDACTED]", "s": "[REDACTED]"}
+
+
+# --- hostile containers: sanitizing never crashes (writer and Raxol) ------------------------------
+
+
+class ItemsRaise(dict):
+    def items(self):  # type: ignore[override]
+        raise RuntimeError("items")
+
+
+class IterRaises(list):
+    def __iter__(self):
+        raise RuntimeError("iter")
+
+
+class TupleIterRaises(tuple):
+    def __iter__(self):
+        raise RuntimeError("iter")
+
+
+class ItemsMutate(dict):
+    def items(self):  # type: ignore[override]
+        for key in list(dict.keys(self)):
+            self[key + "x"] = 1  # grows while read
+            yield key, self[key]
+        raise RuntimeError("mutated")
+
+
+class ClassRaises:
+    @property  # type: ignore[misc]
+    def __class__(self):  # noqa: PLE0202
+        raise RuntimeError("__class__")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+
+class StrRaises(str):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+    def __str__(self) -> str:
+        raise RuntimeError("str")
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("eq")
+
+    __hash__ = str.__hash__  # usable as a key; every other method raises
+
+
+class KeyRaises:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+    def __str__(self) -> str:
+        raise RuntimeError("str")
+
+
+class ReprHostileStr:
+    def __repr__(self):  # a str subclass with its own methods as the repr text
+        return StrRaises("x")
+
+
+class NameRaises(type):
+    @property
+    def __name__(cls):  # noqa: PLE0202
+        raise RuntimeError("name")
+
+
+class Nameless(metaclass=NameRaises):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr")
+
+
+def _hostile_container_cases() -> list[tuple[str, object]]:
+    key = KeyRaises()
+    return [
+        ("dict-items-raise", ItemsRaise(a=1)),
+        ("list-iter-raises", IterRaises([1, 2])),
+        ("tuple-iter-raises", TupleIterRaises((1, 2))),
+        ("dict-mutated-while-read", ItemsMutate(a=1)),
+        ("class-property-raises", ClassRaises()),
+        ("str-subclass-all-raise", StrRaises("v")),
+        ("key-str-and-repr-raise", {key: 1, KeyRaises(): 2}),
+        ("str-subclass-key", {StrRaises("k"): 1}),
+        ("repr-returns-hostile-str", ReprHostileStr()),
+        ("type-name-raises", Nameless()),
+        ("nested", {"a": [ItemsRaise(b=IterRaises([3])), {"c": ClassRaises()}], "d": TupleIterRaises((1,))}),
+    ]
+
+
+HOSTILE_CONTAINER_NAMES = [name for name, _ in _hostile_container_cases()]
+
+
+@pytest.mark.parametrize("name", HOSTILE_CONTAINER_NAMES)
+def test_hostile_containers_become_repr_text(logs, name: str) -> None:
+    """Built inside the test: pytest itself would trip over a hostile ``__class__`` in a parameter."""
+    from ract_cli import raxol
+
+    value = dict(_hostile_container_cases())[name]
+
+    for payload in (value, {"x_data": value}, [value]):
+        clean = sanitize_payload(payload)
+        assert type(clean) is dict
+        assert canonical_bytes(clean) == jcs_exact(clean)
+        assert sanitize_payload(clean) == clean
+        journal = raxol.sanitize_payload(payload)
+        assert canonical_bytes(journal) == jcs_exact(journal)
+        assert raxol.encode_line({"type": "turn_started", "payload": payload}).endswith(b"\n")
+    path = logs.path()
+    with logs.writer(path) as w:  # strict: what sanitizing replaced is written, not refused
+        w.append("laziness.skipped", {"x_data": value})
+        w.append("tool.called", {"tool": "t", "arguments": value})
+    assert {code for code, _ in logs.read(path).errors} <= {"PAYLOAD_INVALID"}
+
+
+def test_hostile_container_report_names_the_key() -> None:
+    from ract_cli.writer import sanitize_report
+
+    clean, replaced = sanitize_report({"a": ItemsRaise(x=1), "b": [IterRaises()], "c": 1, 2: "k", "d": {"e": 1}})
+    assert clean["a"] == repr({"x": 1}) and clean["b"] == ["[]"] and clean["c"] == 1 and clean["2"] == "k"
+    assert replaced == {"a", "b", "2"}
+    assert sanitize_report(ItemsRaise(x=1)) == ({"value": repr({"x": 1})}, frozenset({"value"}))
+    assert sanitize_report([1, "a"]) == ({"value": [1, "a"]}, frozenset())
+    assert sanitize_report({"k": EqualsEverything()})[1] == {"k"}  # reported without comparing it
+
+
+def _hostile_wrap(value: object, how: int) -> object:
+    return [lambda v: v, lambda v: ItemsRaise(k=v), lambda v: IterRaises([v]), lambda v: TupleIterRaises((v,)),
+            lambda v: {KeyRaises(): v}, lambda v: ItemsMutate(k=v), lambda v: [v, ClassRaises()]][how](value)
+
+
+_hostile_nested = st.recursive(
+    _hostile_leaves,
+    lambda inner: st.one_of(
+        st.tuples(inner, st.integers(0, 6)).map(lambda t: _hostile_wrap(*t)),
+        st.dictionaries(_hostile_keys, inner, max_size=3),
+        st.lists(inner, max_size=3),
+    ),
+    max_leaves=10,
+)
+
+
+@hyp(300)
+@given(value=_hostile_nested)
+def test_sanitizing_hostile_containers_never_raises(value: object) -> None:
+    from ract_cli import raxol
+    from ract_cli.writer import sanitize_report
+
+    clean, replaced = sanitize_report({"x": value})
+    assert canonical_bytes(clean) == jcs_exact(clean)
+    assert replaced <= set(clean)
+    assert sanitize_report(clean) == (clean, frozenset())  # clean output: nothing left to replace
+    line = raxol.encode_line({"type": "item_started", "payload": {"v": value}})
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+
+
+# --- resume onto a last event that lacks only its final newline (SPEC §2.1) -----------------------
+
+
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("events", [1, 5], ids=["one-event", "five-events"])
+def test_resume_onto_a_missing_final_newline(logs, ending: bytes, events: int) -> None:
+    path = logs.write(FIVE_EVENTS_LIST[:events])
+    data = path.read_bytes().replace(b"\n", ending)[:-1]  # the last event, complete, lacks its "\n"
+    path.write_bytes(data)
+    before = _verify_json(path)
+    assert before["exit_code"] == 0
+    assert "MISSING_FINAL_NEWLINE" in [code for code, _, _ in _findings(before)]
+    head = read_head(path)
+    assert head is not None and head.missing_newline
+
+    w = logs.writer(path, run_id=None)
+    assert path.read_bytes() == data  # opening writes nothing
+    appended = w.append("laziness.skipped", {"reason": "after a missing newline"})
+    w.append("run.completed", {"final_decision": "accept"}) if events == 1 else None
+    w.close()
+    after = path.read_bytes()
+    assert after.startswith(data)  # the bytes before are unchanged
+    assert after[len(data):].startswith(b"\n" + encode_line(appended))  # the "\n" went with the event
+    assert appended["prev_hash"] == logs.events(path.with_name(path.name))[events - 1]["hash"]
+    report = _verify_json(path)
+    assert report["exit_code"] == 0, _findings(report)
+    assert "MISSING_FINAL_NEWLINE" not in [code for code, _, _ in _findings(report)]
+    assert report["files"][0]["events"] == events + (2 if events == 1 else 1)
+
+
+def test_resume_onto_a_missing_final_newline_and_close_without_appending(logs) -> None:
+    path = logs.five()
+    data = path.read_bytes()[:-1]
+    path.write_bytes(data)
+    with logs.writer(path, run_id=None):
+        pass
+    assert path.read_bytes() == data  # nothing written, nothing owed
+
+
+FIVE_EVENTS_LIST = [
+    ("run.started", {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6"}, None),
+    ("step.started", {"timeout_seconds": 600}, "5e7e9f00aa11bb22cc33dd44ee55ff66"),
+    ("predicate.evaluated", {"predicate_id": "p", "kind": "test", "required": True, "ok": True},
+     "5e7e9f00aa11bb22cc33dd44ee55ff66"),
+    ("step.committed", {"outcome": "COMMITTED"}, "5e7e9f00aa11bb22cc33dd44ee55ff66"),
+    ("run.completed", {"final_decision": "accept"}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("tail", "exit_code"),
+    [
+        (lambda last: last[:-1][: len(last) // 2], ExitCode.INCOMPLETE),  # cut mid-event: a torn tail
+        (lambda last: last[:-2], ExitCode.INCOMPLETE),  # the closing brace lost
+        (lambda last: b'{"a":1,"a":2}', ExitCode.INCOMPLETE),  # duplicate key: the reader's torn tail too
+        (lambda last: b"\xef\xbb\xbf" + last[:-1], ExitCode.INCOMPLETE),  # BOM
+        (lambda last: last[:-1].replace(b'"accept"', b'"reject"'), ExitCode.TAMPERED),  # parses, hash wrong
+        (lambda last: b"[1,2]", ExitCode.INCOMPLETE),  # not an object: the reader's torn tail too
+    ],
+    ids=["cut", "no-closing-brace", "duplicate-key", "bom", "hash-mismatch", "array"],
+)
+def test_a_last_line_without_newline_that_is_no_valid_event_is_refused(logs, tail, exit_code: ExitCode) -> None:
+    path = logs.five()
+    lines = logs.lines(path)
+    path.write_bytes(b"".join(lines[:-1]) + tail(lines[-1]))
+    before = path.read_bytes()
+    verdict = _verify_json(path)
+    with pytest.raises(RactError) as info:
+        EventWriter(path)
+    assert info.value.exit_code == exit_code == verdict["exit_code"]  # what `verify` says of that line
+    assert path.read_bytes() == before
+    assert not is_locked(path)
+    if exit_code == ExitCode.INCOMPLETE:  # the same verdict `verify` reaches on that line
+        assert "TORN_TAIL" in [code for code, _, _ in _findings(verdict)]
+        assert "repair" in info.value.message
+
+
+def test_raxol_atoms_keep_their_names_next_to_hostile_containers() -> None:
+    """A hostile neighbour no longer costs the whole record its atom names (ract_cli/raxol.py)."""
+    import enum
+
+    from ract_cli import raxol
+
+    class Evidence(enum.Enum):
+        accepted = "accepted"
+
+    record = {"ok": Evidence.accepted, "bad": ItemsRaise(x=1), KeyRaises(): Evidence.accepted,
+              Evidence.accepted: [IterRaises(), Evidence.accepted]}
+    clean = raxol.sanitize_payload(record)
+    assert clean == {"ok": "accepted", "bad": repr({"x": 1}), "<unrepresentable KeyRaises>": "accepted",
+                     "accepted": ["[]", "accepted"]}
+    assert raxol.encode_line(record) == canonical_bytes(clean) + b"\n"
