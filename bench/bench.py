@@ -74,6 +74,22 @@ class BenchContext:
         """A result row in the shape every row module returns (see ``row`` below)."""
         return row(*args, **kwargs)
 
+    def many_logs(self, files: int = 24, events_per_file: int = 2_000) -> tuple[Path, int]:
+        """A directory of ``files`` valid run logs (generated once, cached); returns it and the event count."""
+        root = OUT / f"many-{files}x{events_per_file}"
+        total = 0
+        for i in range(files):
+            path = root / f"{i:04d}" / "events.jsonl"
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                tmp.unlink(missing_ok=True)
+                write_benchmark_log(tmp, events=events_per_file, seed=100 + i)
+                os.replace(tmp, path)
+            with open(path, "rb") as f:
+                total += sum(1 for _ in f)
+        return root, total
+
     def time(self, fn: Callable[[], Any], repeat: int = 3) -> float:
         """Best wall-clock seconds of ``fn()`` over ``repeat`` runs."""
         best = float("inf")

@@ -83,6 +83,14 @@ def rows(ctx) -> list[dict]:
         ctx.row("  bound: ract start-up alone (same grep, 156-event fixture)", 156, startup_s,
                 ratio=jq_s / startup_s, ratio_of="jq"),
     ]
+    # An audit across a tree: --jobs greps whole files in worker processes (docs/grep.md).
+    root, many_events = ctx.many_logs()
+    files = sum(1 for _ in root.rglob("events.jsonl"))
+    tree_s = {jobs: ctx.time_cmd([*ctx.ract, "trace", "grep", "--jobs", str(jobs), "--kind", KIND, str(root)])
+              for jobs in (1, 2)}
+    rows.append(ctx.row(f"  tree of {files} logs, verified grep --jobs 1", many_events, tree_s[1]))
+    rows.append(ctx.row(f"  tree of {files} logs, verified grep --jobs 2", many_events, tree_s[2],
+                        ratio=tree_s[1] / tree_s[2], ratio_of="--jobs 1"))
     if ctx.floor_seconds:
         bound_s = ctx.floor_seconds + startup_s
         rows.append(ctx.row("  bound: start-up + floor loop (parse, dump, sha256; no check)", ctx.events, bound_s,

@@ -7,30 +7,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 from ract_cli.reader import analyze_line, split_line_ending
-from ract_cli.synth import write_benchmark_log
 from ract_cli.verify import VerifyOptions, verify_paths
 
 MANY_FILES = 24
 EVENTS_PER_FILE = 2_000
-
-
-def _many_logs(out: Path) -> tuple[Path, int]:
-    root = out / f"many-{MANY_FILES}x{EVENTS_PER_FILE}"
-    total = 0
-    for i in range(MANY_FILES):
-        path = root / f"{i:04d}" / "events.jsonl"
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.unlink(missing_ok=True)
-            write_benchmark_log(tmp, events=EVENTS_PER_FILE, seed=100 + i)
-            os.replace(tmp, path)
-        total += sum(1 for _ in open(path, "rb"))
-    return root, total
 
 
 def rows(ctx) -> list[dict]:
@@ -42,7 +23,7 @@ def rows(ctx) -> list[dict]:
         out.append(ctx.row(f"CLI subprocess: ract trace verify -q --jobs {jobs}", n, seconds,
                            ratio=ctx.verify_seconds / seconds, ratio_of="verify -j1 lib"))
 
-    root, many_events = _many_logs(Path(ctx.log_path).parent)
+    root, many_events = ctx.many_logs(MANY_FILES, EVENTS_PER_FILE)
     one = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=1)))
     two = ctx.time(lambda: verify_paths([root], VerifyOptions(jobs=2)))
     out.append(ctx.row(f"{MANY_FILES} files x {EVENTS_PER_FILE} events, --jobs 1", many_events, one))

@@ -9,7 +9,9 @@ Two layers, both data-only (no printing):
 * The search: ``grep_paths`` returns a ``GrepSearch``; iterating it streams
   ``Match`` objects as soon as they are trustworthy, and one ``FileResult``
   per file (or per path that gave no file) after its last match. Afterwards
-  ``exit_code`` is the command's exit code.
+  ``exit_code`` is the command's exit code. ``GrepOptions(jobs=N)`` greps
+  files in N worker processes; what comes out, and in which order, is the
+  same for every N (``grep_file`` is the one per-file search both use).
 
 Verified mode reads through the one ``ChainReader``. A match is held back
 until the *next* event has been verified (or the file ends): an event edited
@@ -28,10 +30,15 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import pickle
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+import orjson
 
 from .discovery import discover
 from .errors import ExitCode, LogIOError, UsageError, lowest_nonzero
@@ -39,6 +46,9 @@ from .findings import ERROR, Finding, error
 from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, kinds_for_version
 from .model import ENVELOPE_KEYS, HEX32
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, iter_lines_unverified
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = [
     "Condition",
@@ -49,6 +59,7 @@ __all__ = [
     "Match",
     "build_filter",
     "format_ns",
+    "grep_file",
     "grep_paths",
     "parse_time",
     "parse_where",
@@ -432,6 +443,7 @@ class GrepOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_findings: int | None = DEFAULT_MAX_FINDINGS
     dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
+    jobs: int = 1  # worker processes across files (see GrepSearch); output is the same for any value
 
 
 @dataclass(slots=True)
@@ -486,6 +498,8 @@ class GrepSearch:
         self.total_matches = 0
         self.files_with_matches = 0
         self._codes: set[int] = set()
+        self._iterator: Iterator | None = None
+        self._per_file: Iterator | None = None
         self.done = False
 
     @property
@@ -502,15 +516,19 @@ class GrepSearch:
         return ExitCode.OK if self.total_matches else ExitCode.NO_MATCH
 
     def __iter__(self) -> Iterator[Match | FileResult]:
+        self._iterator = self._iterate()
+        return self._iterator
+
+    def _iterate(self) -> Iterator[Match | FileResult]:
         for finding in self._path_findings:
             result = FileResult(finding.path or "", exit_code=finding.exit_code, findings=[finding],
                                 verified=self.options.verify, is_file=False)
             self._codes.add(int(result.exit_code))
             yield result
-        for path in self.files:
-            grep_one = self._verified if self.options.verify else self._unverified
-            result = FileResult(path, verified=self.options.verify)
-            for match in grep_one(path, result):
+        parallel = self.options.jobs > 1 and len(self.files) > 1
+        self._per_file = per_file = self._per_file_parallel() if parallel else self._per_file_here()
+        for result, matches in per_file:
+            for match in matches:
                 result.matches += 1
                 self.total_matches += 1
                 yield match
@@ -520,55 +538,124 @@ class GrepSearch:
             yield result
         self.done = True
 
-    def _verified(self, path: str, result: FileResult) -> Iterator[Match]:
-        options = self.options
-        try:
-            reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
-                                 max_findings=options.max_findings, dialect=options.dialect)
-        except LogIOError as exc:
-            finding = error("IO_ERROR", exc.message, path=path)
-            result.findings, result.exit_code = [finding], finding.exit_code
-            return
-        matches = self.filter.compile()
-        for ev in reader:
-            # ``trusted`` is final: the reader hands event k out only once line k+1
-            # has confirmed (or failed to confirm) k's hash, so an edit with its
-            # hash recomputed is never printed.
-            if not ev.trusted:
-                break
-            if matches(ev.event):
-                yield Match(path, ev.line, ev.offset, ev.raw, ev.event)
-        if reader.broken_at is not None:  # also set by a malformed line, which yields no event
-            result.stopped_at = reader.broken_at
-        result.findings = reader.findings
-        result.suppressed = reader.state.suppressed
-        result.exit_code = reader.exit_code
+    def close(self) -> None:
+        """Stop early (a closed pipe, an interrupt): cancel what workers have not started."""
+        for generator in (self._iterator, self._per_file):
+            if generator is not None:
+                generator.close()  # type: ignore[attr-defined]
 
-    def _unverified(self, path: str, result: FileResult) -> Iterator[Match]:
-        options = self.options
-        matches = self.filter.compile()
-        cap = options.max_findings
-        codes: set[int] = set()
+    def _per_file_here(self) -> Iterator[tuple[FileResult, Iterable[Match]]]:
+        for path in self.files:
+            result = FileResult(path, verified=self.options.verify)
+            yield result, grep_file(path, self.filter, self.options, result)
+
+    def _per_file_parallel(self) -> Iterator[tuple[FileResult, Iterable[Match]]]:
+        """``--jobs N``: files go to N worker processes, results come back in file order.
+
+        A worker greps a whole file and sends back its matches as (line,
+        offset, raw bytes) and its ``FileResult``; this process rebuilds each
+        ``Match`` (parsing the raw line again: cheaper than pickling the
+        event). Memory stays bounded: at most ``2 * jobs`` files are in
+        flight, and a file of ``PARALLEL_MIN_BYTES`` or more is grepped here,
+        streaming, in its turn (its matches could be as large as the file).
+        """
+        from .parallel import PARALLEL_MIN_BYTES, make_pool
+
+        options, flt = self.options, self.filter
+        paths = self.files
+        local = {i for i, p in enumerate(paths) if _size(p) >= PARALLEL_MIN_BYTES}
+        queue = deque(i for i in range(len(paths)) if i not in local)
+        pending: dict[int, Future[bytes]] = {}
+        limit = 2 * options.jobs
+        pool = make_pool(options.jobs)
+
+        def refill() -> None:
+            while len(pending) < limit and queue:
+                i = queue.popleft()
+                pending[i] = pool.submit(_grep_file_packed, paths[i], flt, options)
+
         try:
-            for item in iter_lines_unverified(path, prefilter=self.filter.prefilter(),
-                                              max_line_bytes=options.max_line_bytes):
-                event = item.event
-                if event is None:
-                    p = item.problem
-                    finding = Finding(p.code, p.severity, p.message, path=path, line=item.line,  # type: ignore[union-attr]
-                                      offset=item.offset)
-                    codes.add(int(finding.exit_code))
-                    if cap is None or len(result.findings) < cap:
-                        result.findings.append(finding)
-                    else:
-                        result.suppressed += 1
-                elif matches(event):
-                    yield Match(path, item.line, item.offset, item.raw, event)
-        except LogIOError as exc:
-            finding = error("IO_ERROR", exc.message, path=path)
-            result.findings.append(finding)
-            codes.add(int(finding.exit_code))
-        result.exit_code = lowest_nonzero(codes)
+            refill()
+            for i, path in enumerate(paths):
+                if i in local:
+                    result = FileResult(path, verified=options.verify)
+                    yield result, grep_file(path, flt, options, result)
+                    continue
+                packed = pending.pop(i).result()
+                refill()
+                found, result = pickle.loads(packed)
+                yield result, (Match(path, line, offset, raw, orjson.loads(raw)) for line, offset, raw in found)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0  # grep_file reports it
+
+
+def _grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
+    """Worker entry point: grep one file; pickle its matches as (line, offset, raw) and its result."""
+    result = FileResult(path, verified=options.verify)
+    found = [(m.line, m.offset, m.raw) for m in grep_file(path, flt, options, result)]
+    return pickle.dumps((found, result), pickle.HIGHEST_PROTOCOL)
+
+
+def grep_file(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    """Stream one file's matches; its verdict lands in ``result`` once the iterator is exhausted."""
+    return (_verified if options.verify else _unverified)(path, flt, options, result)
+
+
+def _verified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    try:
+        reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
+                             max_findings=options.max_findings, dialect=options.dialect)
+    except LogIOError as exc:
+        finding = error("IO_ERROR", exc.message, path=path)
+        result.findings, result.exit_code = [finding], finding.exit_code
+        return
+    matches = flt.compile()
+    for ev in reader:
+        # ``trusted`` is final: the reader hands event k out only once line k+1
+        # has confirmed (or failed to confirm) k's hash, so an edit with its
+        # hash recomputed is never printed.
+        if not ev.trusted:
+            break
+        if matches(ev.event):
+            yield Match(path, ev.line, ev.offset, ev.raw, ev.event)
+    if reader.broken_at is not None:  # also set by a malformed line, which yields no event
+        result.stopped_at = reader.broken_at
+    result.findings = reader.findings
+    result.suppressed = reader.state.suppressed
+    result.exit_code = reader.exit_code
+
+
+def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    matches = flt.compile()
+    cap = options.max_findings
+    codes: set[int] = set()
+    try:
+        for item in iter_lines_unverified(path, prefilter=flt.prefilter(),
+                                          max_line_bytes=options.max_line_bytes):
+            event = item.event
+            if event is None:
+                p = item.problem
+                finding = Finding(p.code, p.severity, p.message, path=path, line=item.line,  # type: ignore[union-attr]
+                                  offset=item.offset)
+                codes.add(int(finding.exit_code))
+                if cap is None or len(result.findings) < cap:
+                    result.findings.append(finding)
+                else:
+                    result.suppressed += 1
+            elif matches(event):
+                yield Match(path, item.line, item.offset, item.raw, event)
+    except LogIOError as exc:
+        finding = error("IO_ERROR", exc.message, path=path)
+        result.findings.append(finding)
+        codes.add(int(finding.exit_code))
+    result.exit_code = lowest_nonzero(codes)
 
 
 def grep_paths(paths: Sequence[str | os.PathLike[str]], flt: GrepFilter,

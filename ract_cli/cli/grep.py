@@ -19,7 +19,7 @@ from ..grep import FileResult, GrepOptions, GrepSearch, Match, build_filter, for
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from .options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .render import clean, dumps_json, markup_safe, stderr_console, stdout_console, stdout_is_terminal
 
 SHOWN_FINDINGS_PER_FILE = 10
@@ -79,6 +79,7 @@ def grep_command(
     no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip hashing for speed: lines are prefiltered on "
                          "raw bytes and nothing is verified (said on stderr).")] = False,
     quiet: Quiet = False,
+    jobs: GrepJobs = 1,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -101,7 +102,8 @@ def grep_command(
         flt = build_filter(kinds=kind or (), runs=run or (), steps=step or (), since=since, until=until,
                            synthesized=synthesized, where=where or (), any_root=dialect is Dialect.raxol)
         search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
-                                                    max_line_bytes=max_line_bytes, dialect=dialect.value))
+                                                    max_line_bytes=max_line_bytes, dialect=dialect.value,
+                                                    jobs=jobs))
     except RactError as exc:  # a bad command line is explained even under -q, as in every command
         stderr_console().print(f"ract trace grep: {markup_safe(exc.message)}")
         raise typer.Exit(int(exc.exit_code)) from None
@@ -143,6 +145,8 @@ def grep_command(
     except (_Stop, BrokenPipeError):
         _silence_stdout()
         raise typer.Exit(BROKEN_PIPE_EXIT) from None
+    finally:
+        search.close()  # with --jobs: stop the workers now, not at interpreter exit
     raise typer.Exit(int(search.exit_code))
 
 

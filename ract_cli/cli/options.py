@@ -23,10 +23,16 @@ Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the e
 #: the most worker processes ``--jobs`` starts (well above the cores of a CI runner): ``--jobs 100000`` is a
 #: usage error (exit 2), not an attempt to fork that many processes
 MAX_JOBS = 64
-Jobs = Annotated[int, typer.Option(
-    "--jobs", "-j", min=1, max=MAX_JOBS, metavar="N",
-    help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
-         "ranges. The verdict does not depend on N.")]
+
+
+def _jobs(help_text: str) -> object:
+    return Annotated[int, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, metavar="N", help=help_text)]
+
+
+Jobs = _jobs("Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
+             "ranges. The verdict does not depend on N.")
+GrepJobs = _jobs("Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
+                 "main process, streaming). Output and exit code do not depend on N.")
 
 
 class Dialect(str, enum.Enum):
