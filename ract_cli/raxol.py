@@ -927,23 +927,31 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
         journal.pop(key)
     count = journal.pop("error_count")
     journal["errors"] = {"count": count, "items": errors[:max_items], "omitted": count - min(len(errors), max_items)}
+    final_line = summary.final_line
+    claimed = None
+    if broken is not None and final_line is not None and final_line >= broken:
+        # As for RACT logs (project's untrusted.claimed_close): a close at or after the first
+        # integrity failure is a claim, not a verdict -- it may be the forged record itself.
+        claimed = {"status": evidence, "line": final_line, "rejected": detail}
+        evidence = detail = final_line = None
     return {
         "report_version": 1,
         "dialect": "raxol",
         "path": path,
         "run_id": None,
-        "status": "completed" if summary.closed else "open",
+        "status": "completed" if final_line is not None else "open",
         "exit_code": int(exit_code),
         "exit_name": exit_code.name,
         "trusted": broken is None,
         "untrusted_from_line": broken,
         "evidence": {
             "status": evidence,
-            "line": summary.final_line,
+            "line": final_line,
             "rejected": detail,
             "trust": trust,
             "stands_on": TRUST_TEXT[trust] if evidence is not None else None,
             "verified_chain": trust == "verified-chain",
+            "claimed": claimed,
         },
         "journal": journal,
         "chain": {"chained": summary.chained, "verified": summary.chain_verified, "head": summary.head,

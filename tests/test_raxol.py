@@ -560,7 +560,11 @@ def test_journal_report_shape() -> None:
         reader = read(journal_path(FIXTURES, name))
         report = journal_report(reader, name)
         assert report["dialect"] == "raxol" and report["exit_code"] == fixture.exit_code
-        assert report["evidence"]["status"] == fixture.evidence
+        if report["trusted"]:
+            assert report["evidence"]["status"] == fixture.evidence and report["evidence"]["claimed"] is None
+        else:  # the tampered fixture's final record is the edited one: a claim, never the verdict
+            assert report["evidence"]["status"] is None and report["status"] == "open"
+            assert report["evidence"]["claimed"] == {"status": fixture.evidence, "line": 29, "rejected": None}
         assert report["evidence"]["trust"] == fixture.trust
         assert report["trusted"] is (fixture.exit_code != 1)
         orjson.dumps(report)

@@ -96,6 +96,10 @@ def _counts(table: dict) -> str:
 def evidence_text(run: dict) -> str:
     """``accepted (line 27); stands on a verified chain`` (raw: ``clean`` it)."""
     ev = run["evidence"]
+    claimed = ev.get("claimed")
+    if claimed is not None:
+        return (f"none verified: the final turn_completed (line {claimed['line']}) lies at or after the chain "
+                f"break and claims {claimed['status']}: not counted")
     if ev["status"] is None:
         return "none: the journal has no final turn_completed"
     text = f"{ev['status']} (line {ev['line']}); {ev['stands_on']}"
