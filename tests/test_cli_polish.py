@@ -206,7 +206,7 @@ def test_usage_error_wording(capsys, argv: list[str], message: str) -> None:
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["trace", "verify"], "Error: Missing argument 'PATH'."),
+    (["trace", "verify"], "Error: Missing argument 'PATH...'."),
     (["trace", "nope"], "Error: No such command 'nope'."),
     (["trace", "verify", "--nope", "x"], "Error: No such option: --nope"),
 ])
@@ -222,9 +222,9 @@ def test_usage_error_wording_subprocess() -> None:
 
 
 @pytest.mark.parametrize("command,usage", [
-    ("verify", "Usage: ract trace verify [OPTIONS] {PATH}..."),
-    ("project", "Usage: ract trace project [OPTIONS] {PATH}..."),
-    ("grep", "Usage: ract trace grep [OPTIONS] {PATH}..."),
+    ("verify", "Usage: ract trace verify [OPTIONS] {PATH...}"),
+    ("project", "Usage: ract trace project [OPTIONS] {PATH...}"),
+    ("grep", "Usage: ract trace grep [OPTIONS] {PATH...}"),
     ("replay", "Usage: ract trace replay [OPTIONS] {PATH}"),
     ("repair", "Usage: ract trace repair [OPTIONS] {PATH}"),
 ])

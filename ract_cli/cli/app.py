@@ -8,6 +8,7 @@ it without a subprocess.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Annotated
 
@@ -85,47 +86,35 @@ def _register_commands(argv: list[str] | None = None) -> None:
     trace_app.registered_commands.sort(key=lambda info: order.get(info.name or "", len(order)))
 
 
-#: pydantic error types (typer 0.29 validates option values with pydantic) and how a CLI says them
-_INTEGER_ERRORS = frozenset({"int_parsing", "int_type", "int_from_float"})
-_NUMBER_ERRORS = frozenset({"float_parsing", "float_type"})
-_RANGE_ERRORS = frozenset({"greater_than_equal", "less_than_equal", "greater_than", "less_than"})
+#: click's messages for a bad number ("'x' is not a valid int range.") and an out-of-range one
+_NOT_A_NUMBER = re.compile(r"(?P<value>'.*') is not a valid (?P<type>int|integer|float)(?: range)?\.", re.S)
+_OUT_OF_RANGE = re.compile(r"(?P<value>.*) is not in the range (?P<range>\S+)\.", re.S)
+_SHOWN_VALUE = 80  # characters of a command-line value repeated in an error
 
 
 def cli_wording(exc: typer.BadParameter) -> str | None:
-    """A bad option value said the way a CLI says it, or ``None`` to keep typer's message.
+    """A bad option value said plainly, or ``None`` to keep typer's message.
 
-    Typer 0.29 passes pydantic's wording through ("Input should be a valid
-    integer, unable to parse string as an integer"); this gives
-    "'x' is not a valid integer." and "100000 is not in the range 1<=x<=64."
-    instead. It reads the ``ValidationError`` the ``BadParameter`` was raised
-    from: with any other cause (a future typer), typer's message stands.
+    Click names the type of an option with bounds "int range" ("'x' is not a
+    valid int range."); this says "'x' is not a valid integer." instead, and
+    cuts a value longer than 80 characters, so a pasted blob does not fill the
+    terminal. Anything else keeps its message.
     """
-    errors = getattr(exc.__cause__, "errors", None)
-    if not callable(errors):
-        return None
-    try:
-        first = errors()[0]
-        kind, given = first["type"], first.get("input")
-    except Exception:  # noqa: BLE001 - any surprise: typer's own message
-        return None
-    text = given if isinstance(given, str) else repr(given)
-    text = text if len(text) <= 80 else text[:77] + "..."
-    shown, quoted = clean(text), clean(repr(text))  # the command line may hold escapes too
-    if kind in _INTEGER_ERRORS:
-        return f"{quoted} is not a valid integer."
-    if kind in _NUMBER_ERRORS:
-        return f"{quoted} is not a valid number."
-    if kind in _RANGE_ERRORS:
-        low, high = getattr(exc.param, "min", None), getattr(exc.param, "max", None)
-        if low is None and high is None:
-            return None
-        bounds = f"{low}<=x<={high}" if low is not None and high is not None else \
-            f"x>={low}" if low is not None else f"x<={high}"
-        return f"{shown} is not in the range {bounds}."
-    message = str(first.get("msg", ""))
-    if kind == "value_error" and message.startswith("Value error, "):  # our enums: "'xml' is not one of ..."
-        return clean(message[len("Value error, "):])
+    message = exc.message
+    if m := _NOT_A_NUMBER.fullmatch(message):
+        kind = "number" if m["type"] == "float" else "integer"
+        return f"{_shorten(m['value'], quoted=True)} is not a valid {kind}."
+    if m := _OUT_OF_RANGE.fullmatch(message):
+        return f"{_shorten(m['value'], quoted=False)} is not in the range {m['range']}."
     return None
+
+
+def _shorten(value: str, *, quoted: bool) -> str:
+    """``value`` as click showed it, cut to ``_SHOWN_VALUE`` characters (quotes kept)."""
+    inner = value[1:-1] if quoted else value
+    if len(inner) > _SHOWN_VALUE:
+        inner = inner[:_SHOWN_VALUE - 3] + "..."
+    return clean(f"'{inner}'" if quoted else inner)
 
 
 def main(argv: list[str] | None = None) -> int:

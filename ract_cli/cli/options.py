@@ -10,7 +10,7 @@ import typer
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 
-Paths = Annotated[list[str], typer.Argument(metavar="PATH", help="Log files, or directories searched for events.jsonl.",
+Paths = Annotated[list[str], typer.Argument(metavar="PATH...", help="Log files, or directories searched for events.jsonl.",
                                            show_default=False)]
 SchemaVersion = Annotated[
     int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, help="Vocabulary version to check against (1-9).")
