@@ -559,7 +559,7 @@ class GrepSearch:
         flight, and a file of ``PARALLEL_MIN_BYTES`` or more is grepped here,
         streaming, in its turn (its matches could be as large as the file).
         """
-        from .parallel import PARALLEL_MIN_BYTES, make_pool
+        from .parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, make_pool
 
         options, flt = self.options, self.filter
         paths = self.files
@@ -567,26 +567,50 @@ class GrepSearch:
         queue = deque(i for i in range(len(paths)) if i not in local)
         pending: dict[int, Future[bytes]] = {}
         limit = 2 * options.jobs
-        pool = make_pool(options.jobs)
+        try:
+            pool = make_pool(options.jobs)
+        except POOL_FAILURES:
+            pool = None
+
+        def give_up() -> None:
+            """A worker died (OOM killer...): what is not back yet is grepped here, with the same output."""
+            nonlocal pool
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+            pool = None
+            pending.clear()
 
         def refill() -> None:
-            while len(pending) < limit and queue:
+            while pool is not None and len(pending) < limit and queue:
                 i = queue.popleft()
-                pending[i] = pool.submit(_grep_file_packed, paths[i], flt, options)
+                try:
+                    pending[i] = pool.submit(_grep_file_packed, paths[i], flt, options)
+                except POOL_FAILURES:
+                    give_up()
+
+        def here(path: str) -> tuple[FileResult, Iterable[Match]]:
+            result = FileResult(path, verified=options.verify)
+            return result, grep_file(path, flt, options, result)
 
         try:
             refill()
             for i, path in enumerate(paths):
-                if i in local:
-                    result = FileResult(path, verified=options.verify)
-                    yield result, grep_file(path, flt, options, result)
+                future = pending.pop(i, None)
+                if future is None:  # a large file, or the pool is gone
+                    yield here(path)
                     continue
-                packed = pending.pop(i).result()
+                try:
+                    packed = future.result()
+                except POOL_FAILURES:
+                    give_up()
+                    yield here(path)
+                    continue
                 refill()
                 found, result = pickle.loads(packed)
                 yield result, (Match(path, line, offset, raw, orjson.loads(raw)) for line, offset, raw in found)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _size(path: str) -> int:

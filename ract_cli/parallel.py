@@ -25,6 +25,7 @@ import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,10 @@ from .reader import ChainState, LineFramer, LineResult, Problem, line_result, op
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
 _IN_FLIGHT_PER_JOB = 2  # ranges queued per worker: bounds memory held by finished-but-unfed results
+
+#: what starting or using worker processes can raise (a worker killed, no fork, no semaphores):
+#: the answer is then to do the work in this process, with the same result
+POOL_FAILURES = (BrokenProcessPool, OSError, NotImplementedError, ImportError)
 
 #: kinds whose payload the open-handle tracker reads; other events travel without their payload
 _HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)

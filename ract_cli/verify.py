@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,12 +14,8 @@ from .errors import ExitCode, UsageError, lowest_nonzero
 from .findings import Finding, error
 from .kinds import LATEST_SCHEMA_VERSION
 from .model import HEX64
-from .parallel import can_split, make_pool, scan_file
+from .parallel import POOL_FAILURES, can_split, make_pool, scan_file
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, ChainState
-
-
-#: what starting or using worker processes can raise; the answer is then to verify sequentially
-POOL_FAILURES = (BrokenProcessPool, OSError, NotImplementedError, ImportError)
 
 
 @dataclass(frozen=True)
