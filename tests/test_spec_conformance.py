@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 import rfc8785
 
+from independent_jcs import jcs, rhash
 from ract_cli.cli.app import main as ract_main
 
 ZERO = "0" * 64
@@ -27,35 +27,8 @@ RUN = "ab" * 16
 T0 = 1_764_000_000_000_000_000  # above 2^53: exact digits required
 
 
-# --------------------------------------------------------------------------
-# Independent JCS (RFC 8785) with exact integers
-# --------------------------------------------------------------------------
-def jcs(v) -> str:
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v == int(v) and abs(v) < 2**53:
-            return str(int(v))  # -0.0 -> 0, 2.0 -> 2
-        return rfc8785.dumps(v).decode()
-    if isinstance(v, str):
-        return rfc8785.dumps(v).decode()
-    if isinstance(v, list):
-        return "[" + ",".join(jcs(x) for x in v) + "]"
-    if isinstance(v, dict):
-        keys = sorted(v, key=lambda k: k.encode("utf-16-be"))
-        return "{" + ",".join(jcs(k) + ":" + jcs(v[k]) for k in keys) + "}"
-    raise TypeError(type(v))
-
-
-def ehash(event: dict) -> str:
-    body = {k: val for k, val in event.items() if k != "hash"}
-    return hashlib.sha256(jcs(body).encode("utf-8")).hexdigest()
+# Independent JCS (RFC 8785) with exact integers, and the hash: tests/independent_jcs.py
+ehash = rhash
 
 
 _counter = [0]

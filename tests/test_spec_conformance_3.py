@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 import rfc8785
 
+from independent_jcs import jcs, rhash
 from ract_cli.cli.app import main as ract_main
 
 ZERO = "0" * 64
@@ -33,31 +34,6 @@ T0 = 1_764_000_000_000_000_000  # above 2^53: exact integers required
 # --------------------------------------------------------------------------
 # independent encoder + log builders
 # --------------------------------------------------------------------------
-def jcs(v) -> str:
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v == int(v) and abs(v) < 2**53:
-            return str(int(v))
-        return rfc8785.dumps(v).decode()
-    if isinstance(v, str):
-        return rfc8785.dumps(v).decode()
-    if isinstance(v, list):
-        return "[" + ",".join(jcs(x) for x in v) + "]"
-    if isinstance(v, dict):
-        keys = sorted(v, key=lambda k: k.encode("utf-16-be"))
-        return "{" + ",".join(jcs(k) + ":" + jcs(v[k]) for k in keys) + "}"
-    raise TypeError(type(v))
-
-
-def rhash(record: dict) -> str:
-    return hashlib.sha256(jcs({k: v for k, v in record.items() if k != "hash"}).encode("utf-8")).hexdigest()
 
 
 def repair_id(source_id: str) -> str:
