@@ -9,12 +9,17 @@ or as real subprocesses.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
 import os
+import select
 import signal
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 from ract_cli.writer import EventWriter, FsyncPolicy
@@ -240,3 +245,45 @@ def hang_guard(seconds: float, what: object = ""):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def run_on_pty(argv: list[str], *, columns: int = 200, rows: int = 60, columns_env: bool = True,
+               timeout: float = 60, cwd: Path | None = None) -> tuple[int, bytes]:
+    """Run ``ract argv`` with stdin/stdout/stderr on one pseudo-terminal; return (exit code, bytes shown).
+
+    The terminal is ``columns`` x ``rows``; ``columns_env=False`` leaves COLUMNS/LINES out of the
+    environment, so the program must take its width from the terminal itself.
+    """
+    master, slave = os.openpty()
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation: a \r in the output is the program's
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM", "COLUMNS", "LINES")}
+    env.update(TERM="xterm-256color", FORCE_COLOR="1")
+    if columns_env:
+        env.update(COLUMNS=str(columns), LINES=str(rows))
+    proc = subprocess.Popen([RACT, *argv], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd or ROOT,
+                            close_fds=True, start_new_session=True)
+    os.close(slave)
+    out = bytearray()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"hang on a terminal: {argv}")
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: every writer of the pty is gone
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            elif proc.poll() is not None and not select.select([master], [], [], 0.05)[0]:
+                break  # exited, and nothing left to drain
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return proc.wait(timeout=30), bytes(out)

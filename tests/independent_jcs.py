@@ -38,3 +38,24 @@ def jcs(v) -> str:
 def rhash(record: dict) -> str:
     """SPEC §2.4: sha256 of the canonical bytes of the record without ``hash``."""
     return hashlib.sha256(jcs({k: v for k, v in record.items() if k != "hash"}).encode("utf-8")).hexdigest()
+
+
+ZERO = "0" * 64  # the genesis prev_hash
+T0 = 1_764_000_000_000_000_000  # above 2^53: exact digits required
+
+
+def chain(events: list[dict], start: str = ZERO) -> list[dict]:
+    """Fill in timestamps (when None), prev_hash and hash, in order: a valid chain from ``start``."""
+    prev = start
+    for i, e in enumerate(events):
+        if e["timestamp_ns"] is None:
+            e["timestamp_ns"] = T0 + i * 1000
+        e["prev_hash"] = prev
+        e["hash"] = rhash(e)
+        prev = e["hash"]
+    return events
+
+
+def line(e: dict) -> bytes:
+    """One record as a canonical log line."""
+    return (jcs(e) + "\n").encode("utf-8")

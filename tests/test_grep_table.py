@@ -9,26 +9,18 @@ way an operator's terminal gives it.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import re
-import select
-import struct
-import subprocess
-import termios
-import time
 import unicodedata
 from pathlib import Path
 
 import pytest
 
+from hardening_support import ROOT, run_on_pty
 from ract_cli.canonical import jcs_exact
 from ract_cli.cli.app import main
 from ract_cli.writer import EventWriter, FsyncPolicy, event_hash
 
-ROOT = Path(__file__).resolve().parents[1]
-RACT = str(ROOT / ".venv" / "bin" / "ract") if (ROOT / ".venv" / "bin" / "ract").exists() else "ract"
 RUNS = ["120d7eae7ee0c9c181816e553722e2fe", "410d1cc7be160683b49c268f18a6ff49", "450e154f62c2d870c077f0b9edeee9d7"]
 FIXTURES = [f"fixtures/runs/{run}/events.jsonl" for run in RUNS]  # relative to ROOT: paths as an auditor types them
 ELLIPSIS = "\u2026"
@@ -120,38 +112,10 @@ def grep_in_process(capfdbinary, monkeypatch, columns: int | None, *args: str) -
 
 
 def on_a_terminal(argv: list[str], columns: int, cwd: Path = ROOT, timeout: float = 60) -> tuple[int, str]:
-    """Run ``ract argv`` with stdin/stdout/stderr on a pseudo-terminal ``columns`` wide (no COLUMNS in the
-    environment: the width is the terminal's); return (exit code, what the terminal received)."""
-    master, slave = os.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation: a \r in the output is the program's
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM", "COLUMNS", "LINES")}
-    env.update(TERM="xterm-256color", FORCE_COLOR="1")
-    proc = subprocess.Popen([RACT, *argv], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd,
-                            close_fds=True, start_new_session=True)
-    os.close(slave)
-    out = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            assert time.monotonic() < deadline, f"hang on a terminal: {argv}"
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer of the pty is gone
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None and not select.select([master], [], [], 0.05)[0]:
-                break
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    return proc.wait(timeout=30), bytes(out).decode("utf-8")
+    """Run ``ract argv`` on a pseudo-terminal ``columns`` wide (no COLUMNS in the environment: the width
+    is the terminal's); return (exit code, what the terminal received)."""
+    code, shown = run_on_pty(argv, columns=columns, rows=50, columns_env=False, timeout=timeout, cwd=cwd)
+    return code, shown.decode("utf-8")
 
 
 def assert_terminal_safe(raw: str) -> str:

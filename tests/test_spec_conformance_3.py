@@ -23,12 +23,10 @@ from pathlib import Path
 import pytest
 import rfc8785
 
-from independent_jcs import jcs, rhash
+from independent_jcs import T0, ZERO, chain, jcs, line, rhash
 from ract_cli.cli.app import main as ract_main
 
-ZERO = "0" * 64
 RUN = "cd" * 16
-T0 = 1_764_000_000_000_000_000  # above 2^53: exact integers required
 
 
 # --------------------------------------------------------------------------
@@ -60,21 +58,6 @@ def ev(kind, payload=None, *, step=None, parent=None, ts=None):
         "prev_hash": None,
         "hash": None,
     }
-
-
-def chain(events):
-    prev = ZERO
-    for i, e in enumerate(events):
-        if e["timestamp_ns"] is None:
-            e["timestamp_ns"] = T0 + i * 1000
-        e["prev_hash"] = prev
-        e["hash"] = rhash(e)
-        prev = e["hash"]
-    return events
-
-
-def line(e) -> bytes:
-    return (jcs(e) + "\n").encode("utf-8")
 
 
 def lines(events) -> bytes:

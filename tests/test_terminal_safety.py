@@ -15,19 +15,16 @@ the log's escaped text.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import select
-import struct
 import subprocess
 import termios
-import time
 from pathlib import Path
 
 import pytest
 
-from hardening_support import RACT, ROOT, assert_no_traceback, trace_commands, write_small_log
+from hardening_support import RACT, ROOT, assert_no_traceback, run_on_pty, trace_commands, write_small_log
 
 from ract_cli.writer import EventWriter, FsyncPolicy
 
@@ -59,50 +56,6 @@ _FORBIDDEN_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")  # \t and \n allowed
 _FORBIDDEN_CHARS = re.compile("[\u0080-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 LOG_SEQUENCES = [b"\x1b[2J", b"\x1b[H", b"\x1b]0;", b"\x07", b"\x1b[38;5;201m", b"\x1b]8;", b"\xc2\x9b", b"\xc2\x9d",
                  b"\r", b"\x08"]
-
-
-def run_on_pty(argv: list[str], timeout: float = 60, cwd: Path | None = None) -> tuple[int, bytes]:
-    """Run ``ract argv`` with stdin/stdout/stderr on one pseudo-terminal; return (exit code, bytes shown)."""
-    master, slave = os.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation: a \r in the output is the program's
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 60, 200, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM", "COLUMNS", "LINES")}
-    env.update(TERM="xterm-256color", FORCE_COLOR="1", COLUMNS="200", LINES="60")
-    proc = subprocess.Popen([RACT, *argv], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd or ROOT,
-                            close_fds=True, start_new_session=True)
-    os.close(slave)
-    out = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            if time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(f"hang on a terminal: {argv}")
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer of the pty is gone
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None:
-                # drain what is left
-                while select.select([master], [], [], 0.05)[0]:
-                    try:
-                        chunk = os.read(master, 65536)
-                    except OSError:
-                        chunk = b""
-                    if not chunk:
-                        break
-                    out += chunk
-                break
-    finally:
-        os.close(master)
-    return proc.wait(timeout=30), bytes(out)
 
 
 def assert_terminal_safe(shown: bytes, context: object, *, failing: bool) -> None:
