@@ -576,7 +576,9 @@ class GrepSearch:
             """A worker died (OOM killer...): what is not back yet is grepped here, with the same output."""
             nonlocal pool
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
+                # wait: the broken pool's threads end before anything else forks (a fork while
+                # they hold a lock can deadlock the child)
+                pool.shutdown(wait=True, cancel_futures=True)
             pool = None
             pending.clear()
 
