@@ -106,6 +106,42 @@ def _describe_json_error(exc: Exception) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
+#: The deepest nesting of arrays and objects a line may have (the line's own object is level 1).
+#: SPEC §2.1 sets no bound; without one, Python's recursion limit would decide past ~900 levels, and
+#: how much of it is left depends on the caller's stack -- one process would accept a line another
+#: calls malformed. Deeper is MALFORMED_LINE everywhere. (orjson alone reads 1024 and writes 254.)
+MAX_NESTING = 512
+_ORJSON_WRITES = 254  # a line with fewer '[' and '{' bytes than this cannot be nested deeper
+
+
+def nesting_depth(value: object) -> int:
+    """How deeply arrays and objects nest in a parsed value (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if type(item) is dict:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if type(child) in (dict, list))
+    return deepest
+
+
+def too_deep(body: bytes, obj: object) -> bool:
+    """Whether a parsed line nests deeper than ``MAX_NESTING`` (cheap unless it might)."""
+    if body.count(b"[") + body.count(b"{") <= _ORJSON_WRITES:
+        return False
+    return nesting_depth(obj) > MAX_NESTING
+
+
+def _too_deep_problem() -> Problem:
+    return Problem("MALFORMED_LINE", f"nested deeper than {MAX_NESTING} levels of arrays and objects")
+
+
 def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
     """SPEC §2.1 parse rules, shared by both dialects: exactly one JSON object,
     no duplicate key, exact 64-bit integers.
@@ -125,6 +161,8 @@ def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
     try:
         dumped = orjson.dumps(obj, option=_SORT)
     except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
+        if too_deep(body, obj):
+            return LineResult(None, None, [_too_deep_problem()], parsed=False)
         dumped = b""
     fast = dumped == body and orjson_is_jcs(dumped)
     if not fast:
@@ -846,10 +884,13 @@ def iter_lines_unverified(
                 obj = loads(body)
             except orjson.JSONDecodeError as exc:
                 obj = exc
-            if type(obj) is dict:
+            deep = type(obj) is dict and too_deep(body, obj)  # the same bound as the chain reader
+            if type(obj) is dict and not deep:
                 yield RawLine(line_no, start, raw, obj, None)
             elif not has_newline:
                 yield RawLine(line_no, start, raw, None, _torn_tail_problem(raw))
+            elif deep:
+                yield RawLine(line_no, start, raw, None, _too_deep_problem())
             else:
                 reason = "blank line" if not body.strip() else (
                     _describe_json_error(obj) if isinstance(obj, Exception) else "not a JSON object")
