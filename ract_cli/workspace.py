@@ -190,19 +190,23 @@ def _read_head(repo: Any, report: WorkspaceReport) -> None:
 
 
 def _own_files(repo_root: str | None, log_path: str | os.PathLike[str] | None) -> list[str]:
-    """The log and its repair by-products, relative to the worktree, when the log lies inside it."""
+    """Pathspecs excluding the log and its repair by-products, when the log lies inside the worktree.
+
+    ``.bak``/``.torn`` and the numbered ones a later repair picks (``.bak.1``...).
+    ``:(exclude,...)`` pathspecs keep git's collapsing of an untracked
+    directory into one entry, shown only when something else in it is untracked.
+    """
     if repo_root is None or log_path is None:
         return []
     rel = os.path.relpath(os.path.realpath(log_path), os.path.realpath(repo_root))
     if rel == os.curdir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
         return []
-    return [rel, rel + ".bak", rel + ".torn"]
+    escaped = "".join("\\" + ch if ch in "*?[]\\" else ch for ch in rel)  # literal inside a glob pathspec
+    return ([f":(exclude,literal){rel}{suffix}" for suffix in ("", ".bak", ".torn")]
+            + [f":(exclude,glob){escaped}{suffix}.*" for suffix in (".bak", ".torn")])
 
 
-def _read_dirty(repo: Any, report: WorkspaceReport, own_files: Sequence[str] = ()) -> None:
-    # ``:(exclude,literal)`` pathspecs: git still collapses an untracked directory
-    # into one entry, and shows it only when something else in it is untracked.
-    excludes = [f":(exclude,literal){rel}" for rel in own_files]
+def _read_dirty(repo: Any, report: WorkspaceReport, excludes: Sequence[str] = ()) -> None:
     out = repo.git.status("--porcelain", "--untracked-files=normal", "-z", *(["--", ".", *excludes] if excludes else []))
     for entry in out.split("\0"):
         if not entry:

@@ -200,6 +200,8 @@ def test_the_replayed_log_inside_the_worktree_is_not_dirt(repo: GitRepo) -> None
     log = run_dir / "events.jsonl"
     log.write_bytes(b"{}\n")
     (run_dir / "events.jsonl.bak").write_bytes(b"{}\n")  # what repair leaves beside it
+    (run_dir / "events.jsonl.bak.1").write_bytes(b"{}\n")  # ... and a later repair's
+    (run_dir / "events.jsonl.torn.2").write_bytes(b"{")
     assert check_head(repo.root, repo.head(), log_path=log).findings == []
     # without log_path the same files are untracked dirt (the collapsed evals/ entry)
     assert codes(check_head(repo.root, repo.head()).findings) == ["WORKTREE_DIRTY"]
@@ -215,4 +217,19 @@ def test_a_log_outside_the_worktree_excludes_nothing(repo: GitRepo, tmp_path: Pa
     outside.write_bytes(b"{}\n")
     (repo.root / "new.txt").write_text("x\n")
     report = check_head(repo.root, repo.head(), log_path=outside)
+    assert codes(report.findings) == ["WORKTREE_DIRTY"] and report.untracked == 1
+
+
+def test_glob_characters_in_the_log_name_are_literal(repo: GitRepo) -> None:
+    """A run directory named with glob characters excludes only itself, not what the glob would match."""
+    run_dir = repo.root / "runs" / "[ab]*"
+    run_dir.mkdir(parents=True)
+    log = run_dir / "events.jsonl"
+    log.write_bytes(b"{}\n")
+    (run_dir / "events.jsonl.bak.1").write_bytes(b"{}\n")
+    assert check_head(repo.root, repo.head(), log_path=log).findings == []
+    other = repo.root / "runs" / "a1"
+    other.mkdir()
+    (other / "events.jsonl.bak.1").write_bytes(b"{}\n")  # matched by the glob "[ab]*", but not ours
+    report = check_head(repo.root, repo.head(), log_path=log)
     assert codes(report.findings) == ["WORKTREE_DIRTY"] and report.untracked == 1
