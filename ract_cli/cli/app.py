@@ -7,6 +7,7 @@ it without a subprocess.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import re
 import sys
@@ -15,7 +16,8 @@ from typing import Annotated
 import typer
 
 from ..errors import EXIT_CODE_MEANINGS, RactError
-from .render import clean, markup_safe, stderr_console
+from .render import (BROKEN_PIPE_EXIT, clean, flush_stdout, markup_safe, silence_stdout, stderr_console,
+                     stdout_closed)
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -86,8 +88,9 @@ def _register_commands(argv: list[str] | None = None) -> None:
     trace_app.registered_commands.sort(key=lambda info: order.get(info.name or "", len(order)))
 
 
-#: click's messages for a bad number ("'x' is not a valid int range.") and an out-of-range one
-_NOT_A_NUMBER = re.compile(r"(?P<value>'.*') is not a valid (?P<type>int|integer|float)(?: range)?\.", re.S)
+#: click's messages for a bad number ("'x' is not a valid int range.") and an out-of-range one; click shows
+#: the value as repr() does: in double quotes when it holds a single quote ("it's")
+_NOT_A_NUMBER = re.compile(r"""(?P<value>'.*'|".*") is not a valid (?P<type>int|integer|float)(?: range)?\.""", re.S)
 _OUT_OF_RANGE = re.compile(r"(?P<value>.*) is not in the range (?P<range>\S+)\.", re.S)
 _SHOWN_VALUE = 80  # characters of a command-line value repeated in an error
 
@@ -110,16 +113,52 @@ def cli_wording(exc: typer.BadParameter) -> str | None:
 
 
 def _shorten(value: str, *, quoted: bool) -> str:
-    """``value`` as click showed it, cut to ``_SHOWN_VALUE`` characters (quotes kept)."""
+    """``value`` as click showed it, cut to ``_SHOWN_VALUE`` characters (its quotes kept, ' or ")."""
+    quote = value[0] if quoted else ""
     inner = value[1:-1] if quoted else value
     if len(inner) > _SHOWN_VALUE:
         inner = inner[:_SHOWN_VALUE - 3] + "..."
-    return clean(f"'{inner}'" if quoted else inner)
+    return clean(f"{quote}{inner}{quote}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``ract`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    """Run ``ract`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code.
+
+    A reader of stdout that went away (``ract --help | head -c0``) ends the run quietly with
+    ``BROKEN_PIPE_EXIT`` (141), never with a traceback or rich's exit 1 (1 is TAMPERED). The commands
+    whose exit code is a verdict (verify, project, replay) catch their own broken pipe and keep it.
+    """
     args = list(argv) if argv is not None else sys.argv[1:]
+    try:
+        code = _run(args)
+        flush_stdout()  # help and --version are still in stdout's buffer when piped
+    except BrokenPipeError:
+        silence_stdout()
+        return BROKEN_PIPE_EXIT
+    if code == 0 and stdout_closed() and _STDOUT_ONLY.intersection(args[:args.index("--")] if "--" in args else args):
+        # started with `>&-`: click printed the help or the version into nothing
+        stderr_console().print("ract: stdout is closed: nothing was printed", markup=False)
+        return BROKEN_PIPE_EXIT
+    return code
+
+
+#: options whose whole output is on stdout (their run is a failure when stdout is closed)
+_STDOUT_ONLY = frozenset({"--help", "--version", "-V"})
+
+
+def _unwrap_after_epipe() -> bool:
+    """Undo what typer does when stdout's reader goes away (--help, --version, typer.echo): it wraps
+    sys.stdout and sys.stderr in click's ``PacifyFlushWrapper`` and exits 1. True if it did."""
+    pacified = False
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if type(stream).__name__ == "PacifyFlushWrapper" and hasattr(stream, "wrapped"):
+            setattr(sys, name, stream.wrapped)
+            pacified = True
+    return pacified
+
+
+def _run(args: list[str]) -> int:
     _register_commands(args)
     try:
         # not standalone: a usage error comes back here, to be reworded before typer shows it
@@ -139,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             stderr_console().print(f"Error: {markup_safe(exc.format_message())}")
         return int(exc.exit_code)
     except SystemExit as exc:
+        if _unwrap_after_epipe():  # typer's own handling of a broken pipe: sys.exit(1), and 1 is TAMPERED
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe") from None
         code = exc.code
         if code is None:
             return 0

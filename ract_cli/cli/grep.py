@@ -20,14 +20,15 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import clean, dumps_json, markup_safe, stderr_console, stdout_console, stdout_is_terminal
+from .render import (BROKEN_PIPE_EXIT, clean, dumps_json, markup_safe, silence_stdout, stderr_console,
+                     stdout_closed, stdout_console, stdout_is_terminal)
 
 SHOWN_FINDINGS_PER_FILE = 10
 TABLE_BATCH = 200
 PAYLOAD_WIDTH = 160  # the payload summary is cut here even when nothing else limits it
 # Table layout (docs/grep.md, "The table"): the location keeps at least WHERE_MIN cells; the payload
 # summary gets what it needs of the rest, down to PAYLOAD_MIN; below that each match takes two lines.
-WHERE_MIN = 32  # enough for …<18 hex of the run id>/events.jsonl:NNN
+WHERE_MIN = 32  # … + 14 hex of the run id + /events.jsonl (13) + :NNN (4) = 32 cells
 PAYLOAD_MIN = 20
 KIND_WIDTH = 32  # longer kinds fold onto more lines
 STEP_WIDTH = 8
@@ -35,7 +36,6 @@ NARROW_FIRST_MIN = 12
 NARROW_SECOND_MIN = 16
 MIN_TABLE_WIDTH = 40  # a narrower console is laid out as this wide (the terminal wraps the lines)
 ELLIPSIS = "\u2026"
-BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
 
 
 class Format(str, enum.Enum):
@@ -115,7 +115,12 @@ def grep_command(
         err.print("ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
                   "verdict on their logs", markup=False)
 
-    terminal = stdout_is_terminal()
+    if not quiet and stdout_closed():  # started with `>&-`: nowhere to print the matches
+        search.close()
+        err.print("ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
+                  f"without printing); exit {BROKEN_PIPE_EXIT}", markup=False)
+        raise typer.Exit(BROKEN_PIPE_EXIT)
+    terminal = False if quiet else stdout_is_terminal()  # -q never touches stdout
     _OUT.parts.clear()
     _OUT.size = 0
     sink: _Sink
@@ -142,8 +147,8 @@ def grep_command(
                 _report(err, item)
                 sink.file_done(item)
         sink.finish(search)
-    except (_Stop, BrokenPipeError):
-        _silence_stdout()
+    except (_Stop, BrokenPipeError):  # BrokenPipeError: from the table's console (render.stdout_console)
+        silence_stdout()
         raise typer.Exit(BROKEN_PIPE_EXIT) from None
     finally:
         search.close()  # with --jobs: stop the workers now, not at interpreter exit
@@ -158,14 +163,16 @@ def _report(err, result: FileResult) -> None:  # noqa: ANN001 (rich Console)
         for f in result.findings:
             err.print(f"ract trace grep: {clean(f.message)}", markup=False)
         return
-    shown = 0
     errors = [f for f in result.findings if f.severity == ERROR]
     for f in errors[:SHOWN_FINDINGS_PER_FILE]:
         err.print(_finding_line(f), markup=False)
-        shown += 1
-    hidden = len(errors) - shown + result.suppressed
-    if hidden > 0:
-        err.print(f"{clean(result.path)}: {hidden} more finding(s) not shown", markup=False)
+    if len(errors) > SHOWN_FINDINGS_PER_FILE:
+        err.print(f"{clean(result.path)}: {len(errors) - SHOWN_FINDINGS_PER_FILE} more error(s) not shown",
+                  markup=False)
+    if result.suppressed:
+        # past the reader's cap, findings are only counted: their severity is not known here
+        err.print(f"{clean(result.path)}: {result.suppressed} further finding(s), errors or warnings, past the "
+                  f"first {len(result.findings)} not kept (the exit code counts them)", markup=False)
     for f in result.findings:
         if f.code == "REPAIRED":
             err.print(_finding_line(f), markup=False)
@@ -181,16 +188,6 @@ def _finding_line(f: Finding) -> str:
 
 
 # --- stdout -------------------------------------------------------------------
-
-def _silence_stdout() -> None:
-    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):
-        pass
-
 
 class _Out:
     """stdout as bytes, written in chunks of up to 64 KiB (stdout may be unbuffered: one syscall per

@@ -8,10 +8,7 @@ inside rich ``Text`` so markup is never interpreted) or ``md`` (Markdown).
 from __future__ import annotations
 
 import enum
-import errno
-import os
 import re
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -26,7 +23,8 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
-from .render import clean, dumps_json, markup_safe, stderr_console, stdout_is_terminal
+from .render import (clean, dumps_json, flush_stdout, markup_safe, silence_stdout, stderr_console, stdout_closed,
+                     stdout_console, stdout_is_terminal)
 
 
 class Format(str, enum.Enum):
@@ -46,7 +44,7 @@ def project_command(
         "--format", help="text (rich), json or markdown. Default: text on a terminal, json when piped.")] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     require_closed: Annotated[bool, typer.Option("--require-closed", help="An open run is exit 4.")] = False,
-    max_items: Annotated[int, typer.Option("--max-items", min=1,
+    max_items: Annotated[int, typer.Option("--max-items", min=1, metavar="N",
                          help="Keep at most N entries per itemized list (flags, reaps, findings...).")] = DEFAULT_MAX_ITEMS,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -60,7 +58,8 @@ def project_command(
 
     Example: ract trace project evals/runs/ --format json > runs.json
     """
-    fmt = format if format is not None else (Format.text if stdout_is_terminal() else Format.json)
+    # -q never touches stdout (it may be closed: `>&-`)
+    fmt = format if format is not None else (Format.text if not quiet and stdout_is_terminal() else Format.json)
     options = ProjectOptions(schema_version=schema_version, require_closed=require_closed,
                              max_line_bytes=max_line_bytes, max_items=max_items, dialect=dialect.value)
     try:
@@ -73,22 +72,15 @@ def project_command(
     if quiet:
         raise typer.Exit(int(result.exit_code))
     _verdicts(result)
-    if result.runs or fmt is Format.json:
+    if stdout_closed():  # started with `>&-`: as with a reader that went away, the exit code is the verdict
+        stderr_console().print("ract trace project: stdout is closed: the report was not written", markup=False)
+    elif result.runs or fmt is Format.json:
         try:
             render(result, fmt)
-            sys.stdout.flush()
+            flush_stdout()
         except BrokenPipeError:
-            _silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
+            silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
     raise typer.Exit(int(result.exit_code))
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor
-        pass
 
 
 def render(result: ProjectResult, fmt: Format, console: Console | None = None) -> None:
@@ -106,17 +98,10 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
             console.print(fleet_renderable(result))
 
 
-class _ReportConsole(Console):
-    """A rich console that lets a closed pipe reach ``project_command`` (rich would exit 1 itself)."""
-
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
-
-
 def text_console() -> Console:
     """stdout console for the text report: the terminal's width, or 160 columns when piped."""
-    return _ReportConsole(highlight=False, emoji=False, width=None if stdout_is_terminal() else 160)
+    # soft_wrap=False: rich wraps the report's tables to the width
+    return stdout_console(width=None if stdout_is_terminal() else 160, soft_wrap=False)
 
 
 def _verdicts(result: ProjectResult) -> None:

@@ -9,7 +9,9 @@ forged log can never paint a fake PASS.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import sys
 
@@ -38,23 +40,89 @@ def markup_safe(text: object) -> str:
     return _escape_markup(clean(text))
 
 
+#: the exit code of a command whose stdout went away (``| head``) or was closed (``>&-``): 128 + SIGPIPE,
+#: as a shell reports a reader that went away (see docs/exit-codes.md for which commands use it)
+BROKEN_PIPE_EXIT = 141
+
+
+class _StderrConsole(Console):
+    """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _to_devnull(2)  # the interpreter's last flush of stderr must not fail either
+
+
+class _StdoutConsole(Console):
+    """stdout: a reader that went away surfaces as ``BrokenPipeError`` for the command to handle.
+
+    rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3).
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
 def stderr_console(*, quiet: bool = False) -> Console:
     """Verdicts, warnings and progress go to stderr."""
     # emoji=False: "path:100: CODE" must never turn into a 💯 (rich reads :100: as an emoji code)
-    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
+    return _StderrConsole(stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
 
 
-def stdout_console() -> Console:
-    """Data (tables, reports) goes to stdout."""
-    return Console(highlight=False, soft_wrap=True, emoji=False)
+def stdout_console(*, width: int | None = None, soft_wrap: bool = True) -> Console:
+    """Data (tables, reports) goes to stdout; a closed pipe raises ``BrokenPipeError`` (see ``_StdoutConsole``)."""
+    return _StdoutConsole(highlight=False, soft_wrap=soft_wrap, emoji=False, width=width)
+
+
+def stdout_closed() -> bool:
+    """True when the process has no stdout at all (started with fd 1 closed: ``>&-``)."""
+    return sys.stdout is None
 
 
 def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
+    return _is_terminal(sys.stdout)
 
 
 def stderr_is_terminal() -> bool:
-    return sys.stderr.isatty()
+    return _is_terminal(sys.stderr)
+
+
+def _is_terminal(stream: object) -> bool:
+    if stream is None:  # the descriptor was closed when the process started
+        return False
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):  # no file descriptor, or a closed stream
+        return False
+
+
+def flush_stdout() -> None:
+    """Flush stdout if there is one (raises ``BrokenPipeError`` when its reader went away)."""
+    if sys.stdout is not None:
+        sys.stdout.flush()
+
+
+def silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so nothing written later (nor the interpreter's
+    final flush) fails again."""
+    try:
+        fd = sys.stdout.fileno() if sys.stdout is not None else None
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (in-process tests)
+        fd = None
+    if fd is not None:
+        _to_devnull(fd)
+
+
+def _to_devnull(fd: int) -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    except OSError:
+        pass
 
 
 def dumps_json(data: object, *, indent: bool = False, sort_keys: bool = False) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,7 +31,7 @@ from ..replay import (
 )
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from .render import clean, stderr_console
+from .render import clean, silence_stdout, stderr_console, stdout_closed, stdout_is_terminal
 
 
 class Format(str, enum.Enum):
@@ -115,17 +114,27 @@ def replay_command(
     line_of, state_of = _renderers(journal)
 
     jsonl = format is Format.jsonl
+    # -q never touches stdout; without -q, a stdout closed at start (`>&-`) is said once and the run
+    # is still walked for the verdict, as when the reader of stdout goes away
+    silent = quiet
+    if not quiet and stdout_closed():
+        err.print("ract trace replay: stdout is closed: the replay was not written", markup=False)
+        silent = True
+    # a terminal is not a data sink: --format jsonl escapes each line there (bidi overrides, C1 controls)
+    terminal = not silent and stdout_is_terminal()
     out = sys.stdout
     prev_ts: int | None = None
     try:
         for step in session.steps():
-            if quiet:
+            if silent:
                 continue  # walked for the verdict only: nothing to print, nothing to pace
             ts = _event_ns(step.event.event)
             if factor is not None and ts is not None:
                 time.sleep(pace_delay(prev_ts, ts, factor))
                 prev_ts = ts
-            if jsonl:
+            if jsonl and terminal:
+                out.write(clean(step.event.raw.decode("utf-8", "replace").rstrip("\r\n")) + "\n")
+            elif jsonl:
                 # The original bytes. Ephemeral records never reach here: a Raxol journal's session
                 # skips item_delta; for RACT logs the hook is ReplayOptions.exclude (is_ephemeral).
                 _write_raw(out, step.event.raw)
@@ -134,21 +143,17 @@ def replay_command(
             if factor is not None:
                 out.flush()
         result = session.finish()
-        if not jsonl and not quiet:
+        if not jsonl and not silent:
             if result.stop == "break":
                 out.write(clean(f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
                                 f"this point is trustworthy") + "\n")
             if result.until_reached:
                 out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
-        out.flush()
+        if not silent:
+            out.flush()
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`): stop writing, keep the verdict.
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-        except (OSError, ValueError):  # stdout without a file descriptor
-            pass
+        silence_stdout()
         result = session.finish()
 
     for f in result.findings:

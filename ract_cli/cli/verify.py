@@ -17,7 +17,8 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
 from .options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import clean, dumps_json, markup_safe, stderr_console, stderr_is_terminal
+from .render import (clean, dumps_json, flush_stdout, markup_safe, silence_stdout, stderr_console, stderr_is_terminal,
+                     stdout_closed)
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20
@@ -122,13 +123,25 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 
 def render(report: VerifyReport, fmt: Format) -> None:
-    if fmt is Format.json:
-        typer.echo(report_json(report))
+    if fmt is not Format.text:
+        _write_stdout(report_json(report) if fmt is Format.json else "\n".join(github_annotations(report)), fmt)
+    if fmt is not Format.json:
+        render_text(report)
+
+
+def _write_stdout(text: str, fmt: Format) -> None:
+    """The json report or the annotations on stdout. A closed stdout, or a reader that went away
+    (``| head``), leaves the exit code the verdict: the logs were verified all the same."""
+    if stdout_closed():  # started with `>&-`
+        stderr_console().print(f"ract trace verify: stdout is closed: the {fmt.value} output was not written",
+                               markup=False)
         return
-    if fmt is Format.github:
-        for line in github_annotations(report):
-            typer.echo(line)
-    render_text(report)
+    try:
+        if text:
+            typer.echo(text)
+        flush_stdout()
+    except BrokenPipeError:
+        silence_stdout()
 
 
 def report_json(report: VerifyReport) -> str:

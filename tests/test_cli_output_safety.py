@@ -1,0 +1,302 @@
+"""stdout that is closed or whose reader went away, log bytes on a terminal, and honest stderr counts.
+
+Real subprocesses with real pipes (the read end closed before the child writes, so the first write
+fails with EPIPE deterministically), ``sh -c 'exec ... >&-'`` for a closed stdout, a real
+pseudo-terminal for what a terminal shows, and real log files written by ``EventWriter``.
+
+The exit-code rule checked here (docs/exit-codes.md): grep, ``--help`` and ``--version`` exit 141
+(128 + SIGPIPE) when stdout is closed or its reader is gone; verify, project and replay, whose exit
+code is a verdict on the logs, keep that verdict. Never 1 (TAMPERED) from rich or typer, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hardening_support import ROOT, assert_no_traceback, run_on_pty
+from ract_cli.cli.app import main
+from ract_cli.grep import GrepOptions, build_filter, grep_paths
+from ract_cli.synth import fixture_path
+from ract_cli.writer import EventWriter, FsyncPolicy
+
+FIXTURES = ROOT / "fixtures"
+OK_LOG = str(fixture_path(FIXTURES, "completed"))  # verifies: exit 0
+TAMPERED_LOG = str(fixture_path(FIXTURES, "tampered"))  # exit 1
+BROKEN_PIPE_EXIT = 141
+
+
+def ract_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ract_cli", *args]
+
+
+def run_piped(args: list[str]) -> subprocess.CompletedProcess:
+    """``ract ARGS`` with stdout a pipe that is read to the end (the reference exit code)."""
+    return subprocess.run(ract_argv(*args), capture_output=True, cwd=ROOT, timeout=120)
+
+
+def run_stdout_closed(args: list[str]) -> subprocess.CompletedProcess:
+    """``ract ARGS >&-``: the process starts without a file descriptor 1 (sys.stdout is None)."""
+    return subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *ract_argv(*args)], stderr=subprocess.PIPE,
+                          cwd=ROOT, timeout=120)
+
+
+def run_reader_gone(args: list[str]) -> subprocess.CompletedProcess:
+    """``ract ARGS`` writing into a pipe whose read end is already closed (``| head -c0``, deterministic)."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(ract_argv(*args), stdout=write_end, stderr=subprocess.PIPE, cwd=ROOT, timeout=120)
+    finally:
+        os.close(write_end)
+
+
+def assert_quiet_failure(proc: subprocess.CompletedProcess, context: object) -> None:
+    err = proc.stderr.decode("utf-8", "replace")
+    assert_no_traceback(err, context)
+    for noise in ("BrokenPipeError", "Exception ignored", "AttributeError", "Broken pipe"):
+        assert noise not in err, f"{context}: {noise} on stderr:\n{err[-2000:]}"
+
+
+# --- -q never touches stdout; without -q a closed stdout is an ordinary failure -----------------------
+
+QUIET_COMMANDS = [
+    ["trace", "grep", "-q"],
+    ["trace", "grep", "-q", "--kind", "no.such.kind"],
+    ["trace", "project", "-q"],
+    ["trace", "replay", "-q"],
+    ["trace", "verify", "-q"],
+    ["trace", "repair", "-q", "--check"],
+]
+
+
+@pytest.mark.parametrize("log", [OK_LOG, TAMPERED_LOG], ids=["ok", "tampered"])
+@pytest.mark.parametrize("command", QUIET_COMMANDS, ids=lambda c: " ".join(c[1:]))
+def test_quiet_with_stdout_closed_is_the_verdict(command: list[str], log: str) -> None:
+    args = [*command, log]
+    expected = run_piped(args)
+    assert expected.stdout == b"", f"{args}: -q printed on stdout"
+    closed = run_stdout_closed(args)
+    assert_quiet_failure(closed, args)
+    assert closed.returncode == expected.returncode
+    assert closed.stderr == expected.stderr  # -q: nothing but what -q would say anyway (here: nothing)
+
+
+# (arguments, exit code with stdout closed: None = the verdict of the same run piped, "said": a note on stderr)
+CLOSED_CASES = [
+    (["trace", "grep"], BROKEN_PIPE_EXIT, True),
+    (["trace", "grep", "--format", "table"], BROKEN_PIPE_EXIT, True),
+    (["trace", "grep", "--format", "json"], BROKEN_PIPE_EXIT, True),
+    (["trace", "grep", "-c"], BROKEN_PIPE_EXIT, True),
+    (["trace", "grep", "-l"], BROKEN_PIPE_EXIT, True),
+    (["trace", "project"], None, True),
+    (["trace", "project", "--format", "text"], None, True),
+    (["trace", "replay"], None, True),
+    (["trace", "replay", "--format", "jsonl"], None, True),
+    (["trace", "verify", "--format", "json"], None, True),
+    (["trace", "verify", "--format", "github"], None, True),
+    (["trace", "verify"], None, False),  # text: everything on stderr, stdout never needed
+    (["trace", "repair", "--check"], None, False),
+]
+
+
+@pytest.mark.parametrize("log", [OK_LOG, TAMPERED_LOG], ids=["ok", "tampered"])
+@pytest.mark.parametrize(("command", "code", "said"), CLOSED_CASES, ids=lambda c: " ".join(c[1:]) if isinstance(c, list) else None)
+def test_stdout_closed_without_quiet(command: list[str], code: int | None, said: bool, log: str) -> None:
+    args = [*command, log]
+    closed = run_stdout_closed(args)
+    assert_quiet_failure(closed, args)
+    expected = run_piped(args).returncode if code is None else code
+    assert closed.returncode == expected, closed.stderr.decode(errors="replace")
+    assert (b"stdout is closed" in closed.stderr) is said
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["-V"], ["trace", "--help"], ["trace", "grep", "--help"],
+                                  ["trace", "replay", "--help"]], ids=" ".join)
+def test_help_and_version_with_stdout_closed(args: list[str]) -> None:
+    assert run_piped(args).returncode == 0
+    closed = run_stdout_closed(args)
+    assert_quiet_failure(closed, args)
+    assert closed.returncode == BROKEN_PIPE_EXIT
+    assert b"stdout is closed" in closed.stderr
+
+
+# --- a reader that went away: 141 for grep/help/version, the verdict for the verdict commands ---------
+
+GONE_CASES = [
+    (["trace", "grep", "--format", "table", OK_LOG], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "--format", "jsonl", OK_LOG], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "--format", "json", OK_LOG], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "--format", "table", "--jobs", "2", str(FIXTURES / "runs")], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "-c", OK_LOG], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "-l", OK_LOG], BROKEN_PIPE_EXIT),
+    (["--help"], BROKEN_PIPE_EXIT),
+    (["--version"], BROKEN_PIPE_EXIT),
+    (["-V"], BROKEN_PIPE_EXIT),
+    (["trace", "--help"], BROKEN_PIPE_EXIT),
+    (["trace", "grep", "--help"], BROKEN_PIPE_EXIT),
+    (["trace", "verify", "--help"], BROKEN_PIPE_EXIT),
+    (["trace", "verify", "--format", "json", OK_LOG], 0),
+    (["trace", "verify", "--format", "json", TAMPERED_LOG], 1),
+    (["trace", "verify", "--format", "github", TAMPERED_LOG], 1),
+    (["trace", "project", "--format", "json", OK_LOG], 0),
+    (["trace", "project", "--format", "text", OK_LOG], 0),
+    (["trace", "project", "--format", "markdown", TAMPERED_LOG], 1),
+    (["trace", "replay", OK_LOG], 0),
+    (["trace", "replay", "--format", "jsonl", OK_LOG], 0),
+    (["trace", "replay", TAMPERED_LOG], 1),
+]
+
+
+@pytest.mark.parametrize(("args", "code"), GONE_CASES, ids=lambda c: " ".join(c[:4]) if isinstance(c, list) else None)
+def test_reader_gone(args: list[str], code: int) -> None:
+    proc = run_reader_gone(args)
+    assert_quiet_failure(proc, args)
+    assert proc.returncode == code, proc.stderr.decode(errors="replace")[-2000:]
+
+
+def test_reader_gone_mid_table(tmp_path: Path) -> None:
+    """The reader leaves after the first bytes of a long table (``| head -c 100``): 141, not rich's 1."""
+    src = Path(OK_LOG).read_bytes()
+    for i in range(30):
+        (tmp_path / f"r{i}").mkdir()
+        (tmp_path / f"r{i}" / "events.jsonl").write_bytes(src)
+    proc = subprocess.Popen(ract_argv("trace", "grep", "--format", "table", str(tmp_path)), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == BROKEN_PIPE_EXIT
+    assert_no_traceback(err, "table into head")
+
+
+# --- replay --format jsonl on a terminal is escaped; piped it is byte for byte ------------------------
+
+HOSTILE = "\u202eSSAP\u202c \u009b2J \u009d0;title\u009c \x1b[2J \u2066iso\u2069 nel\u0085 ls\u2028 del\x7f"
+
+
+def write_hostile_log(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with EventWriter(path, run_id="cd" * 16, fsync=FsyncPolicy.NEVER) as w:
+        run = w.append("run.started", {"intent_id": "1" * 32, "compiler_version": HOSTILE})
+        w.append("run.aborted", {"termination_cause": HOSTILE, "reason": HOSTILE}, parent_id=run["id"])
+    return path
+
+
+def test_replay_jsonl_is_escaped_on_a_terminal(tmp_path: Path) -> None:
+    log = write_hostile_log(tmp_path / "run" / "events.jsonl")
+    raw = log.read_bytes()
+    for seq in ("\u202e", "\u009b", "\u009d", "\u2066", "\u0085", "\u2028"):  # the log holds them as UTF-8
+        assert seq.encode() in raw
+    code, shown = run_on_pty(["trace", "replay", "--format", "jsonl", str(log)], cwd=tmp_path)
+    assert_no_traceback(shown, "replay jsonl on a pty")
+    assert code == 0
+    text = shown.decode("utf-8", "replace")
+    for ch in ("\u202e", "\u202c", "\u009b", "\u009d", "\u009c", "\u2066", "\u2069", "\u0085", "\u2028", "\x7f"):
+        assert ch not in text, f"U+{ord(ch):04X} reached the terminal"
+    assert b"\x1b[2J" not in shown
+    assert "\\u202e" in text and "\\x9b" in text
+    assert text.count('"kind":"run.') == 2  # one line per event, still readable JSON text
+
+
+def test_replay_jsonl_piped_is_byte_for_byte(tmp_path: Path) -> None:
+    log = write_hostile_log(tmp_path / "run" / "events.jsonl")
+    proc = subprocess.run(ract_argv("trace", "replay", "--format", "jsonl", str(log)), capture_output=True,
+                          cwd=tmp_path, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == log.read_bytes()
+
+
+# --- usage errors: a value holding a quote is reworded too, with its quotes kept ---------------------
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ("x", "'x'"),
+    ("it's", '"it\'s"'),
+    ('say "hi"', "'say \"hi\"'"),
+    ("it's \"both\"", "'it\\'s \"both\"'"),  # repr escapes the ' inside single quotes
+    ("'" + "y" * 200, '"\'' + "y" * 76 + '..."'),
+    ("z" * 200, "'" + "z" * 77 + "...'"),
+])
+@pytest.mark.parametrize("option", ["--jobs", "--max-line-bytes", "--schema-version"])
+def test_bad_integer_keeps_its_quotes(capsys: pytest.CaptureFixture[str], option: str, value: str,
+                                      shown: str) -> None:
+    capsys.readouterr()
+    code = main(["trace", "grep", option, value, OK_LOG])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert f"{shown} is not a valid integer." in err, err
+    assert "int range" not in err
+
+
+def test_max_items_help_names_its_value_n() -> None:
+    proc = run_piped(["trace", "project", "--help"])
+    assert proc.returncode == 0
+    assert re.search(rb"--max-items N\b", proc.stdout), proc.stdout.decode()
+
+
+# --- grep's stderr counts say what they count --------------------------------------------------------
+
+def write_clock_regressions(path: Path, events: int) -> Path:
+    """A verifying run whose clock goes backwards at every event: one CLOCK_REGRESSION warning each."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    clock = iter(range(10**18, 0, -10**9))
+    with EventWriter(path, run_id="ef" * 16, fsync=FsyncPolicy.NEVER, clock=lambda: next(clock)) as w:
+        run = w.append("run.started", {"intent_id": "1" * 32})
+        for _ in range(events - 2):
+            w.append("prompt.sent", {"provider": "p", "response_shape": "action", "intent_id": "1" * 32})
+        w.append("run.completed", {"final_decision": "accept"}, parent_id=run["id"])
+    return path
+
+
+def _grep_stderr(log: Path) -> tuple[int, str]:
+    proc = subprocess.run(ract_argv("trace", "grep", "--kind", "run.started", str(log)), capture_output=True,
+                          cwd=ROOT, timeout=120)
+    return proc.returncode, proc.stderr.decode()
+
+
+def test_suppressed_warnings_are_not_called_more_findings(tmp_path: Path) -> None:
+    log = write_clock_regressions(tmp_path / "run" / "events.jsonl", 160)
+    search = grep_paths([str(log)], build_filter(kinds=["run.started"]), GrepOptions())
+    results = [item for item in search if not hasattr(item, "raw")]
+    (result,) = results
+    assert result.suppressed > 0 and all(f.severity == "warning" for f in result.findings)  # the premise
+    code, err = _grep_stderr(log)
+    assert code == 0
+    assert "more finding" not in err and "more error" not in err  # nothing was listed: nothing is "more"
+    assert (f"{result.suppressed} further finding(s), errors or warnings, past the first "
+            f"{len(result.findings)} not kept") in err
+
+
+def test_hidden_errors_are_counted_as_errors(tmp_path: Path) -> None:
+    log = tmp_path / "run" / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    with EventWriter(log, run_id="ab" * 16, fsync=FsyncPolicy.NEVER, strict=False) as w:  # unknown kinds: exit 3
+        run = w.append("run.started", {"intent_id": "1" * 32})
+        for i in range(14):
+            w.append(f"no.such.kind{i}", {"i": i})
+        w.append("run.completed", {"final_decision": "accept"}, parent_id=run["id"])
+    search = grep_paths([str(log)], build_filter(kinds=["run.started"]), GrepOptions())
+    (result,) = [item for item in search if not hasattr(item, "raw")]
+    errors = [f for f in result.findings if f.severity == "error"]
+    assert len(errors) > 10 and result.suppressed == 0  # the premise: more errors than grep lists
+    code, err = _grep_stderr(log)
+    assert code == int(result.exit_code)
+    assert err.count("UNKNOWN_KIND") == 10
+    assert f"{len(errors) - 10} more error(s) not shown" in err
+    assert "further finding" not in err
+
+
+def test_json_report_still_counts_suppressed(tmp_path: Path) -> None:
+    log = write_clock_regressions(tmp_path / "run" / "events.jsonl", 160)
+    proc = subprocess.run(ract_argv("trace", "grep", "--format", "json", "--kind", "run.started", str(log)),
+                          capture_output=True, cwd=ROOT, timeout=120)
+    data = json.loads(proc.stdout)
+    assert data["files"][0]["suppressed_findings"] > 0
