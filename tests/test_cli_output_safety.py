@@ -162,6 +162,31 @@ def test_reader_gone(args: list[str], code: int) -> None:
     assert proc.returncode == code, proc.stderr.decode(errors="replace")[-2000:]
 
 
+def run_stderr_reader_gone(args: list[str]) -> int:
+    """``ract ARGS 2>&1 >/dev/null | head -c0``: stderr's reader is gone before the first verdict line."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(ract_argv(*args), stdout=subprocess.DEVNULL, stderr=write_end, cwd=ROOT,
+                              timeout=120).returncode
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["trace", "verify", OK_LOG], 0),  # the PASS line cannot be written: still a pass (rich exited 1)
+    (["trace", "verify", TAMPERED_LOG], 1),
+    (["trace", "project", OK_LOG], 0),
+    (["trace", "replay", OK_LOG], 0),
+    (["trace", "repair", "--check", OK_LOG], 0),
+    (["trace", "grep", "--kind", "no.such.kind", OK_LOG], 7),  # the unknown-kind warning is not written
+    (["trace", "grep", "--jobs", "x", OK_LOG], 2),  # a usage error stays 2
+    (["trace", "grep", "--no-such-option", OK_LOG], 2),
+], ids=lambda c: " ".join(c[:3]) if isinstance(c, list) else None)
+def test_stderr_reader_gone_keeps_the_exit_code(args: list[str], code: int) -> None:
+    assert run_stderr_reader_gone(args) == code
+
+
 def test_reader_gone_mid_table(tmp_path: Path) -> None:
     """The reader leaves after the first bytes of a long table (``| head -c 100``): 141, not rich's 1."""
     src = Path(OK_LOG).read_bytes()

@@ -3,8 +3,8 @@
 Every test here reproduces a bug confirmed by running the real CLI in a subprocess
 (real files, real pipes, a real git repository). Those that fail today are marked
 ``xfail(strict=True)``: the suite stays green, and the day a bug is fixed its test
-XPASSes, which fails the run until the marker is removed. The unmarked cases
-(grep --format jsonl/json into a closed pipe) pass today and guard the 141 exit.
+XPASSes, which fails the run until the marker is removed. Fixed bugs keep their
+test, unmarked (grep into a closed pipe guards the 141 exit in every format).
 """
 
 from __future__ import annotations

@@ -11,13 +11,13 @@ import errno
 import importlib
 import re
 import sys
-from typing import Annotated
+from typing import Annotated, Callable
 
 import typer
 
 from ..errors import EXIT_CODE_MEANINGS, RactError
-from .render import (BROKEN_PIPE_EXIT, clean, flush_stdout, markup_safe, silence_stdout, stderr_console,
-                     stdout_closed)
+from .render import (BROKEN_PIPE_EXIT, clean, flush_stdout, markup_safe, silence_stderr, silence_stdout,
+                     stderr_console, stdout_closed)
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -158,6 +158,14 @@ def _unwrap_after_epipe() -> bool:
     return pacified
 
 
+def _on_stderr(show: Callable[[], object]) -> None:
+    """Show a usage error; if stderr's reader is gone, the exit code (2) is all that is left to say."""
+    try:
+        show()
+    except BrokenPipeError:
+        silence_stderr()
+
+
 def _run(args: list[str]) -> int:
     _register_commands(args)
     try:
@@ -168,12 +176,12 @@ def _run(args: list[str]) -> int:
         wording = cli_wording(exc)
         if wording is not None:
             exc.message = wording
-        exc.show()
+        _on_stderr(exc.show)
         return int(exc.exit_code)
     except typer.TyperException as exc:  # other usage errors (no such option, missing argument...)
         show = getattr(exc, "show", None)
         if callable(show):
-            show()
+            _on_stderr(show)
         else:
             stderr_console().print(f"Error: {markup_safe(exc.format_message())}")
         return int(exc.exit_code)

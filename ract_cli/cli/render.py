@@ -114,6 +114,11 @@ def silence_stdout() -> None:
         _to_devnull(fd)
 
 
+def silence_stderr() -> None:
+    """After a broken pipe on stderr: the same, for file descriptor 2."""
+    _to_devnull(2)
+
+
 def _to_devnull(fd: int) -> None:
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
