@@ -1,10 +1,9 @@
 """Regression tests for bugs found in the review of session 2's commits (7e6c4a0..63e83a1).
 
-Every test here reproduces a bug confirmed by running the real CLI in a subprocess
-(real files, real pipes, a real git repository). Those that fail today are marked
-``xfail(strict=True)``: the suite stays green, and the day a bug is fixed its test
-XPASSes, which fails the run until the marker is removed. Fixed bugs keep their
-test, unmarked (grep into a closed pipe guards the 141 exit in every format).
+Every test here reproduced a bug confirmed by running the real CLI in a subprocess
+(real files, real pipes, a real git repository); each was written failing (marked
+``xfail(strict=True)``) and unmarked when its fix landed. All are fixed now: the
+tests guard against their return.
 """
 
 from __future__ import annotations
@@ -52,9 +51,6 @@ def write_log(path: Path, deep: int | None = None) -> Path:
 
 # --- 1. the verdict on a deeply nested line depends on the Python stack depth --------------
 
-@pytest.mark.xfail(strict=True, reason="reader.parse_exact: json.loads' recursion limit depends on the caller's "
-                                       "stack depth, so a ~960-level payload verifies in one process and is "
-                                       "MALFORMED_LINE in a --jobs worker (grep and verify alike)")
 def test_deep_payload_verdict_does_not_depend_on_jobs_or_command(tmp_path: Path) -> None:
     disagreements = []
     for depth in range(940, 990, 4):
@@ -74,15 +70,16 @@ def test_deep_payload_verdict_does_not_depend_on_jobs_or_command(tmp_path: Path)
 
 # --- 2. grep --no-verify: a payload nested past ~985 levels crashes the table and JSON ------
 
-@pytest.mark.xfail(strict=True, reason="cli/render.dumps_json falls back to json.dumps, which raises "
-                                       "RecursionError on what orjson.loads accepted (up to 1024 levels)")
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_no_verify_deep_payload_is_not_a_traceback(tmp_path: Path, fmt: str) -> None:
     log = tmp_path / "events.jsonl"
-    log.write_text('{"kind":"k","payload":' + "[" * 1000 + "]" * 1000 + "}\n")
+    # 510 levels inside the line's object: at MAX_NESTING (512), shown; 1000: MALFORMED_LINE (exit 1), no traceback
+    log.write_text('{"kind":"k","payload":' + "[" * 510 + "]" * 510 + "}\n"
+                   '{"kind":"k","payload":' + "[" * 1000 + "]" * 1000 + "}\n")
     proc = ract("trace", "grep", "--no-verify", "--format", fmt, str(log))
     assert b"Traceback" not in proc.stderr
-    assert proc.returncode == 0
+    assert proc.returncode == 1 and b"MALFORMED_LINE" in proc.stderr
+    assert proc.stdout.count(b"[[[[") >= 1  # the shallower one was rendered
 
 
 # --- 3. -q with stdout closed: a traceback, exit 1 (verify -q exits 0) ----------------------

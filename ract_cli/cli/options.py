@@ -13,10 +13,12 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 Paths = Annotated[list[str], typer.Argument(metavar="PATH...", help="Log files, or directories searched for events.jsonl.",
                                            show_default=False)]
 SchemaVersion = Annotated[
-    int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, help="Vocabulary version to check against (1-9).")
+    int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, metavar="N",
+                      help="Vocabulary version to check against (1-9).")
 ]
 MaxLineBytes = Annotated[
-    int, typer.Option("--max-line-bytes", min=1, help="A longer line is a LINE_TOO_LONG finding instead of being read.")
+    int, typer.Option("--max-line-bytes", min=1, metavar="N",
+                      help="A longer line is a LINE_TOO_LONG finding instead of being read.")
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
 
