@@ -555,18 +555,21 @@ class GrepSearch:
         A worker greps a whole file and sends back its matches as (line,
         offset, raw bytes) and its ``FileResult``; this process rebuilds each
         ``Match`` (parsing the raw line again: cheaper than pickling the
-        event). Memory stays bounded: at most ``2 * jobs`` files are in
-        flight, and a file of ``PARALLEL_MIN_BYTES`` or more is grepped here,
-        streaming, in its turn (its matches could be as large as the file).
+        event). Memory stays bounded whatever N is: a file's matches are at
+        most its size, the files in flight are at most ``2 * jobs`` and at
+        most ``IN_FLIGHT_BYTES`` together (always at least one), and a file
+        of ``PARALLEL_MIN_BYTES`` or more is grepped here, streaming, in its
+        turn.
         """
         from .parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, make_pool
 
         options, flt = self.options, self.filter
         paths = self.files
-        local = {i for i, p in enumerate(paths) if _size(p) >= PARALLEL_MIN_BYTES}
-        queue = deque(i for i in range(len(paths)) if i not in local)
+        sizes = [_size(p) for p in paths]
+        queue = deque(i for i in range(len(paths)) if sizes[i] < PARALLEL_MIN_BYTES)
         pending: dict[int, Future[bytes]] = {}
         limit = 2 * options.jobs
+        in_flight = 0  # bytes of the files in ``pending``
         try:
             pool = make_pool(options.jobs)
         except POOL_FAILURES:
@@ -574,7 +577,8 @@ class GrepSearch:
 
         def give_up() -> None:
             """A worker died (OOM killer...): what is not back yet is grepped here, with the same output."""
-            nonlocal pool
+            nonlocal pool, in_flight
+            in_flight = 0
             if pool is not None:
                 # wait: the broken pool's threads end before anything else forks (a fork while
                 # they hold a lock can deadlock the child)
@@ -583,10 +587,13 @@ class GrepSearch:
             pending.clear()
 
         def refill() -> None:
-            while pool is not None and len(pending) < limit and queue:
+            nonlocal in_flight
+            while (pool is not None and queue and len(pending) < limit
+                   and (not pending or in_flight + sizes[queue[0]] <= IN_FLIGHT_BYTES)):
                 i = queue.popleft()
                 try:
                     pending[i] = pool.submit(_grep_file_packed, paths[i], flt, options)
+                    in_flight += sizes[i]
                 except POOL_FAILURES:
                     give_up()
 
@@ -607,12 +614,17 @@ class GrepSearch:
                     give_up()
                     yield here(path)
                     continue
+                in_flight -= sizes[i]
                 refill()
                 found, result = pickle.loads(packed)
                 yield result, (Match(path, line, offset, raw, orjson.loads(raw)) for line, offset, raw in found)
         finally:
             if pool is not None:
                 pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: bytes of log files being grepped by workers at once (their matches wait here, in file order)
+IN_FLIGHT_BYTES = 64 << 20
 
 
 def _size(path: str) -> int:

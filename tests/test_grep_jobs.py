@@ -116,3 +116,14 @@ def test_stopping_early_ends_the_workers(tree) -> None:
 def test_jobs_out_of_range_is_a_usage_error(capfdbinary, tree, bad) -> None:
     code, out, err = run(capfdbinary, "--jobs", bad, "--kind", "*", str(tree))
     assert code == 2 and out == b"" and "--jobs" in err
+
+
+@pytest.mark.parametrize("budget", [1, 100_000])
+def test_a_small_in_flight_budget_changes_nothing(capfdbinary, monkeypatch, tree, budget) -> None:
+    """IN_FLIGHT_BYTES bounds what waits in memory: one file at a time at the least, same output."""
+    import ract_cli.grep
+
+    monkeypatch.setattr(ract_cli.grep, "IN_FLIGHT_BYTES", budget)
+    one = run(capfdbinary, "-H", "--kind", "*", str(tree))
+    many = run(capfdbinary, "-j", "3", "-H", "--kind", "*", str(tree))
+    assert many == one and one[1].count(b"\n") > 500
