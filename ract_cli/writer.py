@@ -440,7 +440,11 @@ class EventWriter:
             # two changed is written as they left it; `verify` reports it (SCHEMA) if it breaks a type.
             if kind not in KINDS_BY_NAME:
                 raise RactError(f"unknown event kind {kind!r}", exit_code=ExitCode.SCHEMA)
-            problems = VALIDATORS[kind]({k: v for k, v in clean.items() if k in untouched})
+            checked = {k: v for k, v in clean.items() if k in untouched}
+            # A container that sanitizing or redaction only reached into is still the caller's choice
+            # of type (an array where an object belongs): check its type, with the contents left out.
+            checked.update({k: type(v)() for k, v in clean.items() if k not in checked and type(v) in (dict, list)})
+            problems = VALIDATORS[kind](checked)
             if problems:
                 raise RactError(f"{kind}: {'; '.join(problems)}", exit_code=ExitCode.SCHEMA)
         for name, value in (("step_id", step_id), ("parent_id", parent_id)):

@@ -765,6 +765,8 @@ CALLER_ERRORS = [
     ("run.started", {"predicate_count": 2**70, "coverage_gate": "high"}, "coverage_gate must be number"),
     ("probe.evaluated", {"score": 2, "note": ReprRaises()}, "score must be <= 1"),
     ("tool.called", {"tool": "t", "arguments": [1, 2], "x_other": object()}, "arguments must be object"),
+    # an array where an object belongs, even when sanitizing had to reach into it (review finding B5)
+    ("tool.called", {"tool": "t", "arguments": [math.nan]}, "arguments must be object"),
 ]
 
 
@@ -823,6 +825,8 @@ def test_strict_writer_refuses_exactly_the_callers_errors(logs, case: tuple[str,
     kind, payload = case
     clean = sanitize_payload(payload)
     callers_own = {k: clean[k] for k, v in payload.items() if _plain_json(v)}
+    # a container sanitizing reached into is still the caller's choice of container type
+    callers_own.update({k: type(clean[k])() for k in payload if k not in callers_own and type(clean[k]) in (dict, list)})
     path = logs.path(run_id="e" * 32)
     if path.exists():
         path.unlink()
