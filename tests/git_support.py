@@ -13,6 +13,19 @@ GIT_ENV = {
 }
 
 
+def git(cwd: Path, *args: str) -> str:
+    """Run ``git ARGS`` in ``cwd`` (a test identity, no system config); return its stdout, stripped."""
+    env = {**os.environ, **GIT_ENV}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def two_commit_repo(root: Path) -> tuple[Path, str, str]:
+    """A repository at ``root`` whose file ``f`` was committed twice; returns (root, first sha, second sha)."""
+    repo = GitRepo(root)
+    first = repo.commit("f", "1")
+    return root, first, repo.commit("f", "2")
+
+
 class GitRepo:
     """A repository in ``root`` driven through the git command line."""
 
@@ -22,9 +35,7 @@ class GitRepo:
         self.git("init", "-q", "-b", "main")
 
     def git(self, *args: str) -> str:
-        env = {**os.environ, **GIT_ENV}
-        done = subprocess.run(["git", *args], cwd=self.root, env=env, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
+        return git(self.root, *args)
 
     def commit(self, name: str, text: str | None = None) -> str:
         """Write ``name`` and commit it; return the new commit's sha."""

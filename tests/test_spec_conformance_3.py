@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import rfc8785
 
+from git_support import git as _git
+from git_support import two_commit_repo
 from independent_jcs import T0, ZERO, chain, jcs, line, rhash
 from ract_cli.cli.app import main as ract_main
 
@@ -326,23 +328,9 @@ def test_repair_log_that_was_only_a_torn_line(tmp_path, capsys):
 # --------------------------------------------------------------------------
 # §5 replay
 # --------------------------------------------------------------------------
-def _git(cwd, *args):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout.strip()
-
-
 @pytest.fixture
 def repo(tmp_path):
-    r = tmp_path / "repo"
-    r.mkdir()
-    _git(r, "init", "-q")
-    (r / "f").write_text("1")
-    _git(r, "add", "f")
-    _git(r, "commit", "-qm", "one")
-    c1 = _git(r, "rev-parse", "HEAD")
-    (r / "f").write_text("2")
-    _git(r, "commit", "-qam", "two")
-    return r, c1, _git(r, "rev-parse", "HEAD")
+    return two_commit_repo(tmp_path / "repo")
 
 
 def _snap_log(tmp_path, snap, name="x"):
