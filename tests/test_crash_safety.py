@@ -135,21 +135,23 @@ def test_writer_killed_at_random_points(tmp_path: Path) -> None:
     assert outcomes[0] + outcomes[4] == KILLS
 
 
-def test_torn_tail_is_the_only_damage_a_kill_can_do(tmp_path: Path) -> None:
-    """Every prefix of a valid log (a kill at every byte) verifies or is a torn tail: never 'tampered'."""
-    rng = random.Random(SEED)
-    path = tmp_path / "full.jsonl"
-    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), "7", SMALL],
+def _whole_lines_after_kill(path: Path, *, seed: int, acked: int) -> bytes:
+    """Run the writer on small events, SIGKILL it once it has acknowledged ``acked`` events,
+    and return the log's complete lines (the material the cut tests slice)."""
+    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(seed), SMALL],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    lines = 0
-    while lines < 6:
-        got = proc.stdout.readline()
-        assert got, proc.stderr.read().decode()[-2000:]  # the writer died
-        lines += 1
+    for _ in range(acked):
+        assert proc.stdout.readline(), proc.stderr.read().decode()[-2000:]  # the writer died
     proc.kill()
     proc.communicate()
     data = path.read_bytes()
-    data = data[:data.rfind(b"\n") + 1]
+    return data[:data.rfind(b"\n") + 1]
+
+
+def test_torn_tail_is_the_only_damage_a_kill_can_do(tmp_path: Path) -> None:
+    """Every prefix of a valid log (a kill at every byte) verifies or is a torn tail: never 'tampered'."""
+    rng = random.Random(SEED)
+    data = _whole_lines_after_kill(tmp_path / "full.jsonl", seed=7, acked=6)
     cut_path = tmp_path / "cut.jsonl"
     cuts = range(len(data) + 1) if LONG else sorted(rng.sample(range(len(data) + 1), min(400, len(data) + 1)))
     for cut in cuts:
@@ -170,18 +172,7 @@ def test_repair_fixes_every_kind_of_torn_tail(tmp_path: Path) -> None:
     if "repair" not in trace_commands():
         pytest.skip("no repair command yet")
     rng = random.Random(SEED)
-    src = tmp_path / "src.jsonl"
-    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(src), "11", SMALL],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    lines = 0
-    while lines < 8:
-        got = proc.stdout.readline()
-        assert got, proc.stderr.read().decode()[-2000:]  # the writer died
-        lines += 1
-    proc.kill()
-    proc.communicate()
-    data = src.read_bytes()
-    data = data[:data.rfind(b"\n") + 1]
+    data = _whole_lines_after_kill(tmp_path / "src.jsonl", seed=11, acked=8)
     newlines = [i for i, b in enumerate(data) if b == 0x0A]
     for n in range(4 if not LONG else 40):
         line_end = rng.choice(newlines[1:])
