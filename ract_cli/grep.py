@@ -544,10 +544,14 @@ class GrepSearch:
             if generator is not None:
                 generator.close()  # type: ignore[attr-defined]
 
+    def _one_here(self, path: str) -> tuple[FileResult, Iterable[Match]]:
+        """One file searched in this process: its result (filled in as its matches are consumed)."""
+        result = FileResult(path, verified=self.options.verify)
+        return result, grep_file(path, self.filter, self.options, result)
+
     def _per_file_here(self) -> Iterator[tuple[FileResult, Iterable[Match]]]:
-        for path in self.files:
-            result = FileResult(path, verified=self.options.verify)
-            yield result, grep_file(path, self.filter, self.options, result)
+        for path in self.files:  # a generator, as close() expects
+            yield self._one_here(path)
 
     def _per_file_parallel(self) -> Iterator[tuple[FileResult, Iterable[Match]]]:
         """``--jobs N``: files go to N worker processes, results come back in file order.
@@ -561,11 +565,11 @@ class GrepSearch:
         of ``PARALLEL_MIN_BYTES`` or more is grepped here, streaming, in its
         turn.
         """
-        from .parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, make_pool
+        from .parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, file_size, make_pool
 
         options, flt = self.options, self.filter
         paths = self.files
-        sizes = [_size(p) for p in paths]
+        sizes = [file_size(p) for p in paths]
         queue = deque(i for i in range(len(paths)) if sizes[i] < PARALLEL_MIN_BYTES)
         pending: dict[int, Future[bytes]] = {}
         limit = 2 * options.jobs
@@ -597,22 +601,18 @@ class GrepSearch:
                 except POOL_FAILURES:
                     give_up()
 
-        def here(path: str) -> tuple[FileResult, Iterable[Match]]:
-            result = FileResult(path, verified=options.verify)
-            return result, grep_file(path, flt, options, result)
-
         try:
             refill()
             for i, path in enumerate(paths):
                 future = pending.pop(i, None)
                 if future is None:  # a large file, or the pool is gone
-                    yield here(path)
+                    yield self._one_here(path)
                     continue
                 try:
                     packed = future.result()
                 except POOL_FAILURES:
                     give_up()
-                    yield here(path)
+                    yield self._one_here(path)
                     continue
                 in_flight -= sizes[i]
                 refill()
@@ -625,13 +625,6 @@ class GrepSearch:
 
 #: bytes of log files being grepped by workers at once (their matches wait here, in file order)
 IN_FLIGHT_BYTES = 64 << 20
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0  # grep_file reports it
 
 
 def _grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:

@@ -47,6 +47,14 @@ _HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPE
 _NO_PAYLOAD: dict = {}
 
 
+def file_size(path: str | os.PathLike[str]) -> int:
+    """Size in bytes for planning work across processes; 0 when unreadable (the reader reports that)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def split_ranges(path: str | os.PathLike[str], chunk_bytes: int = CHUNK_BYTES,
                  cuts: Sequence[int] | None = None) -> list[tuple[int, int | None]]:
     """Byte ranges ``[start, end)`` covering the file, each starting at a line start.

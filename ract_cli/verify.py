@@ -7,14 +7,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from .discovery import discover
 from .errors import ExitCode, UsageError, lowest_nonzero
 from .findings import Finding, error
 from .kinds import LATEST_SCHEMA_VERSION
 from .model import HEX64
-from .parallel import POOL_FAILURES, can_split, make_pool, scan_file
+from .parallel import POOL_FAILURES, can_split, file_size, make_pool, scan_file
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, ChainState
 
 
@@ -146,7 +145,7 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
     found = discover(paths, suffixes=(".jsonl",) if options.dialect == "raxol" else ())
     check_options(options, len(found.files) + len(found.findings))
     report = VerifyReport(findings=list(found.findings))
-    sizes = [_size(p) for p in found.files]
+    sizes = [file_size(p) for p in found.files]
     total = sum(sizes)
     done = 0
 
@@ -185,10 +184,3 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
             done += size
             file_progress(0)
     return report
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
