@@ -59,3 +59,28 @@ def chain(events: list[dict], start: str = ZERO) -> list[dict]:
 def line(e: dict) -> bytes:
     """One record as a canonical log line."""
     return (jcs(e) + "\n").encode("utf-8")
+
+
+_issued = [0]
+
+
+def new_id() -> str:
+    """A fresh 32-hex event id (a counter's md5: distinct within a test run, and repeatable)."""
+    _issued[0] += 1
+    return hashlib.md5(str(_issued[0]).encode()).hexdigest()
+
+
+def event(kind: str, payload: dict | None = None, *, run: str, step: str | None = None, parent: str | None = None,
+          ts: int | None = None, eid: str | None = None) -> dict:
+    """An unchained envelope; ``chain`` fills in timestamps (when None), prev_hash and hash."""
+    return {
+        "id": eid or new_id(),
+        "run_id": run,
+        "step_id": step,
+        "parent_id": parent,
+        "timestamp_ns": ts,
+        "kind": kind,
+        "payload": payload if payload is not None else {},
+        "prev_hash": None,
+        "hash": None,
+    }

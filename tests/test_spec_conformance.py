@@ -9,6 +9,7 @@ ract_cli`` as a subprocess.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -20,7 +21,7 @@ import pytest
 import rfc8785
 
 from git_support import two_commit_repo
-from independent_jcs import T0, ZERO, chain, jcs, line, rhash
+from independent_jcs import T0, ZERO, chain, event, jcs, line, new_id, rhash
 from ract_cli.cli.app import main as ract_main
 
 RUN = "ab" * 16
@@ -30,26 +31,7 @@ RUN = "ab" * 16
 ehash = rhash
 
 
-_counter = [0]
-
-
-def new_id() -> str:
-    _counter[0] += 1
-    return hashlib.md5(str(_counter[0]).encode()).hexdigest()
-
-
-def ev(kind, payload=None, *, step=None, parent=None, ts=None, eid=None, run=RUN):
-    return {
-        "id": eid or new_id(),
-        "run_id": run,
-        "step_id": step,
-        "parent_id": parent,
-        "timestamp_ns": ts,
-        "kind": kind,
-        "payload": payload if payload is not None else {},
-        "prev_hash": None,
-        "hash": None,
-    }
+ev = functools.partial(event, run=RUN)
 
 
 def write(path: Path, events, *, raw: bytes | None = None) -> Path:

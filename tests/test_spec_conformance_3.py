@@ -12,6 +12,7 @@ is re-hashed independently.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ import rfc8785
 
 from git_support import git as _git
 from git_support import two_commit_repo
-from independent_jcs import T0, ZERO, chain, jcs, line, rhash
+from independent_jcs import T0, ZERO, chain, event, jcs, line, new_id, rhash
 from ract_cli.cli.app import main as ract_main
 
 RUN = "cd" * 16
@@ -40,26 +41,8 @@ def repair_id(source_id: str) -> str:
     return hashlib.sha256(("ract.repair:" + source_id).encode()).hexdigest()[:32]
 
 
-_n = [0]
-
-
-def nid() -> str:
-    _n[0] += 1
-    return hashlib.md5(f"conf3-{_n[0]}".encode()).hexdigest()
-
-
-def ev(kind, payload=None, *, step=None, parent=None, ts=None):
-    return {
-        "id": nid(),
-        "run_id": RUN,
-        "step_id": step,
-        "parent_id": parent,
-        "timestamp_ns": ts,
-        "kind": kind,
-        "payload": payload if payload is not None else {},
-        "prev_hash": None,
-        "hash": None,
-    }
+nid = new_id
+ev = functools.partial(event, run=RUN)
 
 
 def lines(events) -> bytes:
