@@ -122,6 +122,24 @@ def _no_constant(name: str) -> object:
     raise ValueError(name)
 
 
+def verify_lie(mutated: bytes, written: list[bytes]) -> str | None:
+    """Why a verify PASS of ``mutated`` would be a lie, or None when it is not.
+
+    A PASS is honest only for the parsed values of a prefix of one of the logs
+    the writer wrote: usually the one that was mutated, but a line spliced in
+    from another can leave exactly a prefix of *that* log (a valid log of
+    another run).
+    """
+    try:
+        values = strict_values(mutated)
+    except Unparseable as exc:
+        return f"verify passed bytes that are not strict JSON ({exc})"
+    values = tuple(v for v in values if v != ("no-final-newline",))
+    if not any(values == strict_values(log)[:len(values)] for log in written):
+        return "verify passed values that are not a prefix of any written log"
+    return None
+
+
 # --- the commands that exist --------------------------------------------------
 
 def trace_commands() -> list[str]:
