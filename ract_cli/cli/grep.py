@@ -20,7 +20,7 @@ from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (BROKEN_PIPE_EXIT, clean, dumps_json, markup_safe, silence_stdout, stderr_console,
+from .render import (BROKEN_PIPE_EXIT, clean, dumps_json, explain_failure, silence_stdout, stderr_console,
                      stdout_closed, stdout_console, stdout_is_terminal)
 
 SHOWN_FINDINGS_PER_FILE = 10
@@ -104,9 +104,8 @@ def grep_command(
         search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
                                                     max_line_bytes=max_line_bytes, dialect=dialect.value,
                                                     jobs=jobs))
-    except RactError as exc:  # a bad command line is explained even under -q, as in every command
-        stderr_console().print(f"ract trace grep: {markup_safe(exc.message)}")
-        raise typer.Exit(int(exc.exit_code)) from None
+    except RactError as exc:
+        raise typer.Exit(explain_failure("grep", exc, quiet=quiet)) from None
 
     for pattern in unknown_kind_patterns(kind or (), schema_version) if dialect is not Dialect.raxol else ():
         err.print(f"ract trace grep: warning: --kind {clean(pattern)!r} matches no RACT event kind "

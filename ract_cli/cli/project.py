@@ -23,7 +23,7 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
-from .render import (clean, dumps_json, flush_stdout, markup_safe, silence_stdout, stderr_console, stdout_closed,
+from .render import (clean, dumps_json, explain_failure, flush_stdout, silence_stdout, stderr_console, stdout_closed,
                      stdout_console, stdout_is_terminal)
 
 
@@ -65,10 +65,7 @@ def project_command(
     try:
         result = project_paths(paths, options)
     except RactError as exc:
-        # as verify -q: a bad command line is still explained
-        stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
-            f"ract trace project: {markup_safe(exc.message)}")
-        raise typer.Exit(int(exc.exit_code)) from None
+        raise typer.Exit(explain_failure("project", exc, quiet=quiet)) from None
     if quiet:
         raise typer.Exit(int(result.exit_code))
     _verdicts(result)

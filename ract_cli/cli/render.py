@@ -20,6 +20,8 @@ import orjson
 from rich.console import Console
 from rich.markup import escape as _escape_markup
 
+from ..errors import ExitCode, RactError
+
 # C0 controls, DEL, C1 controls, bidi overrides/isolates, line/paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
@@ -38,6 +40,17 @@ def clean(text: object) -> str:
 def markup_safe(text: object) -> str:
     """``clean`` plus rich-markup escaping: safe inside a markup string."""
     return _escape_markup(clean(text))
+
+
+def explain_failure(command: str, exc: RactError, *, quiet: bool = False) -> int:
+    """Say on stderr why ``ract trace COMMAND`` could not run; return the exit code to end with.
+
+    Under ``-q`` only a bad command line (exit 2) is said: the exit code is the
+    verdict, but a typo must not fail in silence.
+    """
+    stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
+        f"ract trace {command}: {clean(exc.message)}", markup=False)
+    return int(exc.exit_code)
 
 
 #: the exit code of a command whose stdout went away (``| head``) or was closed (``>&-``): 128 + SIGPIPE,

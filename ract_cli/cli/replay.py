@@ -31,7 +31,7 @@ from ..replay import (
 )
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from .render import clean, silence_stdout, stderr_console, stdout_closed, stdout_is_terminal
+from .render import clean, explain_failure, silence_stdout, stderr_console, stdout_closed, stdout_is_terminal
 
 
 class Format(str, enum.Enum):
@@ -96,10 +96,7 @@ def replay_command(
         factor = parse_pace(pace) if pace is not None else None
         session = replay(resolve_log_path(path), options)
     except RactError as exc:
-        # as verify -q: a bad command line is still explained
-        stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
-            f"ract trace replay: {clean(exc.message)}", markup=False)
-        raise typer.Exit(int(exc.exit_code)) from None
+        raise typer.Exit(explain_failure("replay", exc, quiet=quiet)) from None
 
     journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
     shown: set[int] = set()

@@ -17,7 +17,7 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
 from .options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (clean, dumps_json, flush_stdout, markup_safe, silence_stdout, stderr_console, stderr_is_terminal,
+from .render import (clean, dumps_json, explain_failure, flush_stdout, silence_stdout, stderr_console, stderr_is_terminal,
                      stdout_closed)
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
@@ -88,8 +88,7 @@ def verify_command(
         with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
             report = verify_paths(paths, options, progress=progress)
     except RactError as exc:
-        stderr_console().print(f"ract trace verify: {markup_safe(exc.message)}")
-        raise typer.Exit(int(exc.exit_code)) from None
+        raise typer.Exit(explain_failure("verify", exc, quiet=quiet)) from None
     if not quiet:
         render(report, format)
     raise typer.Exit(int(report.exit_code))
