@@ -53,6 +53,7 @@ TARGETS = {"jobs1_vs_floor": 0.7, "jobs2_vs_floor": 1.3, "jobs1_vs_naive": 7.0}
 
 # --- the context every row module receives ----------------------------------
 
+
 @dataclass
 class BenchContext:
     """Handed to every ``bench/rows_*.py`` module's ``rows(ctx)``.
@@ -112,14 +113,26 @@ class BenchContext:
                 stdout.seek(0)  # type: ignore[union-attr]
                 stdout.truncate()  # type: ignore[union-attr]
             start = time.perf_counter()
-            subprocess.run(list(argv), stdout=subprocess.DEVNULL if stdout is None else stdout,
-                           stderr=subprocess.DEVNULL, check=False, cwd=ROOT)
+            subprocess.run(
+                list(argv),
+                stdout=subprocess.DEVNULL if stdout is None else stdout,
+                stderr=subprocess.DEVNULL,
+                check=False,
+                cwd=ROOT,
+            )
             best = min(best, time.perf_counter() - start)
         return best
 
 
-def row(name: str, events: int, seconds: float, *, ratio: float | None = None, ratio_of: str | None = None,
-        target: float | None = None) -> dict:
+def row(
+    name: str,
+    events: int,
+    seconds: float,
+    *,
+    ratio: float | None = None,
+    ratio_of: str | None = None,
+    target: float | None = None,
+) -> dict:
     """A row in the shape every row module returns."""
     return {
         "name": name,
@@ -133,6 +146,7 @@ def row(name: str, events: int, seconds: float, *, ratio: float | None = None, r
 
 
 # --- logs -------------------------------------------------------------------
+
 
 def cached_log(events: int, name: str) -> Path:
     """Generate (once) a valid chained log of about ``events`` events under bench/out/."""
@@ -148,6 +162,7 @@ def cached_log(events: int, name: str) -> Path:
 
 
 # --- the reference loops ------------------------------------------------------
+
 
 def floor_loop(path: Path) -> int:
     """The floor: orjson parse + orjson sort-keys dump + sha256 per line, no checks at all."""
@@ -235,6 +250,7 @@ def cpu_split(fn: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 # --- peak RSS -------------------------------------------------------------------
 
+
 def peak_rss_mb(argv: list[str]) -> tuple[float, float, int]:
     """Run argv; return (peak RSS in MB, wall seconds, exit code) of that process."""
     start = time.perf_counter()
@@ -247,6 +263,7 @@ def peak_rss_mb(argv: list[str]) -> tuple[float, float, int]:
 
 # --- rows from other modules ------------------------------------------------------
 
+
 def extra_rows(ctx: BenchContext) -> list[tuple[str, list[dict] | str]]:
     """Import every bench/rows_*.py and call its rows(ctx); a failing module is reported, not fatal."""
     results: list[tuple[str, list[dict] | str]] = []
@@ -257,12 +274,13 @@ def extra_rows(ctx: BenchContext) -> list[tuple[str, list[dict] | str]]:
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
             results.append((path.name, list(module.rows(ctx))))
-        except Exception as exc:  # noqa: BLE001 - one broken row module must not hide the others
+        except Exception as exc:
             results.append((path.name, f"failed: {type(exc).__name__}: {exc}"))
     return results
 
 
 # --- printing -----------------------------------------------------------------------
+
 
 def _fmt(value: object, spec: str) -> str:
     if value is None:
@@ -280,8 +298,10 @@ def print_table(rows: list[dict]) -> None:
         met = {True: "yes", False: "NO", None: "-"}.get(r.get("met"), str(r.get("met")))
         target = r.get("target")
         target_text = f">= {target:g}" if isinstance(target, (int, float)) else _fmt(target, "")
-        print(f"{str(r.get('name')):46} {_fmt(r.get('events_per_s'), ',.0f'):>12} {_fmt(r.get('seconds'), '.3f'):>9} "
-              f"{_fmt(r.get('ratio'), '.2f'):>8}  {_fmt(r.get('ratio_of'), ''):14} {target_text:>8}  {met}")
+        print(
+            f"{r.get('name')!s:46} {_fmt(r.get('events_per_s'), ',.0f'):>12} {_fmt(r.get('seconds'), '.3f'):>9} "
+            f"{_fmt(r.get('ratio'), '.2f'):>8}  {_fmt(r.get('ratio_of'), ''):14} {target_text:>8}  {met}"
+        )
 
 
 def machine() -> str:
@@ -298,8 +318,12 @@ def machine() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--big", action="store_true", default=os.environ.get("RACT_BENCH_BIG") == "1",
-                        help="also measure peak RSS on a ~1 GB log (generated once, ~2-3 min)")
+    parser.add_argument(
+        "--big",
+        action="store_true",
+        default=os.environ.get("RACT_BENCH_BIG") == "1",
+        help="also measure peak RSS on a ~1 GB log (generated once, ~2-3 min)",
+    )
     parser.add_argument("--events", type=int, default=BENCH_EVENTS, help="size of the benchmark log")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")
     args = parser.parse_args(argv)
@@ -325,26 +349,60 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         row("floor (orjson loads+dumps sorted+sha256)", n, floor_s),
         row("naive verifier (json + pure-Python JCS)", n, naive_s, ratio=floor_s / naive_s, ratio_of="floor"),
-        row("ract trace verify --jobs 1", n, jobs1_s, ratio=(n / jobs1_s) / floor_eps, ratio_of="floor",
-            target=TARGETS["jobs1_vs_floor"]),
-        row("ract trace verify --jobs 2", n, jobs2_s, ratio=(n / jobs2_s) / floor_eps, ratio_of="floor",
-            target=TARGETS["jobs2_vs_floor"]),
-        row("ract trace verify --jobs 1 vs naive", n, jobs1_s, ratio=naive_s / jobs1_s, ratio_of="naive",
-            target=TARGETS["jobs1_vs_naive"]),
+        row(
+            "ract trace verify --jobs 1",
+            n,
+            jobs1_s,
+            ratio=(n / jobs1_s) / floor_eps,
+            ratio_of="floor",
+            target=TARGETS["jobs1_vs_floor"],
+        ),
+        row(
+            "ract trace verify --jobs 2",
+            n,
+            jobs2_s,
+            ratio=(n / jobs2_s) / floor_eps,
+            ratio_of="floor",
+            target=TARGETS["jobs2_vs_floor"],
+        ),
+        row(
+            "ract trace verify --jobs 1 vs naive",
+            n,
+            jobs1_s,
+            ratio=naive_s / jobs1_s,
+            ratio_of="naive",
+            target=TARGETS["jobs1_vs_naive"],
+        ),
     ]
     # The wall time of --jobs 2 depends on what else the 2 cores run; its CPU split does not.
     # Bound on an idle 2-core machine: the busier process, or half the total CPU, whichever is larger.
     bound = max(main_cpu, worker_cpu, (main_cpu + worker_cpu) / 2)
-    rows.append(row(f"  --jobs 2 CPU: main {main_cpu:.2f}s + worker {worker_cpu:.2f}s -> idle-2-core bound", n, bound,
-                    ratio=(n / bound) / floor_eps, ratio_of="floor"))
+    rows.append(
+        row(
+            f"  --jobs 2 CPU: main {main_cpu:.2f}s + worker {worker_cpu:.2f}s -> idle-2-core bound",
+            n,
+            bound,
+            ratio=(n / bound) / floor_eps,
+            ratio_of="floor",
+        )
+    )
     if args.big:
         big = cached_log(BIG_EVENTS, f"big-{BIG_EVENTS}")
         for jobs in (1, 2):
             rss, seconds, code = peak_rss_mb([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(big)])
-            r = row(f"peak RSS {rss:.0f} MB: verify --jobs {jobs}, {big.stat().st_size / 1e9:.2f} GB (exit {code})",
-                    BIG_EVENTS, seconds)
-            r.update({"ratio": rss, "ratio_of": "MB (RSS)", "target": f"<= {RSS_TARGET_MB:g}",
-                      "met": rss <= RSS_TARGET_MB and code == 0})
+            r = row(
+                f"peak RSS {rss:.0f} MB: verify --jobs {jobs}, {big.stat().st_size / 1e9:.2f} GB (exit {code})",
+                BIG_EVENTS,
+                seconds,
+            )
+            r.update(
+                {
+                    "ratio": rss,
+                    "ratio_of": "MB (RSS)",
+                    "target": f"<= {RSS_TARGET_MB:g}",
+                    "met": rss <= RSS_TARGET_MB and code == 0,
+                }
+            )
             rows.append(r)
     print()
     print_table(rows)

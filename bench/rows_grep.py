@@ -67,32 +67,81 @@ def rows(ctx) -> list[dict]:
     verified_s = ctx.time_cmd(verified_argv)
     fast_s = ctx.time_cmd(fast_argv)
     scan_s = _library_no_verify_seconds(ctx.log_path)
-    tiny = Path(__file__).resolve().parent.parent / "fixtures" / "runs" / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
+    tiny = (
+        Path(__file__).resolve().parent.parent
+        / "fixtures"
+        / "runs"
+        / "120d7eae7ee0c9c181816e553722e2fe"
+        / "events.jsonl"
+    )
     startup_s = ctx.time_cmd([*ctx.ract, "trace", "grep", "--no-verify", "--kind", KIND, str(tiny)])
     rows = [
         ctx.row(f"jq -c 'select(.kind==\"{KIND}\")' (reference)", ctx.events, jq_s),
-        ctx.row(f"ract trace grep --kind {KIND} (verified)", ctx.events, verified_s,
-                ratio=jq_s / verified_s, ratio_of="jq", target=2.0),
-        ctx.row(f"ract trace grep --no-verify --kind {KIND}", ctx.events, fast_s,
-                ratio=jq_s / fast_s, ratio_of="jq", target=10.0),
-        ctx.row("  grep --no-verify scan, in-process (no interpreter start-up)", ctx.events, scan_s,
-                ratio=jq_s / scan_s, ratio_of="jq"),
-        ctx.row("  verify --jobs 1 of the same log (context)", ctx.events, ctx.verify_seconds,
-                ratio=jq_s / ctx.verify_seconds if ctx.verify_seconds else None, ratio_of="jq"),
+        ctx.row(
+            f"ract trace grep --kind {KIND} (verified)",
+            ctx.events,
+            verified_s,
+            ratio=jq_s / verified_s,
+            ratio_of="jq",
+            target=2.0,
+        ),
+        ctx.row(
+            f"ract trace grep --no-verify --kind {KIND}",
+            ctx.events,
+            fast_s,
+            ratio=jq_s / fast_s,
+            ratio_of="jq",
+            target=10.0,
+        ),
+        ctx.row(
+            "  grep --no-verify scan, in-process (no interpreter start-up)",
+            ctx.events,
+            scan_s,
+            ratio=jq_s / scan_s,
+            ratio_of="jq",
+        ),
+        ctx.row(
+            "  verify --jobs 1 of the same log (context)",
+            ctx.events,
+            ctx.verify_seconds,
+            ratio=jq_s / ctx.verify_seconds if ctx.verify_seconds else None,
+            ratio_of="jq",
+        ),
         # Lower bounds: no grep can be faster than these, so a target above their ratio is out of reach.
-        ctx.row("  bound: ract start-up alone (same grep, 156-event fixture)", 156, startup_s,
-                ratio=jq_s / startup_s, ratio_of="jq"),
+        ctx.row(
+            "  bound: ract start-up alone (same grep, 156-event fixture)",
+            156,
+            startup_s,
+            ratio=jq_s / startup_s,
+            ratio_of="jq",
+        ),
     ]
     # An audit across a tree: --jobs greps whole files in worker processes (docs/grep.md).
     root, many_events = ctx.many_logs()
     files = sum(1 for _ in root.rglob("events.jsonl"))
-    tree_s = {jobs: ctx.time_cmd([*ctx.ract, "trace", "grep", "--jobs", str(jobs), "--kind", KIND, str(root)])
-              for jobs in (1, 2)}
+    tree_s = {
+        jobs: ctx.time_cmd([*ctx.ract, "trace", "grep", "--jobs", str(jobs), "--kind", KIND, str(root)])
+        for jobs in (1, 2)
+    }
     rows.append(ctx.row(f"  tree of {files} logs, verified grep --jobs 1", many_events, tree_s[1]))
-    rows.append(ctx.row(f"  tree of {files} logs, verified grep --jobs 2", many_events, tree_s[2],
-                        ratio=tree_s[1] / tree_s[2], ratio_of="--jobs 1"))
+    rows.append(
+        ctx.row(
+            f"  tree of {files} logs, verified grep --jobs 2",
+            many_events,
+            tree_s[2],
+            ratio=tree_s[1] / tree_s[2],
+            ratio_of="--jobs 1",
+        )
+    )
     if ctx.floor_seconds:
         bound_s = ctx.floor_seconds + startup_s
-        rows.append(ctx.row("  bound: start-up + floor loop (parse, dump, sha256; no check)", ctx.events, bound_s,
-                            ratio=jq_s / bound_s, ratio_of="jq"))
+        rows.append(
+            ctx.row(
+                "  bound: start-up + floor loop (parse, dump, sha256; no check)",
+                ctx.events,
+                bound_s,
+                ratio=jq_s / bound_s,
+                ratio_of="jq",
+            )
+        )
     return rows

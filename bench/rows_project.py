@@ -24,14 +24,24 @@ def rows(ctx) -> list[dict]:
 
     report = project_file(ctx.log_path)
     if report["events"] != ctx.events or not report["trusted"]:
-        raise RuntimeError(f"project covered {report['events']} of {ctx.events} events "
-                           f"(trusted={report['trusted']})")
+        raise RuntimeError(f"project covered {report['events']} of {ctx.events} events (trusted={report['trusted']})")
     seconds = ctx.time(lambda: project_file(ctx.log_path))
     verify = ctx.verify_seconds
     cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(ctx.log_path)])
     return [
-        ctx.row("ract trace project (library, 1 log)", ctx.events, seconds,
-             ratio=verify / seconds if verify else None, ratio_of="verify", target=TARGET),
-        ctx.row("  ract trace project --format json (subprocess, for the record)", ctx.events, cli,
-             ratio=verify / cli if verify else None, ratio_of="verify"),
+        ctx.row(
+            "ract trace project (library, 1 log)",
+            ctx.events,
+            seconds,
+            ratio=verify / seconds if verify else None,
+            ratio_of="verify",
+            target=TARGET,
+        ),
+        ctx.row(
+            "  ract trace project --format json (subprocess, for the record)",
+            ctx.events,
+            cli,
+            ratio=verify / cli if verify else None,
+            ratio_of="verify",
+        ),
     ]

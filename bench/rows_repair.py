@@ -86,6 +86,5 @@ def rows(ctx) -> list[dict]:
 
     return [
         _row("ract trace repair -o FILE (log minus run.completed)", ctx.events, to_output, ctx.verify_seconds),
-        _row("ract trace repair in place, with backup (log minus run.completed)", ctx.events, best,
-             ctx.verify_seconds),
+        _row("ract trace repair in place, with backup (log minus run.completed)", ctx.events, best, ctx.verify_seconds),
     ]

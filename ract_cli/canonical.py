@@ -63,8 +63,9 @@ def orjson_is_jcs(dumped: bytes) -> bool:
         return True
     # UTF-8 lead bytes: 0xEE/0xEF start U+E000..U+FFFF, 0xF0..0xF4 start U+10000..
     if b"\xee" in dumped or b"\xef" in dumped:
-        return not (b"\xf0" in dumped or b"\xf1" in dumped or b"\xf2" in dumped
-                    or b"\xf3" in dumped or b"\xf4" in dumped)
+        return not (
+            b"\xf0" in dumped or b"\xf1" in dumped or b"\xf2" in dumped or b"\xf3" in dumped or b"\xf4" in dumped
+        )
     return True
 
 
@@ -91,6 +92,7 @@ def canonical_bytes(value: object) -> bytes:
 
 
 # --- the exact path ------------------------------------------------------
+
 
 def jcs_exact(value: object) -> bytes:
     """RFC 8785 serialization, with integers written as exact decimals."""

@@ -28,8 +28,12 @@ class Discovered:
     findings: list[Finding]
 
 
-def discover(paths: Iterable[str | os.PathLike[str]], *, names: tuple[str, ...] = (LOG_FILE_NAME,),
-             suffixes: tuple[str, ...] = ()) -> Discovered:
+def discover(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    names: tuple[str, ...] = (LOG_FILE_NAME,),
+    suffixes: tuple[str, ...] = (),
+) -> Discovered:
     """Expand paths to log files, in a stable (sorted) order, each at most once."""
     files: list[Path] = []
     findings: list[Finding] = []
@@ -49,8 +53,13 @@ def discover(paths: Iterable[str | os.PathLike[str]], *, names: tuple[str, ...] 
         if os.path.isdir(path):
             found = sorted(_walk(path, names, suffixes))
             if not found:
-                findings.append(error("IO_ERROR", f"no {' or '.join(names + tuple('*' + s for s in suffixes))} "
-                                      f"file under directory {path}", path=str(path)))
+                findings.append(
+                    error(
+                        "IO_ERROR",
+                        f"no {' or '.join(names + tuple('*' + s for s in suffixes))} file under directory {path}",
+                        path=str(path),
+                    )
+                )
             for f in found:
                 take(f)
         elif os.path.lexists(path):  # (Path.exists raises on ENAMETOOLONG; lexists answers False)

@@ -42,7 +42,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
 }
 
 
-def lowest_nonzero(codes: "Iterable[int]") -> ExitCode:
+def lowest_nonzero(codes: Iterable[int]) -> ExitCode:
     """The exit code rule of SPEC §3: the lowest non-zero code, else OK."""
     nonzero = [c for c in codes if c]
     return ExitCode(min(nonzero)) if nonzero else ExitCode.OK

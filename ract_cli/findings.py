@@ -47,11 +47,20 @@ FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
     "UNKNOWN_TYPE": (ExitCode.OK, "journal record type outside the known vocabulary"),
     "CONTRACT_WARNING": (ExitCode.OK, "journal record is legal but suspicious"),
     # replay's workspace checks (SPEC §5; see docs/replay.md)
-    "HEAD_DIVERGED": (ExitCode.DIVERGED, "workspace HEAD differs from the run's initial snapshot (error under --strict-head)"),
+    "HEAD_DIVERGED": (
+        ExitCode.DIVERGED,
+        "workspace HEAD differs from the run's initial snapshot (error under --strict-head)",
+    ),
     "COMMIT_MISSING": (ExitCode.DIVERGED, "--check-commits: a step's snapshot is not a commit of the repository"),
-    "COMMIT_UNRELATED": (ExitCode.DIVERGED, "--check-commits: parent_snapshot_after does not descend from parent_snapshot_before"),
+    "COMMIT_UNRELATED": (
+        ExitCode.DIVERGED,
+        "--check-commits: parent_snapshot_after does not descend from parent_snapshot_before",
+    ),
     "WORKTREE_DIRTY": (ExitCode.OK, "workspace has uncommitted changes or untracked files"),
-    "PRECONDITION_UNCHECKED": (ExitCode.OK, "replay's determinism precondition cannot be checked (no repository, no snapshot)"),
+    "PRECONDITION_UNCHECKED": (
+        ExitCode.OK,
+        "replay's determinism precondition cannot be checked (no repository, no snapshot)",
+    ),
 }
 
 
@@ -106,7 +115,7 @@ def warning(code: str, message: str, **where: Any) -> Finding:
     return Finding(code=code, severity=WARNING, message=message, **where)
 
 
-def exit_code_for(findings: "Iterable[Finding]") -> ExitCode:
+def exit_code_for(findings: Iterable[Finding]) -> ExitCode:
     """SPEC §3: the lowest non-zero exit code among the findings."""
     return lowest_nonzero(f.exit_code for f in findings)
 

@@ -35,7 +35,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 import orjson
@@ -74,7 +74,7 @@ _ISO = re.compile(
     r"(?:[Tt ](?P<hm>\d{2}:\d{2})(?::(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?)?)?"
     r"(?P<tz>Z|z|[+-]\d{2}:?\d{2})?"
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_NS = 86_400 * 10**9
 
 
@@ -95,7 +95,9 @@ def parse_time(text: str, *, end_of_day: bool = False) -> int:
         return ns
     m = _ISO.fullmatch(value)
     if m is None:
-        raise UsageError(f"cannot read time {text!r}: give integer nanoseconds or ISO-8601 such as 2025-11-24T16:00:00Z")
+        raise UsageError(
+            f"cannot read time {text!r}: give integer nanoseconds or ISO-8601 such as 2025-11-24T16:00:00Z"
+        )
     try:
         base = datetime.fromisoformat(f"{m['date']}T{m['hm'] or '00:00'}:{m['s'] or '00'}")
     except ValueError as exc:
@@ -108,7 +110,7 @@ def parse_time(text: str, *, end_of_day: bool = False) -> int:
         if hours > 23 or minutes > 59:
             raise UsageError(f"cannot read time {text!r}: bad UTC offset {tz}")
         base -= sign * timedelta(hours=hours, minutes=minutes)
-    delta = base.replace(tzinfo=timezone.utc) - _EPOCH
+    delta = base.replace(tzinfo=UTC) - _EPOCH
     ns = (delta.days * 86_400 + delta.seconds) * 10**9
     frac = m["frac"]
     if frac:
@@ -241,22 +243,25 @@ def parse_where(expr: str, *, any_root: bool = False) -> Condition:
     if any(not s for s in segments):
         raise UsageError(f"--where {expr!r}: empty segment in the dotted path {path_text!r}")
     if not any_root and segments[0] not in _ROOTS:
-        raise UsageError(f"--where {expr!r}: paths start at the event's keys ({', '.join(sorted(ENVELOPE_KEYS))}); "
-                         f"did you mean payload.{path_text}?")
+        raise UsageError(
+            f"--where {expr!r}: paths start at the event's keys ({', '.join(sorted(ENVELOPE_KEYS))}); "
+            f"did you mean payload.{path_text}?"
+        )
     if rest.rstrip() == "?":
         return Condition(expr, segments, "?")
     op = next((o for o in _OPERATORS if rest.startswith(o)), None)
     if op is None:
-        raise UsageError(f"--where {expr!r}: unknown operator at {rest[:3]!r}; "
-                         "use =, !=, <, <=, >, >=, ~REGEX, !~REGEX or PATH?")
-    rhs = rest[len(op):].strip()  # spaces around the operator are ignored ("payload.tool != bash")
+        raise UsageError(
+            f"--where {expr!r}: unknown operator at {rest[:3]!r}; use =, !=, <, <=, >, >=, ~REGEX, !~REGEX or PATH?"
+        )
+    rhs = rest[len(op) :].strip()  # spaces around the operator are ignored ("payload.tool != bash")
     if op in ("~", "!~"):
         try:
             return Condition(expr, segments, op, rhs, re.compile(rhs))
         except re.error as exc:
             raise UsageError(f"--where {expr!r}: bad regular expression {rhs!r}: {exc}") from None
     if rhs == "":
-        raise UsageError(f"--where {expr!r}: missing the value after {op!r} (use \"\" for the empty string)")
+        raise UsageError(f'--where {expr!r}: missing the value after {op!r} (use "" for the empty string)')
     value = _read_rhs(rhs)
     if op in ("<", "<=", ">", ">=") and not (_is_number(value) or type(value) is str):
         raise UsageError(f"--where {expr!r}: {op} compares numbers or strings, not {type(value).__name__}")
@@ -332,8 +337,14 @@ class GrepFilter:
 
     def compile(self) -> Callable[[dict], bool]:
         """``matches`` as one function, specialised for the common single-condition searches."""
-        only_kinds = not (self.runs or self.steps or self.since_ns is not None or self.until_ns is not None
-                          or self.synthesized is not None or self.where)
+        only_kinds = not (
+            self.runs
+            or self.steps
+            or self.since_ns is not None
+            or self.until_ns is not None
+            or self.synthesized is not None
+            or self.where
+        )
         if not self.kinds and only_kinds:
             return lambda event: True
         if only_kinds and not self._kind_globs:
@@ -344,6 +355,7 @@ class GrepFilter:
                 if type(kind) is not str:
                     kind = _kind_of(event)
                 return type(kind) is str and kind in exact
+
             return exact_kind
         return self.matches
 
@@ -436,6 +448,7 @@ def unknown_kind_patterns(patterns: Iterable[str], schema_version: int = LATEST_
 
 # --- the search -------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GrepOptions:
     verify: bool = True
@@ -521,8 +534,13 @@ class GrepSearch:
 
     def _iterate(self) -> Iterator[Match | FileResult]:
         for finding in self._path_findings:
-            result = FileResult(finding.path or "", exit_code=finding.exit_code, findings=[finding],
-                                verified=self.options.verify, is_file=False)
+            result = FileResult(
+                finding.path or "",
+                exit_code=finding.exit_code,
+                findings=[finding],
+                verified=self.options.verify,
+                is_file=False,
+            )
             self._codes.add(int(result.exit_code))
             yield result
         parallel = self.options.jobs > 1 and len(self.files) > 1
@@ -592,8 +610,12 @@ class GrepSearch:
 
         def refill() -> None:
             nonlocal in_flight
-            while (pool is not None and queue and len(pending) < limit
-                   and (not pending or in_flight + sizes[queue[0]] <= IN_FLIGHT_BYTES)):
+            while (
+                pool is not None
+                and queue
+                and len(pending) < limit
+                and (not pending or in_flight + sizes[queue[0]] <= IN_FLIGHT_BYTES)
+            ):
                 i = queue.popleft()
                 try:
                     pending[i] = pool.submit(_grep_file_packed, paths[i], flt, options)
@@ -641,8 +663,13 @@ def grep_file(path: str, flt: GrepFilter, options: GrepOptions, result: FileResu
 
 def _verified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
     try:
-        reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
-                             max_findings=options.max_findings, dialect=options.dialect)
+        reader = ChainReader(
+            path,
+            schema_version=options.schema_version,
+            max_line_bytes=options.max_line_bytes,
+            max_findings=options.max_findings,
+            dialect=options.dialect,
+        )
     except LogIOError as exc:
         finding = error("IO_ERROR", exc.message, path=path)
         result.findings, result.exit_code = [finding], finding.exit_code
@@ -668,13 +695,18 @@ def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileRe
     cap = options.max_findings
     codes: set[int] = set()
     try:
-        for item in iter_lines_unverified(path, prefilter=flt.prefilter(),
-                                          max_line_bytes=options.max_line_bytes):
+        for item in iter_lines_unverified(path, prefilter=flt.prefilter(), max_line_bytes=options.max_line_bytes):
             event = item.event
             if event is None:
                 p = item.problem
-                finding = Finding(p.code, p.severity, p.message, path=path, line=item.line,  # type: ignore[union-attr]
-                                  offset=item.offset)
+                finding = Finding(
+                    p.code,
+                    p.severity,
+                    p.message,
+                    path=path,
+                    line=item.line,  # type: ignore[union-attr]
+                    offset=item.offset,
+                )
                 codes.add(int(finding.exit_code))
                 if cap is None or len(result.findings) < cap:
                     result.findings.append(finding)
@@ -689,8 +721,9 @@ def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileRe
     result.exit_code = lowest_nonzero(codes)
 
 
-def grep_paths(paths: Sequence[str | os.PathLike[str]], flt: GrepFilter,
-               options: GrepOptions = GrepOptions()) -> GrepSearch:
+def grep_paths(
+    paths: Sequence[str | os.PathLike[str]], flt: GrepFilter, options: GrepOptions = GrepOptions()
+) -> GrepSearch:
     """Search every log under the given files and directories (lazy: iterate the result)."""
     return GrepSearch(paths, flt, options)
 

@@ -141,7 +141,9 @@ _S_V9 = "v0.5.2 hardening pipeline – ten additive kinds (schema_version 9)"
 KINDS: tuple[KindDef, ...] = (
     # Run lifecycle
     KindDef(
-        "run.started", 1, _S_RUN,
+        "run.started",
+        1,
+        _S_RUN,
         "Emitted by IntentCompiler.compile after the frozen AcceptanceSuite is built.",
         (
             _str("intent_id", "The suite's intent id (hex UUID)."),
@@ -153,7 +155,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "run.completed", 1, _S_RUN,
+        "run.completed",
+        1,
+        _S_RUN,
         "Emitted at run close when the acceptance gate is satisfied.",
         (
             _str("final_decision", "The run's final decision."),
@@ -162,7 +166,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "run.aborted", 1, _S_RUN,
+        "run.aborted",
+        1,
+        _S_RUN,
         "Emitted at run close when the loop halts before the gate is satisfied "
         "(also a repair-synthesized close of run.started).",
         (
@@ -175,7 +181,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Step transactions (module_02)
     KindDef(
-        "step.started", 1, _S_STEP,
+        "step.started",
+        1,
+        _S_STEP,
         "Emitted by open_transaction in ract.core.transaction.",
         (
             _str("parent_snapshot", "Workspace snapshot the step starts from (git sha)."),
@@ -186,7 +194,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "step.committed", 1, _S_STEP,
+        "step.committed",
+        1,
+        _S_STEP,
         "Emitted by SubstrateLoop._finalize when the worktree commit lands.",
         (
             _enum("outcome", 'Always "COMMITTED".', "COMMITTED"),
@@ -195,9 +205,10 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "step.rolled_back", 1, _S_STEP,
-        "Emitted for ROLLED_BACK and BLOCKED_ON_HANDSHAKE outcomes "
-        "(also a repair-synthesized close of step.started).",
+        "step.rolled_back",
+        1,
+        _S_STEP,
+        "Emitted for ROLLED_BACK and BLOCKED_ON_HANDSHAKE outcomes (also a repair-synthesized close of step.started).",
         (
             _enum("outcome", "ROLLED_BACK or BLOCKED_ON_HANDSHAKE.", "ROLLED_BACK", "BLOCKED_ON_HANDSHAKE"),
             *_STEP_CLOSE_FIELDS,
@@ -208,7 +219,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Provider I/O (module_04)
     KindDef(
-        "prompt.sent", 1, _S_PROVIDER,
+        "prompt.sent",
+        1,
+        _S_PROVIDER,
         "Emitted by send_with_trace in ract.providers.provider before the provider call.",
         (
             _str("provider", "Provider name."),
@@ -218,7 +231,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "response.received", 1, _S_PROVIDER,
+        "response.received",
+        1,
+        _S_PROVIDER,
         "Emitted after the provider call returns; carries the response type and up to 200 "
         "characters of the payload (also a repair-synthesized close of prompt.sent).",
         (
@@ -237,7 +252,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "response.validated", 1, _S_PROVIDER,
+        "response.validated",
+        1,
+        _S_PROVIDER,
         "Emitted by ResponseValidator.parse on success.",
         (
             _str("step_id", "Step id."),
@@ -245,7 +262,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "response.rejected", 1, _S_PROVIDER,
+        "response.rejected",
+        1,
+        _S_PROVIDER,
         "Emitted by ResponseValidator.parse on failure.",
         (
             _str("step_id", "Step id."),
@@ -256,7 +275,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Tool dispatch
     KindDef(
-        "tool.called", 1, _S_TOOL,
+        "tool.called",
+        1,
+        _S_TOOL,
         "Emitted at the tool dispatch site (invocation of a PlannedStep's action against the workspace).",
         (
             _str("tool", "Tool name."),
@@ -264,7 +285,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.result", 1, _S_TOOL,
+        "tool.result",
+        1,
+        _S_TOOL,
         "Emitted when a tool call returns (also a repair-synthesized close of tool.called).",
         (
             _str("tool", "Tool name."),
@@ -281,7 +304,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.refused", 1, _S_TOOL,
+        "tool.refused",
+        1,
+        _S_TOOL,
         "Emitted when a tool call is refused (sandbox, policy, handshake, or manifest).",
         (
             _str("tool", "Tool name."),
@@ -291,29 +316,39 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Sandbox (module_03)
     KindDef(
-        "sandbox.granted", 1, _S_SANDBOX,
+        "sandbox.granted",
+        1,
+        _S_SANDBOX,
         "Emitted by LinuxSandbox / MacosSandbox on successful enter.",
         _SANDBOX_FIELDS,
     ),
     KindDef(
-        "sandbox.denied", 1, _S_SANDBOX,
+        "sandbox.denied",
+        1,
+        _S_SANDBOX,
         "Emitted when enter refuses the manifest.",
         _SANDBOX_FIELDS,
     ),
     KindDef(
-        "sandbox.unenforced", 1, _S_SANDBOX,
+        "sandbox.unenforced",
+        1,
+        _S_SANDBOX,
         "Emitted by UnenforcedSandbox on each enter; loud in the log by design (ADR-0012).",
         _SANDBOX_FIELDS,
     ),
     KindDef(
-        "sandbox.env_scrubbed", 1, _S_SANDBOX,
+        "sandbox.env_scrubbed",
+        1,
+        _S_SANDBOX,
         "Emitted by every sandbox backend on every enter: the environment-allowlist audit of the invocation.",
         (
             _enum("backend", "Which backend rendered the env scrub.", "linux-bwrap", "macos-sandbox-exec", "stub"),
             _enum(
                 "allowlist_source",
                 "Which source contributed the largest set of surviving names.",
-                "manifest", "file", "default",
+                "manifest",
+                "file",
+                "default",
             ),
             _count("scrubbed_count", "Environment variables not allowlisted, never passed to the child (count only)."),
             _count(
@@ -328,7 +363,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Process group reap (v0.5.1 wiring module_05)
     KindDef(
-        "process.reaped", 1, _S_REAP,
+        "process.reaped",
+        1,
+        _S_REAP,
         "Emitted by SubstrateLoop._reap_active_processes once per handle SIGKILL'd.",
         (
             _int("pid", "Parent PID of the reaped tree; -1 when the handle's pid was unreadable."),
@@ -347,7 +384,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Predicates (module_01)
     KindDef(
-        "predicate.evaluated", 1, _S_PREDICATE,
+        "predicate.evaluated",
+        1,
+        _S_PREDICATE,
         "Emitted by AcceptancePredicate.evaluate after every evaluation.",
         (
             _str("predicate_id", "Predicate id."),
@@ -360,7 +399,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Handshakes
     KindDef(
-        "handshake.requested", 1, _S_HANDSHAKE,
+        "handshake.requested",
+        1,
+        _S_HANDSHAKE,
         "Emitted by HandshakeRegistry.add.",
         (
             _str("milestone_id", "Milestone id."),
@@ -370,7 +411,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "handshake.resolved", 1, _S_HANDSHAKE,
+        "handshake.resolved",
+        1,
+        _S_HANDSHAKE,
         "Emitted by HandshakeRegistry.update_status (also a repair-synthesized close of handshake.requested).",
         (
             _str("milestone_id", "Milestone id."),
@@ -384,7 +427,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Rootknot / provenance (module_06 extends)
     KindDef(
-        "rootknot.created", 1, _S_ROOTKNOT,
+        "rootknot.created",
+        1,
+        _S_ROOTKNOT,
         "Emitted by ProvenanceIndex.save.",
         (
             _str("workspace_path", "Workspace path."),
@@ -395,7 +440,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "rootknot.verified", 1, _S_ROOTKNOT,
+        "rootknot.verified",
+        1,
+        _S_ROOTKNOT,
         "Emitted by verify_workspace per verified knot.",
         (
             _str("workspace_path", "Workspace path."),
@@ -404,7 +451,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Assumptions
     KindDef(
-        "assumption.proposed", 1, _S_ASSUMPTION,
+        "assumption.proposed",
+        1,
+        _S_ASSUMPTION,
         "Emitted by AssumptionRegistry.propose.",
         (
             _str("assumption_id", "Assumption id (hex UUID)."),
@@ -413,7 +462,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "assumption.discharged", 1, _S_ASSUMPTION,
+        "assumption.discharged",
+        1,
+        _S_ASSUMPTION,
         "Emitted by AssumptionRegistry.discharge.",
         (
             _str("assumption_id", "Assumption id (hex UUID)."),
@@ -421,7 +472,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "assumption.violated", 1, _S_ASSUMPTION,
+        "assumption.violated",
+        1,
+        _S_ASSUMPTION,
         "Emitted by AssumptionRegistry.violate for the primary and every propagated dependent.",
         (
             _str("assumption_id", "Assumption id (hex UUID)."),
@@ -430,7 +483,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Contracts (module_06)
     KindDef(
-        "auction.proposal", 1, _S_CONTRACTS,
+        "auction.proposal",
+        1,
+        _S_CONTRACTS,
         "Emitted by AuctionSweep.run, one event per staged DeletionProposal.",
         (
             _str("workspace_path", "Workspace-relative path of the proposed deletion."),
@@ -441,7 +496,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # Memory discipline (module_09, v0.5.0)
     KindDef(
-        "budget.declared", 1, _S_MEMORY,
+        "budget.declared",
+        1,
+        _S_MEMORY,
         "Emitted when a memory-discipline function declares its per-invocation budget.",
         (
             _enum("function", "The memory-discipline function.", *_FUNCTIONS),
@@ -451,7 +508,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "budget.exceeded", 1, _S_MEMORY,
+        "budget.exceeded",
+        1,
+        _S_MEMORY,
         "Emitted by refuse_over_ceiling before the paired BudgetExceededError raise.",
         (
             _enum("function", "The memory-discipline function.", *_FUNCTIONS),
@@ -461,7 +520,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "retrieval.requested", 1, _S_MEMORY,
+        "retrieval.requested",
+        1,
+        _S_MEMORY,
         "Emitted by retrieve() at cascade entry.",
         (
             _obj("canonical_query", "canonical_query_payload output."),
@@ -470,7 +531,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "retrieval.satisfied", 1, _S_MEMORY,
+        "retrieval.satisfied",
+        1,
+        _S_MEMORY,
         "Emitted by retrieve() on a returned bundle and by SubstrateLoop.run_step when the step's spec "
         "carries a retrieval bundle.",
         (
@@ -481,7 +544,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "retrieval.cascaded", 1, _S_MEMORY,
+        "retrieval.cascaded",
+        1,
+        _S_MEMORY,
         "Emitted when the four-level retrieve cascade downgrades a level.",
         (
             _str("call_id", "Retrieve call id (hex)."),
@@ -491,7 +556,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "retrieval.refused", 1, _S_MEMORY,
+        "retrieval.refused",
+        1,
+        _S_MEMORY,
         "Emitted when the retrieve cascade exhausts every level and returns an empty bundle.",
         (
             _str("call_id", "Retrieve call id (hex)."),
@@ -499,7 +566,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "probe.evaluated", 1, _S_MEMORY,
+        "probe.evaluated",
+        1,
+        _S_MEMORY,
         "Emitted by the self-adjustment probe scheduler on each probe completion.",
         (
             _enum("probe", "Which probe ran.", "needle", "coherence", "adherence"),
@@ -510,7 +579,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # v0.5.1 External Review Response (schema_version 4)
     KindDef(
-        "assumption.accepted", 4, _S_V4,
+        "assumption.accepted",
+        4,
+        _S_V4,
         "Emitted by AssumptionRegistry.accept when a proposed assumption is durably persisted to the WAL.",
         (
             _str("run_id", "Run id (hex; ambient or empty)."),
@@ -519,7 +590,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.invocation.pre", 4, _S_V4,
+        "tool.invocation.pre",
+        4,
+        _S_V4,
         "Emitted by ToolInvocationGate.invoke before the tool callable runs, after all four gates accepted.",
         (
             _str("run_id", "Run id (hex; ambient)."),
@@ -530,7 +603,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.invocation.post", 4, _S_V4,
+        "tool.invocation.post",
+        4,
+        _S_V4,
         "Emitted by ToolInvocationGate.invoke after the tool callable returns or raises.",
         (
             _str("run_id", "Run id (hex)."),
@@ -542,7 +617,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.invocation.refused", 4, _S_V4,
+        "tool.invocation.refused",
+        4,
+        _S_V4,
         "Emitted by ToolInvocationGate._refuse when any of the four gates rejects a call.",
         (
             _str("run_id", "Run id (hex)."),
@@ -553,7 +630,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "manifest.ledger.appended", 4, _S_V4,
+        "manifest.ledger.appended",
+        4,
+        _S_V4,
         "Emitted by ManifestLedger.append on every successful entry write.",
         (
             _count("entry_index", "0-based ledger position of the appended entry."),
@@ -563,20 +642,28 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "manifest.ledger.refused", 4, _S_V4,
+        "manifest.ledger.refused",
+        4,
+        _S_V4,
         "Emitted by the ledger observer when a ledger is bound but the append fails.",
         (
             _int("entry_index", "Attempted ledger position; -1 when it could not be resolved."),
             _enum(
                 "reason",
                 "Why the append failed.",
-                "lock_contended", "disk_full", "permission_denied", "malformed_payload", "chain_mismatch",
+                "lock_contended",
+                "disk_full",
+                "permission_denied",
+                "malformed_payload",
+                "chain_mismatch",
             ),
             _obj("details", "Free-form structured diagnostic (exception_name, exception_message, ...)."),
         ),
     ),
     KindDef(
-        "whisperer.contract_violation", 4, _S_V4,
+        "whisperer.contract_violation",
+        4,
+        _S_V4,
         "Emitted by SycophancyClassification.emit_event whenever is_sycophantic is true.",
         (
             _str("run_id", "Run id (hex; ambient or empty)."),
@@ -596,7 +683,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # v0.5.1 spec-completeness module_02 (schema_version 6)
     KindDef(
-        "state.budget_capped", 6, _S_V6,
+        "state.budget_capped",
+        6,
+        _S_V6,
         "Emitted by seat_state_section when the state_context section exceeds floor(0.15 * input_target).",
         (
             _enum("function", "The memory-discipline function.", *_FUNCTIONS),
@@ -611,7 +700,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # v0.5.1 spec-completeness module_04 - cross-function grouping (schema_version 7)
     KindDef(
-        "retrieval.grouping.applied", 7, _S_V7,
+        "retrieval.grouping.applied",
+        7,
+        _S_V7,
         "Emitted once per (primary, rule) pair when a grouping rule fires for a primary symbol seated in the bundle.",
         (
             _str("call_id", "Retrieve call id (hex)."),
@@ -620,19 +711,28 @@ KINDS: tuple[KindDef, ...] = (
             _enum(
                 "rule_fired",
                 "The grouping rule that fired.",
-                "dataclass_methods", "trait_impls", "test_subject", "function_type_aliases",
+                "dataclass_methods",
+                "trait_impls",
+                "test_subject",
+                "function_type_aliases",
             ),
             _enum(
                 "companion_format",
                 "ChunkFormat the companions were rendered under; empty string when companion_count == 0.",
-                "full", "body", "sig", "summary", "",
+                "full",
+                "body",
+                "sig",
+                "summary",
+                "",
             ),
             _count("dropped_companion_count", "Companions the rule identified but the budget floor dropped."),
         ),
     ),
     # v0.5.1 spec-completeness module_07 - subagent cascade (schema_version 8)
     KindDef(
-        "subagent.disposed", 8, _S_V8,
+        "subagent.disposed",
+        8,
+        _S_V8,
         "Emitted per subagent handle disposed during a non-T1 cascade.",
         (
             _str("kind", 'Short role string; open vocabulary (e.g. "subprocess", "inline", "lsp").'),
@@ -646,7 +746,9 @@ KINDS: tuple[KindDef, ...] = (
     ),
     # v0.5.2 hardening pipeline (schema_version 9); payloads given by name only.
     KindDef(
-        "substrate.subagent.tree_kill_invoked", 9, _S_V9,
+        "substrate.subagent.tree_kill_invoked",
+        9,
+        _S_V9,
         "Emitted every time SubprocessSubagentHandle.dispose calls into process_group.kill_tree.",
         (
             _int("pid", "PID of the subagent" + _INFERRED + "."),
@@ -655,7 +757,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "substrate.subagent.pid_reuse_detected", 9, _S_V9,
+        "substrate.subagent.pid_reuse_detected",
+        9,
+        _S_V9,
         "Emitted when process_identity.same_process refuses a signal because the pid's creation time changed.",
         (
             _int("stored_pid", "PID captured at spawn" + _INFERRED + "."),
@@ -664,7 +768,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "substrate.subagent.orphan_reaped", 9, _S_V9,
+        "substrate.subagent.orphan_reaped",
+        9,
+        _S_V9,
         "Emitted when tree-kill actually terminated live descendants after the parent Popen exited.",
         (
             _count("count", "Number of descendants reaped."),
@@ -672,7 +778,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "runtime.run_id.env_injected", 9, _S_V9,
+        "runtime.run_id.env_injected",
+        9,
+        _S_V9,
         "Emitted when RACT_RUN_ID is plumbed into a spawned child, or a subagent binds its ambient from it.",
         (
             _str("run_id", "The injected run id" + _INFERRED + "."),
@@ -681,7 +789,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "runtime.run_id.env_rejected", 9, _S_V9,
+        "runtime.run_id.env_rejected",
+        9,
+        _S_V9,
         "Emitted when bootstrap_ambient_from_env discards a RACT_RUN_ID value that fails the format regex.",
         (
             _str("reason", "Why the value was rejected, truncated to at most 80 characters.", max_length=80),
@@ -690,7 +800,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "runtime.run_id.env_stripped_from_parent", 9, _S_V9,
+        "runtime.run_id.env_stripped_from_parent",
+        9,
+        _S_V9,
         "Emitted when _inject_ract_run_id_env discards a caller-supplied RACT_RUN_ID; the raw value is never logged.",
         (
             _str("stripped_key", "Name of the stripped environment key" + _INFERRED + "."),
@@ -698,7 +810,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "runtime.run_id.orphan_generated", 9, _S_V9,
+        "runtime.run_id.orphan_generated",
+        9,
+        _S_V9,
         "Emitted when a subagent is invoked without RACT_RUN_ID and binds a synthetic RUN-ORPHAN-{uuid}.",
         (
             _str("synthetic_run_id", "The generated RUN-ORPHAN-{uuid} id" + _INFERRED + "."),
@@ -707,7 +821,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "sidecar.header.written", 9, _S_V9,
+        "sidecar.header.written",
+        9,
+        _S_V9,
         "Emitted each time a sidecar writer emits a header.",
         (
             _str("path", "Path of the sidecar" + _INFERRED + "."),
@@ -717,7 +833,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "sidecar.header.missing_refused", 9, _S_V9,
+        "sidecar.header.missing_refused",
+        9,
+        _S_V9,
         "Emitted when read_sidecar_header refuses a headerless sidecar in strict mode, or a header that "
         "violates schema-allowlist / downgrade policy.",
         (
@@ -726,7 +844,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "sidecar.header.mismatch_refused", 9, _S_V9,
+        "sidecar.header.mismatch_refused",
+        9,
+        _S_V9,
         "Emitted when the header run_id differs from the verifier's expected_run_id.",
         (
             _str("path", "Path of the sidecar" + _INFERRED + "."),
@@ -735,7 +855,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "budget.clamp_refused", 9, _S_V9,
+        "budget.clamp_refused",
+        9,
+        _S_V9,
         "Emitted by request_budget when a probe-informed clamp would drop the input target below the declared floor.",
         (
             _str("call_id", "Budget request id" + _INFERRED + "."),
@@ -746,7 +868,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "budget.adjusted_by_probes", 9, _S_V9,
+        "budget.adjusted_by_probes",
+        9,
+        _S_V9,
         "Emitted by request_budget when a probe-informed clamp is applied.",
         (
             _str("call_id", "Budget request id" + _INFERRED + "."),
@@ -760,7 +884,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "tool.invocation.bypassed", 9, _S_V9,
+        "tool.invocation.bypassed",
+        9,
+        _S_V9,
         "Emitted by run_step when the step skipped a declared tool invocation.",
         (
             _str("tool_id", "Tool id" + _INFERRED + "."),
@@ -769,7 +895,9 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "laziness.skipped", 9, _S_V9,
+        "laziness.skipped",
+        9,
+        _S_V9,
         "Emitted by antilazy.pre_commit when the pre-commit gate elects not to run for the current diff.",
         (
             _str("reason", "Why the gate did not run (small edit, docs-only, operator opt-out)" + _INFERRED + "."),
@@ -777,35 +905,49 @@ KINDS: tuple[KindDef, ...] = (
         ),
     ),
     KindDef(
-        "whisperer.classifier_error", 9, _S_V9,
+        "whisperer.classifier_error",
+        9,
+        _S_V9,
         "Emitted by the loop controller when the sycophancy classifier raises.",
         _ERROR_FIELDS,
     ),
     KindDef(
-        "laziness.gate_error", 9, _S_V9,
+        "laziness.gate_error",
+        9,
+        _S_V9,
         "Emitted by the loop controller when the anti-laziness gate raises.",
         _ERROR_FIELDS,
     ),
     KindDef(
-        "memory.probe_scheduler_error", 9, _S_V9,
+        "memory.probe_scheduler_error",
+        9,
+        _S_V9,
         "Emitted by the loop controller when the probe scheduler raises.",
         _ERROR_FIELDS,
     ),
     KindDef(
-        "memory.composition_runner_error", 9, _S_V9,
+        "memory.composition_runner_error",
+        9,
+        _S_V9,
         "Emitted by the loop controller when the context-composition runner raises.",
         _ERROR_FIELDS,
     ),
     KindDef(
-        "memory.cascade_error", 9, _S_V9,
+        "memory.cascade_error",
+        9,
+        _S_V9,
         "Emitted by MemoryWatcher when one index in the memory cascade fails to attach.",
         (
-            _str("index", "The index that failed (semantic / symbol / lexical; not stated as closed)" + _INFERRED + "."),
+            _str(
+                "index", "The index that failed (semantic / symbol / lexical; not stated as closed)" + _INFERRED + "."
+            ),
             *_ERROR_FIELDS,
         ),
     ),
     KindDef(
-        "memory.freshness_gap", 9, _S_V9,
+        "memory.freshness_gap",
+        9,
+        _S_V9,
         "Emitted by MemoryWatcher when an index's freshness trails the workspace clock beyond the policy threshold.",
         (
             _str("index", "The trailing index" + _INFERRED + "."),

@@ -69,6 +69,7 @@ class KindDef:
 
 # --- validation ---------------------------------------------------------
 
+
 def _is_type(value: object, json_type: str) -> bool:
     t = type(value)
     if json_type == "string":

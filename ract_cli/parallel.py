@@ -55,8 +55,9 @@ def file_size(path: str | os.PathLike[str]) -> int:
         return 0
 
 
-def split_ranges(path: str | os.PathLike[str], chunk_bytes: int = CHUNK_BYTES,
-                 cuts: Sequence[int] | None = None) -> list[tuple[int, int | None]]:
+def split_ranges(
+    path: str | os.PathLike[str], chunk_bytes: int = CHUNK_BYTES, cuts: Sequence[int] | None = None
+) -> list[tuple[int, int | None]]:
     """Byte ranges ``[start, end)`` covering the file, each starting at a line start.
 
     A cut is moved forward to just after the next ``\\n``. The last range's
@@ -93,6 +94,7 @@ def _next_line_start(f, position: int, size: int) -> int | None:
 
 
 # --- the worker side -----------------------------------------------------------
+
 
 @dataclass
 class RangeResult:
@@ -174,11 +176,20 @@ class _Packer:
                 step_id, parent_id, payload = event["step_id"], event["parent_id"], event["payload"]
             else:  # only the open-handle tracker reads these, and only for its kinds
                 step_id = parent_id = payload = None
-            self.out.append((
-                offset, event["id"], None if run_id == self.last_run_id else run_id,
-                None if prev == self.last_hash else prev, event["timestamp_ns"], kind, step_id, parent_id,
-                payload, result.stored_hash,
-            ))
+            self.out.append(
+                (
+                    offset,
+                    event["id"],
+                    None if run_id == self.last_run_id else run_id,
+                    None if prev == self.last_hash else prev,
+                    event["timestamp_ns"],
+                    kind,
+                    step_id,
+                    parent_id,
+                    payload,
+                    result.stored_hash,
+                )
+            )
             self.last_run_id = run_id
         else:
             if event is not None:
@@ -206,9 +217,17 @@ def unpack(start: int, lines: list[tuple]) -> Iterator[tuple[int, LineResult]]:
                 run_id = last_run_id
             if prev is None:
                 prev = last_hash
-            event = {"id": id_, "run_id": run_id, "step_id": step_id, "parent_id": parent_id, "timestamp_ns": ts,
-                     "kind": kind, "payload": _NO_PAYLOAD if payload is None else payload, "prev_hash": prev,
-                     "hash": stored}
+            event = {
+                "id": id_,
+                "run_id": run_id,
+                "step_id": step_id,
+                "parent_id": parent_id,
+                "timestamp_ns": ts,
+                "kind": kind,
+                "payload": _NO_PAYLOAD if payload is None else payload,
+                "prev_hash": prev,
+                "hash": stored,
+            }
             last_run_id = run_id
             yield start + offset, LineResult(event, stored, [])
         else:
@@ -221,6 +240,7 @@ def unpack(start: int, lines: list[tuple]) -> Iterator[tuple[int, LineResult]]:
 
 # --- the main side ---------------------------------------------------------------
 
+
 def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = "auto") -> bool:
     """True when ``path`` is a RACT log (not a journal) large enough to be split."""
     try:
@@ -231,10 +251,19 @@ def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = 
         return False
 
 
-def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor | None, *, jobs: int,
-              schema_version: int, max_line_bytes: int, chunk_bytes: int = CHUNK_BYTES,
-              cuts: Sequence[int] | None = None, main_every: int = 0,
-              progress: Callable[[int], None] | None = None) -> None:
+def scan_file(
+    path: str | os.PathLike[str],
+    state: ChainState,
+    pool: Executor | None,
+    *,
+    jobs: int,
+    schema_version: int,
+    max_line_bytes: int,
+    chunk_bytes: int = CHUNK_BYTES,
+    cuts: Sequence[int] | None = None,
+    main_every: int = 0,
+    progress: Callable[[int], None] | None = None,
+) -> None:
     """Verify one file in byte ranges; the verdict lands in ``state`` (finished).
 
     Ranges go to ``pool``'s workers, except every ``main_every``-th one
@@ -244,7 +273,7 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor | 
     """
     try:
         open_log(Path(path)).close()  # the same IO verdicts as the sequential reader
-    except Exception as exc:  # noqa: BLE001 - LogIOError carries the message
+    except Exception as exc:
         state.add(error("IO_ERROR", getattr(exc, "message", str(exc)), path=state.path))
         return
     try:
@@ -265,8 +294,13 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor | 
     def refill() -> None:
         while len(pending) < limit and queue:
             i = queue.popleft()
-            pending[i] = pool.submit(scan_range_packed, str(path), *ranges[i], schema_version,  # type: ignore[union-attr]
-                                     max_line_bytes)
+            pending[i] = pool.submit(
+                scan_range_packed,
+                str(path),
+                *ranges[i],
+                schema_version,  # type: ignore[union-attr]
+                max_line_bytes,
+            )
 
     refill()
     line_no = 0
@@ -284,8 +318,15 @@ def scan_file(path: str | os.PathLike[str], state: ChainState, pool: Executor | 
                 line_no += 1
                 feed(result, line_no, offset)
         if chunk.read_error is not None:
-            state.add(error("IO_ERROR", chunk.read_error, path=state.path,
-                            line=line_no + 1, offset=chunk.start + (chunk.error_offset or 0)))
+            state.add(
+                error(
+                    "IO_ERROR",
+                    chunk.read_error,
+                    path=state.path,
+                    line=line_no + 1,
+                    offset=chunk.start + (chunk.error_offset or 0),
+                )
+            )
             for future in pending.values():
                 future.cancel()
             break  # the sequential reader stops at a read error too, then finishes

@@ -24,7 +24,7 @@ import os
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from .discovery import discover
 from .errors import ExitCode, lowest_nonzero
@@ -34,8 +34,16 @@ from .kinds import LATEST_SCHEMA_VERSION
 from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader
 
 __all__ = [
-    "REPORT_VERSION", "STATUSES", "FLAG_CODES", "ProjectOptions", "Projector", "ProjectResult",
-    "project_events", "project_file", "project_paths", "percentiles",
+    "FLAG_CODES",
+    "REPORT_VERSION",
+    "STATUSES",
+    "ProjectOptions",
+    "ProjectResult",
+    "Projector",
+    "percentiles",
+    "project_events",
+    "project_file",
+    "project_paths",
 ]
 
 REPORT_VERSION = 1
@@ -54,9 +62,9 @@ FLAG_CODES: dict[str, str] = {
     "GATE_INCONSISTENT": "run.completed while a required predicate's latest verdict failed",
     "SANDBOX_UNENFORCED": "a sandbox.unenforced event: the tool ran without an enforced sandbox",
     "NEVER_PASSTHROUGH_DENIED": "sandbox.env_scrubbed with never_passthrough_denied > 0: the manifest declared "
-                                "a credential-shaped name",
+    "a credential-shaped name",
     "CREDENTIAL_SHAPED_UNBLOCKED": "sandbox.env_scrubbed with credential_shaped_unblocked_count > 0: "
-                                   "the deny surface has a gap",
+    "the deny surface has a gap",
     "ASSUMPTION_VIOLATED": "an assumption.violated event",
     "BUDGET_EXCEEDED": "a budget.exceeded event",
     "ERROR_EVENT": "a *_error event: a component raised and the run went on",
@@ -92,6 +100,7 @@ class ProjectOptions:
 
 # --- defensive accessors: the log is hostile input ------------------------
 
+
 def _int(value: object) -> int | None:
     return value if type(value) is int else None
 
@@ -120,7 +129,7 @@ def _label(value: object) -> str:
     return f"(invalid {type(value).__name__})"
 
 
-def _bucket(table: dict, key: str, make):  # noqa: ANN001, ANN202
+def _bucket(table: dict, key: str, make):
     """The row for ``key``, pooling keys past ``MAX_KEYS`` into ``(other)``."""
     row = table.get(key)
     if row is None:
@@ -151,7 +160,7 @@ def iso(ns: int | None) -> str | None:
     if ns is None:
         return None
     try:
-        return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -172,7 +181,7 @@ def percentiles(samples: Sequence[float]) -> dict | None:
 class _Items:
     """A capped list that still counts everything."""
 
-    __slots__ = ("items", "count", "limit")
+    __slots__ = ("count", "items", "limit")
 
     def __init__(self, limit: int) -> None:
         self.items: list[dict] = []
@@ -190,8 +199,18 @@ class _Items:
 
 
 class _Tool:
-    __slots__ = ("called", "ok", "failed", "unknown", "refused", "refused_by", "refused_by_gate", "bypassed",
-                 "result_ns", "post_ms")
+    __slots__ = (
+        "bypassed",
+        "called",
+        "failed",
+        "ok",
+        "post_ms",
+        "refused",
+        "refused_by",
+        "refused_by_gate",
+        "result_ns",
+        "unknown",
+    )
 
     def __init__(self) -> None:
         self.called = self.ok = self.failed = self.unknown = self.refused = self.bypassed = 0
@@ -213,7 +232,7 @@ class _Tool:
 
 
 class _Provider:
-    __slots__ = ("prompts", "responses", "timed_out", "prompt_chars")
+    __slots__ = ("prompt_chars", "prompts", "responses", "timed_out")
 
     def __init__(self) -> None:
         self.prompts = self.responses = self.timed_out = self.prompt_chars = 0
@@ -224,6 +243,7 @@ def _synthesized(payload: dict) -> bool:
 
 
 # --- the projection -------------------------------------------------------
+
 
 class Projector:
     """Fold events into a run report. Feed events in log order; call ``report()`` any time.
@@ -353,14 +373,28 @@ class Projector:
 
     def _synthesized_close(self, event: dict, payload: dict, kind: str, line: int) -> None:
         reason = _text(payload.get("reason"))
-        self.synthesized.add({"line": line, "event_id": event["id"], "kind": kind,
-                              "source_event_id": _text(payload.get("source_event_id")), "reason": reason})
+        self.synthesized.add(
+            {
+                "line": line,
+                "event_id": event["id"],
+                "kind": kind,
+                "source_event_id": _text(payload.get("source_event_id")),
+                "reason": reason,
+            }
+        )
         self._flag("SYNTHESIZED_CLOSE", line, event, f"{kind} synthesized by repair ({reason or 'no reason'})")
 
     def _flag(self, code: str, line: int | None, event: dict | None, message: str, source: str = "log") -> None:
-        self.flags.add({"code": code, "source": source, "line": line,
-                        "event_id": event["id"] if event is not None else None,
-                        "kind": event["kind"] if event is not None else None, "message": message})
+        self.flags.add(
+            {
+                "code": code,
+                "source": source,
+                "line": line,
+                "event_id": event["id"] if event is not None else None,
+                "kind": event["kind"] if event is not None else None,
+                "message": message,
+            }
+        )
 
     # run
     def _run_started(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
@@ -371,7 +405,11 @@ class Projector:
         kind = event["kind"]
         synthesized = _synthesized(payload)
         self.close = {
-            "closed_by": kind, "line": line, "event_id": event["id"], "timestamp_ns": ts, "synthesized": synthesized,
+            "closed_by": kind,
+            "line": line,
+            "event_id": event["id"],
+            "timestamp_ns": ts,
+            "synthesized": synthesized,
             "final_decision": _text(payload.get("final_decision")),
             "termination_cause": _text(payload.get("termination_cause")),
             "reason": _text(payload.get("reason")),
@@ -382,16 +420,23 @@ class Projector:
             self.failing_at_completion = failing
             if failing:
                 shown = ", ".join(failing[:10]) + (f" and {len(failing) - 10} more" if len(failing) > 10 else "")
-                self._flag("GATE_INCONSISTENT", line, event,
-                           f"run completed while required predicate(s) failed: {shown}")
+                self._flag(
+                    "GATE_INCONSISTENT", line, event, f"run completed while required predicate(s) failed: {shown}"
+                )
 
     # steps
     def _step_started(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
         self.steps_started += 1
         if len(self._step_items) < self.max_items:
             self._step_items[event["id"]] = {
-                "step_id": event.get("step_id"), "line": line, "status": "open", "outcome": None, "reason": None,
-                "close_line": None, "duration_ns": None, "synthesized": False,
+                "step_id": event.get("step_id"),
+                "line": line,
+                "status": "open",
+                "outcome": None,
+                "reason": None,
+                "close_line": None,
+                "duration_ns": None,
+                "synthesized": False,
             }
 
     def _step_closed(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
@@ -409,9 +454,14 @@ class Projector:
         self.step_durations.append(duration)
         item = self._step_items.get(paired.event_id)
         if item is not None:
-            item.update(status="committed" if committed else "rolled_back", outcome=_text(payload.get("outcome")),
-                        reason=_text(payload.get("reason")), close_line=line, duration_ns=duration,
-                        synthesized=_synthesized(payload))
+            item.update(
+                status="committed" if committed else "rolled_back",
+                outcome=_text(payload.get("outcome")),
+                reason=_text(payload.get("reason")),
+                close_line=line,
+                duration_ns=duration,
+                synthesized=_synthesized(payload),
+            )
 
     # tools
     def _tool(self, name: object) -> _Tool:
@@ -477,8 +527,15 @@ class Projector:
         halting = payload.get("should_halt") is True
         if halting:
             self.rejected_halting += 1
-        self.rejections.add({"line": line, "step_id": event.get("step_id"), "error": _text(payload.get("error")),
-                             "attempt": _int(payload.get("attempt")), "should_halt": halting})
+        self.rejections.add(
+            {
+                "line": line,
+                "step_id": event.get("step_id"),
+                "error": _text(payload.get("error")),
+                "attempt": _int(payload.get("attempt")),
+                "should_halt": halting,
+            }
+        )
 
     # predicates
     def _predicate(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
@@ -516,8 +573,15 @@ class Projector:
 
     def _sandbox_unenforced(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
         reason = _text(payload.get("reason"))
-        self.unenforced.add({"line": line, "event_id": event["id"], "step_id": event.get("step_id"),
-                             "manifest_digest": _text(payload.get("manifest_digest")), "reason": reason})
+        self.unenforced.add(
+            {
+                "line": line,
+                "event_id": event["id"],
+                "step_id": event.get("step_id"),
+                "manifest_digest": _text(payload.get("manifest_digest")),
+                "reason": reason,
+            }
+        )
         self._flag("SANDBOX_UNENFORCED", line, event, f"sandbox not enforced: {reason or 'no reason given'}")
 
     def _env_scrubbed(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
@@ -531,22 +595,38 @@ class Projector:
         if denied is not None and denied > 0:
             self.never_passthrough_total = _sum(self.never_passthrough_total, denied)
             self.never_passthrough.add({"line": line, "event_id": event["id"], "count": denied, "backend": backend})
-            self._flag("NEVER_PASSTHROUGH_DENIED", line, event,
-                       f"never_passthrough_denied = {denied}: the manifest declared a credential-shaped name")
+            self._flag(
+                "NEVER_PASSTHROUGH_DENIED",
+                line,
+                event,
+                f"never_passthrough_denied = {denied}: the manifest declared a credential-shaped name",
+            )
         if unblocked is not None and unblocked > 0:
             self.credential_unblocked_total = _sum(self.credential_unblocked_total, unblocked)
-            self.credential_unblocked.add({"line": line, "event_id": event["id"], "count": unblocked,
-                                           "backend": backend})
-            self._flag("CREDENTIAL_SHAPED_UNBLOCKED", line, event,
-                       f"credential_shaped_unblocked_count = {unblocked}: credential-shaped names passed through")
+            self.credential_unblocked.add(
+                {"line": line, "event_id": event["id"], "count": unblocked, "backend": backend}
+            )
+            self._flag(
+                "CREDENTIAL_SHAPED_UNBLOCKED",
+                line,
+                event,
+                f"credential_shaped_unblocked_count = {unblocked}: credential-shaped names passed through",
+            )
 
     # process reaps
     def _reaped(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
         reason = _label(payload.get("reason"))
         _count(self.reap_reasons, reason)
-        self.reaps.add({"line": line, "step_id": event.get("step_id"), "pid": _int(payload.get("pid")),
-                        "argv0": _text(payload.get("argv0")), "reason": _text(payload.get("reason")),
-                        "reap_latency_ms": _int(payload.get("reap_latency_ms"))})
+        self.reaps.add(
+            {
+                "line": line,
+                "step_id": event.get("step_id"),
+                "pid": _int(payload.get("pid")),
+                "argv0": _text(payload.get("argv0")),
+                "reason": _text(payload.get("reason")),
+                "reap_latency_ms": _int(payload.get("reap_latency_ms")),
+            }
+        )
 
     # assumptions
     def _assumption(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
@@ -559,25 +639,43 @@ class Projector:
 
     # budgets
     def _budget(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
-        key = {"budget.declared": "declared", "budget.clamp_refused": "clamp_refused",
-               "budget.adjusted_by_probes": "adjusted_by_probes", "state.budget_capped": "state_capped"}
+        key = {
+            "budget.declared": "declared",
+            "budget.clamp_refused": "clamp_refused",
+            "budget.adjusted_by_probes": "adjusted_by_probes",
+            "state.budget_capped": "state_capped",
+        }
         self.budgets[key[event["kind"]]] += 1
 
     def _budget_exceeded(self, event: dict, payload: dict, line: int, ts: int, paired: OpenHandle | None) -> None:
-        item = {"line": line, "event_id": event["id"], "function": _text(payload.get("function")),
-                "section_name": _text(payload.get("section_name")), "delta": _int(payload.get("delta")),
-                "boundary": _text(payload.get("boundary"))}
+        item = {
+            "line": line,
+            "event_id": event["id"],
+            "function": _text(payload.get("function")),
+            "section_name": _text(payload.get("section_name")),
+            "delta": _int(payload.get("delta")),
+            "boundary": _text(payload.get("boundary")),
+        }
         self.exceeded.add(item)
-        self._flag("BUDGET_EXCEEDED", line, event,
-                   f"budget exceeded: {item['function'] or '?'}/{item['section_name'] or '?'} "
-                   f"by {item['delta'] if item['delta'] is not None else '?'} ({item['boundary'] or '?'})")
+        self._flag(
+            "BUDGET_EXCEEDED",
+            line,
+            event,
+            f"budget exceeded: {item['function'] or '?'}/{item['section_name'] or '?'} "
+            f"by {item['delta'] if item['delta'] is not None else '?'} ({item['boundary'] or '?'})",
+        )
 
     # *_error kinds
     def _error_event(self, event: dict, payload: dict, line: int) -> None:
         kind = _label(event["kind"])
         _count(self.error_kinds, kind)
-        item = {"line": line, "event_id": event["id"], "kind": kind, "error_kind": _text(payload.get("error_kind")),
-                "message": _text(payload.get("message"))}
+        item = {
+            "line": line,
+            "event_id": event["id"],
+            "kind": kind,
+            "error_kind": _text(payload.get("error_kind")),
+            "message": _text(payload.get("message")),
+        }
         if "index" in payload:
             item["index"] = _text(payload.get("index"))
         self.errors.add(item)
@@ -630,16 +728,36 @@ class Projector:
                 name = _label(payload.get("provider"))
                 open_prompts[name] = open_prompts.get(name, 0) + 1
             elif h.kind == "handshake.requested":
-                pending.append({"line": h.line, "event_id": h.event_id,
-                                "milestone_id": _text(payload.get("milestone_id")),
-                                "description": _text(payload.get("description"))})
-            flags.add({"code": "OPEN_HANDLE", "source": "log", "line": h.line, "event_id": h.event_id,
-                       "kind": h.kind, "message": f"{h.kind} was never closed"})
+                pending.append(
+                    {
+                        "line": h.line,
+                        "event_id": h.event_id,
+                        "milestone_id": _text(payload.get("milestone_id")),
+                        "description": _text(payload.get("description")),
+                    }
+                )
+            flags.add(
+                {
+                    "code": "OPEN_HANDLE",
+                    "source": "log",
+                    "line": h.line,
+                    "event_id": h.event_id,
+                    "kind": h.kind,
+                    "message": f"{h.kind} was never closed",
+                }
+            )
         if self.events and not self.handles.run_is_closed:
             start = self.handles.run_started
-            flags.add({"code": "OPEN_RUN", "source": "log", "line": start.line if start else None,
-                       "event_id": start.event_id if start else None, "kind": "run.started" if start else None,
-                       "message": "run was never closed (no run.completed or run.aborted)"})
+            flags.add(
+                {
+                    "code": "OPEN_RUN",
+                    "source": "log",
+                    "line": start.line if start else None,
+                    "event_id": start.event_id if start else None,
+                    "kind": "run.started" if start else None,
+                    "message": "run was never closed (no run.completed or run.aborted)",
+                }
+            )
 
         start_ns = self.run_started[1] if self.run_started else self.first_ts
         end_ns = self.close["timestamp_ns"] if self.close else self.last_ts
@@ -652,8 +770,15 @@ class Projector:
         totals = {"called": 0, "ok": 0, "failed": 0, "unknown": 0, "refused": 0, "bypassed": 0, "open": 0}
         for name in sorted(set(self.tools) | set(open_tools)):
             t = self.tools.get(name) or _Tool()
-            row = {"called": t.called, "ok": t.ok, "failed": t.failed, "unknown": t.unknown, "refused": t.refused,
-                   "bypassed": t.bypassed, "open": open_tools.get(name, 0)}
+            row = {
+                "called": t.called,
+                "ok": t.ok,
+                "failed": t.failed,
+                "unknown": t.unknown,
+                "refused": t.refused,
+                "bypassed": t.bypassed,
+                "open": open_tools.get(name, 0),
+            }
             for key, value in row.items():
                 totals[key] += value
             row["refused_by"] = dict(sorted(t.refused_by.items()))
@@ -664,8 +789,13 @@ class Projector:
         providers = {}
         for name in sorted(set(self.providers) | set(open_prompts)):
             p = self.providers.get(name) or _Provider()
-            providers[name] = {"prompts": p.prompts, "responses": p.responses, "timed_out": p.timed_out,
-                               "open": open_prompts.get(name, 0), "prompt_chars": p.prompt_chars}
+            providers[name] = {
+                "prompts": p.prompts,
+                "responses": p.responses,
+                "timed_out": p.timed_out,
+                "open": open_prompts.get(name, 0),
+                "prompt_chars": p.prompt_chars,
+            }
 
         steps_items = list(self._step_items.values())
         step_block = percentiles([d / 1e6 for d in self.step_durations])
@@ -685,13 +815,20 @@ class Projector:
                 "reason": close["reason"] if close else None,
                 "reported_duration_ns": close["reported_duration_ns"] if close else None,
             },
-            "timing": {"start_ns": start_ns, "end_ns": end_ns, "duration_ns": duration,
-                       "start": iso(start_ns), "end": iso(end_ns)},
+            "timing": {
+                "start_ns": start_ns,
+                "end_ns": end_ns,
+                "duration_ns": duration,
+                "start": iso(start_ns),
+                "end": iso(end_ns),
+            },
             "events": self.events,
             "events_by_kind": dict(sorted(self.kinds.items())),
             "steps": {
-                "started": self.steps_started, "committed": self.steps_committed,
-                "rolled_back": self.steps_rolled_back, "open": len(open_steps),
+                "started": self.steps_started,
+                "committed": self.steps_committed,
+                "rolled_back": self.steps_rolled_back,
+                "open": len(open_steps),
                 "unpaired_closes": self.steps_unpaired_closes,
                 "by_outcome": dict(sorted(self.step_outcomes.items())),
                 "duration": step_block,
@@ -699,25 +836,37 @@ class Projector:
                 "omitted": self.steps_started - len(steps_items),
             },
             "tools": {"by_tool": tools, "totals": totals},
-            "providers": {"by_provider": providers, "validated": self.validated, "rejected": self.rejected,
-                          "rejected_halting": self.rejected_halting, "rejections": self.rejections.to_dict()},
+            "providers": {
+                "by_provider": providers,
+                "validated": self.validated,
+                "rejected": self.rejected,
+                "rejected_halting": self.rejected_halting,
+                "rejections": self.rejections.to_dict(),
+            },
             "predicates": {
                 "evaluations": self.predicate_evaluations,
                 "latest": {k: dict(v) for k, v in sorted(self.predicates.items())},
-                "failing_required": sorted(k for k, v in self.predicates.items()
-                                           if v["required"] is True and v["ok"] is False),
+                "failing_required": sorted(
+                    k for k, v in self.predicates.items() if v["required"] is True and v["ok"] is False
+                ),
                 "failing_required_at_completion": self.failing_at_completion,
                 "gate_inconsistent": bool(self.failing_at_completion),
             },
-            "handshakes": {"requested": self.handshakes_requested, "by_status": dict(sorted(handshake_status.items())),
-                           "pending": pending},
+            "handshakes": {
+                "requested": self.handshakes_requested,
+                "by_status": dict(sorted(handshake_status.items())),
+                "pending": pending,
+            },
             "sandbox": {
-                "granted": self.sandbox_granted, "denied": self.sandbox_denied,
-                "env_scrubbed": self.env_scrubbed, "scrubbed_total": self.scrubbed_total,
+                "granted": self.sandbox_granted,
+                "denied": self.sandbox_denied,
+                "env_scrubbed": self.env_scrubbed,
+                "scrubbed_total": self.scrubbed_total,
                 "unenforced": self.unenforced.to_dict(),
                 "never_passthrough_denied": dict(self.never_passthrough.to_dict(), total=self.never_passthrough_total),
-                "credential_shaped_unblocked": dict(self.credential_unblocked.to_dict(),
-                                                    total=self.credential_unblocked_total),
+                "credential_shaped_unblocked": dict(
+                    self.credential_unblocked.to_dict(), total=self.credential_unblocked_total
+                ),
             },
             "process_reaps": dict(self.reaps.to_dict(), by_reason=dict(sorted(self.reap_reasons.items()))),
             "assumptions": dict(self.assumptions, violated=self.violated.to_dict()),
@@ -742,6 +891,7 @@ def project_events(events: Iterable[dict], *, max_items: int = DEFAULT_MAX_ITEMS
 
 # --- one log, many logs ---------------------------------------------------
 
+
 class _Tail:
     """What the unverified part of a log claims: tallied, never projected."""
 
@@ -759,18 +909,29 @@ class _Tail:
         self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
         if kind in ("run.completed", "run.aborted"):
             payload = event["payload"]
-            self.close = {"closed_by": kind, "line": line, "synthesized": _synthesized(payload),
-                          "final_decision": _text(payload.get("final_decision")),
-                          "termination_cause": _text(payload.get("termination_cause"))}
+            self.close = {
+                "closed_by": kind,
+                "line": line,
+                "synthesized": _synthesized(payload),
+                "final_decision": _text(payload.get("final_decision")),
+                "termination_cause": _text(payload.get("termination_cause")),
+            }
 
 
-def project_file(path: str | os.PathLike[str], options: ProjectOptions = ProjectOptions(), *,
-                 display_path: str | None = None) -> dict:
+def project_file(
+    path: str | os.PathLike[str], options: ProjectOptions = ProjectOptions(), *, display_path: str | None = None
+) -> dict:
     """Read one log through the chain reader and project it; the report dict of docs/project.md."""
     shown = display_path if display_path is not None else str(path)
-    reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
-                         max_line_bytes=options.max_line_bytes, max_findings=options.max_items, display_path=shown,
-                         dialect=options.dialect)
+    reader = ChainReader(
+        path,
+        schema_version=options.schema_version,
+        require_closed=options.require_closed,
+        max_line_bytes=options.max_line_bytes,
+        max_findings=options.max_items,
+        display_path=shown,
+        dialect=options.dialect,
+    )
     if reader.dialect == "raxol":  # a Raxol agent journal (SPEC §8): its own report, docs/raxol.md
         from .raxol import journal_report
 
@@ -795,28 +956,54 @@ def _finish(report: dict, reader: ChainReader, tail: _Tail, path: str, projector
     if broken is not None:
         first = next((f for f in state.findings if f.is_integrity_failure), None)  # at broken or the line after
         what = f"{first.code}: {first.message}" if first else "integrity failure"
-        extra.append({"code": "UNTRUSTED", "source": "verify", "line": broken,
-                      "event_id": first.event_id if first else None, "kind": None,
-                      "message": f"not verified from line {broken} on ({what}); the report covers lines before it"})
+        extra.append(
+            {
+                "code": "UNTRUSTED",
+                "source": "verify",
+                "line": broken,
+                "event_id": first.event_id if first else None,
+                "kind": None,
+                "message": f"not verified from line {broken} on ({what}); the report covers lines before it",
+            }
+        )
     for f in state.findings:
         if (f.severity == ERROR and f.code not in ("OPEN_RUN",)) or f.code in _FLAGGED_WARNINGS:
-            extra.append({"code": f.code, "source": "verify", "line": f.line, "event_id": f.event_id,
-                          "kind": None, "message": f.message})
+            extra.append(
+                {
+                    "code": f.code,
+                    "source": "verify",
+                    "line": f.line,
+                    "event_id": f.event_id,
+                    "kind": None,
+                    "message": f.message,
+                }
+            )
     if broken is not None:
         # "never closed" is an artifact of cutting the log at the break: the tail may close it
         kept = [f for f in flags["items"] if f["code"] not in ("OPEN_RUN", "OPEN_HANDLE")]
-        flags = {"count": flags["count"] - (len(flags["items"]) - len(kept)), "items": kept,
-                 "omitted": flags["omitted"]}
+        flags = {
+            "count": flags["count"] - (len(flags["items"]) - len(kept)),
+            "items": kept,
+            "omitted": flags["omitted"],
+        }
     if extra or broken is not None:
         items = sorted(flags["items"] + extra, key=_flag_order)
         kept = items[: projector.max_items]
-        flags = {"count": flags["count"] + len(extra), "items": kept,
-                 "omitted": flags["count"] + len(extra) - len(kept)}
+        flags = {
+            "count": flags["count"] + len(extra),
+            "items": kept,
+            "omitted": flags["count"] + len(extra) - len(kept),
+        }
     exit_code = state.exit_code
     untrusted = None
     if broken is not None:
-        untrusted = {"from_line": broken, "events": tail.events, "events_by_kind": dict(sorted(tail.kinds.items())),
-                     "claimed_close": tail.close, "claimed_last_ns": tail.last_ts}
+        untrusted = {
+            "from_line": broken,
+            "events": tail.events,
+            "events_by_kind": dict(sorted(tail.kinds.items())),
+            "claimed_close": tail.close,
+            "claimed_last_ns": tail.last_ts,
+        }
     result = {
         "report_version": REPORT_VERSION,
         "path": path,
@@ -825,9 +1012,16 @@ def _finish(report: dict, reader: ChainReader, tail: _Tail, path: str, projector
         "trusted": broken is None,
         "untrusted_from_line": broken,
         "untrusted": untrusted,
-        "chain": {"head": state.head, "verified_head": projector.head, "events": state.events,
-                  "verified_events": projector.events, "first_ns": projector.first_ts, "last_ns": projector.last_ts,
-                  "first": iso(projector.first_ts), "last": iso(projector.last_ts)},
+        "chain": {
+            "head": state.head,
+            "verified_head": projector.head,
+            "events": state.events,
+            "verified_events": projector.events,
+            "first_ns": projector.first_ts,
+            "last_ns": projector.last_ts,
+            "first": iso(projector.first_ts),
+            "last": iso(projector.last_ts),
+        },
         "findings": [f.to_dict() for f in state.findings],
         "suppressed_findings": state.suppressed,
     }
@@ -855,17 +1049,25 @@ class ProjectResult:
         by_status: dict[str, int] = {}
         for r in self.runs:
             by_status[r["status"]] = by_status.get(r["status"], 0) + 1
-        return {"runs": len(self.runs), "by_status": dict(sorted(by_status.items())),
-                "untrusted": sum(1 for r in self.runs if not r["trusted"]),
-                "flagged": sum(1 for r in self.runs if r["audit_flags"]["count"]),
-                "events": sum(r["chain"]["events"] for r in self.runs)}
+        return {
+            "runs": len(self.runs),
+            "by_status": dict(sorted(by_status.items())),
+            "untrusted": sum(1 for r in self.runs if not r["trusted"]),
+            "flagged": sum(1 for r in self.runs if r["audit_flags"]["count"]),
+            "events": sum(r["chain"]["events"] for r in self.runs),
+        }
 
     def to_dict(self) -> dict:
         """JSON shape: the run report itself when detailed, else ``{"runs": [...], ...}``."""
         if self.detailed and len(self.runs) == 1 and not self.findings:
             return self.runs[0]
-        return {"report_version": REPORT_VERSION, "exit_code": int(self.exit_code), "runs": self.runs,
-                "totals": self.totals(), "findings": [f.to_dict() for f in self.findings]}
+        return {
+            "report_version": REPORT_VERSION,
+            "exit_code": int(self.exit_code),
+            "runs": self.runs,
+            "totals": self.totals(),
+            "findings": [f.to_dict() for f in self.findings],
+        }
 
 
 def project_paths(paths: Sequence[str | os.PathLike[str]], options: ProjectOptions = ProjectOptions()) -> ProjectResult:

@@ -65,23 +65,24 @@ def _short(value: object) -> str:
     except RecursionError:
         return f"<{type(value).__name__} nested too deep to show>"
 
+
 __all__ = [
-    "ACCEPTED",
     "ABSENT",
-    "Atom",
+    "ACCEPTED",
     "DIALECTS",
     "EVIDENCE_VALUES",
-    "EvidenceStatus",
     "ITEM_TYPES",
-    "JournalEvent",
-    "JournalState",
-    "JournalSummary",
     "LOOP_TYPES",
     "MARKER_SINCE",
     "REJECTED",
     "REJECTION_REASONS",
-    "UNKNOWN",
     "TRUST_TEXT",
+    "UNKNOWN",
+    "Atom",
+    "EvidenceStatus",
+    "JournalEvent",
+    "JournalState",
+    "JournalSummary",
     "analyze_record",
     "chain_records",
     "check_record",
@@ -120,6 +121,7 @@ _VERSION = re.compile(r"v?([0-9]{1,9})(?:\.([0-9]{1,9}))?(?:\.([0-9]{1,9}))?(?:[
 
 # --- atoms ---------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Atom:
     """An Elixir atom in Python, e.g. ``Atom("accepted")`` for ``:accepted``."""
@@ -151,11 +153,12 @@ def _atom_name(value: Any) -> str | None:
         if len(text) > 1 and text[0] == ":":
             text = text[1:]  # Elixir inspect notation: ":accepted" is the atom :accepted
         return text
-    except Exception:  # noqa: BLE001 - hostile attribute access must not escape a decode
+    except Exception:
         return None
 
 
 # --- evidence decode -----------------------------------------------------
+
 
 class EvidenceStatus(enum.StrEnum):
     """The quaternary decode of the evidence marker (compares equal to its string)."""
@@ -176,8 +179,8 @@ _BY_NAME = {"accepted": ACCEPTED, "rejected": REJECTED, "absent": ABSENT}
 def normalize_evidence(value: Any) -> EvidenceStatus:
     """One ``evidence`` value: a known atom or string, else unknown (never accepted)."""
     if not isinstance(value, enum.Enum) and (
-        value is None or isinstance(value, (bool, int, float, complex, bytes, bytearray, list, tuple, set,
-                                            frozenset, Mapping))
+        value is None
+        or isinstance(value, (bool, int, float, complex, bytes, bytearray, list, tuple, set, frozenset, Mapping))
     ):
         return UNKNOWN
     name = _atom_name(value)
@@ -217,7 +220,7 @@ def evidence_status(payload: Any) -> EvidenceStatus:
         if refs and all(_refs_present(r) for r in refs):
             return ACCEPTED
         return UNKNOWN
-    except Exception:  # noqa: BLE001 - totality: a hostile mapping decodes to unknown
+    except Exception:
         return UNKNOWN
 
 
@@ -252,7 +255,7 @@ def _atoms_to_strings(value: Any, depth: int) -> Any:
             return out
         if issubclass(t, (list, tuple)):
             return [_atoms_to_strings(item, depth + 1) for item in list(value)]
-    except Exception:  # noqa: BLE001 - unreadable: left to the JSON sanitizer (its repr text)
+    except Exception:
         return value
     return value
 
@@ -266,7 +269,7 @@ def _key_text(key: Any) -> Any:
             name = _atom_name(key)
             if name is not None:
                 return name
-    except Exception:  # noqa: BLE001 - an unreadable key is its repr text
+    except Exception:
         pass
     return _safe_repr(key)
 
@@ -281,7 +284,7 @@ def sanitize_payload(payload: Any) -> dict:
     """
     try:
         prepared = _atoms_to_strings(payload, 0)  # total already; the guard keeps it so
-    except Exception:  # noqa: BLE001 - never a crash: the JSON sanitizer alone then
+    except Exception:
         prepared = payload
     return _sanitize_json(prepared)
 
@@ -314,6 +317,7 @@ def chain_records(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS
 
 # --- dialect detection ---------------------------------------------------
 
+
 def detect_dialect(first_record: Any) -> str:
     """``"raxol"`` for a record with ``type`` and no ``kind``, else ``"ract"``."""
     if isinstance(first_record, Mapping) and "type" in first_record and "kind" not in first_record:
@@ -334,7 +338,7 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
     limit = min(max_line_bytes, _DETECT_BYTES)
     try:
         f = open_log(path)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - the reader reports IO problems itself
+    except Exception:
         return "ract"
     with f:
         for _ in range(_DETECT_LINES):
@@ -357,6 +361,7 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
 
 
 # --- one record ----------------------------------------------------------
+
 
 def parse_version(value: Any) -> tuple[int, int, int] | None:
     """A journal ``schema_version`` as a tuple, or None when it is not one.
@@ -407,8 +412,14 @@ def analyze_record(body: bytes, _unused: object = None) -> LineResult:
         if "hash" not in obj:
             problems.append(Problem("HASH_MISMATCH", "record carries prev_hash but no hash", expected=computed))
         elif computed != stored_hash:
-            problems.append(Problem("HASH_MISMATCH", "stored hash differs from the canonical hash of the record",
-                                    expected=computed, actual=_short(stored) if stored_hash is None else stored))
+            problems.append(
+                Problem(
+                    "HASH_MISMATCH",
+                    "stored hash differs from the canonical hash of the record",
+                    expected=computed,
+                    actual=_short(stored) if stored_hash is None else stored,
+                )
+            )
     problems.extend(check_record(obj))
     return LineResult(obj, stored_hash, problems)
 
@@ -417,8 +428,11 @@ def check_record(record: dict) -> list[Problem]:
     """The per-record contract (v0, family loop); cross-record rules are ``JournalState``'s."""
     problems: list[Problem] = []
     if "schema_version" in record and parse_version(record["schema_version"]) is None:
-        problems.append(_contract_warning("schema_version is not a version such as \"1.1.0\": ignored",
-                                          actual=_short(record["schema_version"])))
+        problems.append(
+            _contract_warning(
+                'schema_version is not a version such as "1.1.0": ignored', actual=_short(record["schema_version"])
+            )
+        )
     if "type" not in record:
         problems.append(_violation("record has no type"))
         return problems
@@ -436,8 +450,13 @@ def check_record(record: dict) -> list[Problem]:
     family = record.get("family", FAMILY)
     if rtype not in LOOP_TYPES or family != FAMILY:
         where = f"type {_short(rtype)}" if family == FAMILY else f"family {_short(family)} type {_short(rtype)}"
-        problems.append(Problem("UNKNOWN_TYPE", f"{where} is not in the v0 loop vocabulary (the contract only "
-                                "grows: skipped)", severity=WARNING))
+        problems.append(
+            Problem(
+                "UNKNOWN_TYPE",
+                f"{where} is not in the v0 loop vocabulary (the contract only grows: skipped)",
+                severity=WARNING,
+            )
+        )
         return problems
     check = _PAYLOAD_CHECKS[rtype]
     check(payload, problems)
@@ -445,8 +464,9 @@ def check_record(record: dict) -> list[Problem]:
     if not final:
         for key in MARKER_KEYS:
             if key in payload:
-                problems.append(_violation(f"{rtype}: evidence marker {key!r} is allowed only on the final "
-                                           "turn_completed"))
+                problems.append(
+                    _violation(f"{rtype}: evidence marker {key!r} is allowed only on the final turn_completed")
+                )
     else:
         _check_marker(payload, problems)
     return problems
@@ -472,8 +492,11 @@ def _check_item_type(payload: dict, rtype: str, problems: list[Problem]) -> None
         if type(item_type) is not str:
             problems.append(_violation(f"{rtype}: item_type must be a string", actual=_short(item_type)))
         elif item_type not in ITEM_TYPES:
-            problems.append(_contract_warning(f"{rtype}: item_type {_short(item_type)} is not one of "
-                                              f"{', '.join(ITEM_TYPES)} (a newer contract?)"))
+            problems.append(
+                _contract_warning(
+                    f"{rtype}: item_type {_short(item_type)} is not one of {', '.join(ITEM_TYPES)} (a newer contract?)"
+                )
+            )
 
 
 def _check_turn_started(payload: dict, problems: list[Problem]) -> None:
@@ -501,8 +524,9 @@ def _check_turn_completed(payload: dict, problems: list[Problem]) -> None:
     if _require(payload, "turn_completed", "usage", problems) and type(payload["usage"]) is not dict:
         problems.append(_violation("turn_completed: usage must be an object", actual=_short(payload["usage"])))
     if "iteration" in payload and not (_is_int(payload["iteration"]) and payload["iteration"] >= 0):
-        problems.append(_violation("turn_completed: iteration must be a non-negative integer",
-                                   actual=_short(payload["iteration"])))
+        problems.append(
+            _violation("turn_completed: iteration must be a non-negative integer", actual=_short(payload["iteration"]))
+        )
     if _require(payload, "turn_completed", "final", problems) and type(payload["final"]) is not bool:
         problems.append(_violation("turn_completed: final must be true or false", actual=_short(payload["final"])))
 
@@ -527,12 +551,17 @@ def _check_marker(payload: dict, problems: list[Problem]) -> None:
     has_evidence = "evidence" in payload
     evidence = payload.get("evidence")
     if has_evidence and (type(evidence) is not str or evidence not in EVIDENCE_VALUES):
-        problems.append(_violation("turn_completed: evidence must be one of accepted, rejected, absent",
-                                   actual=_short(evidence)))
+        problems.append(
+            _violation("turn_completed: evidence must be one of accepted, rejected, absent", actual=_short(evidence))
+        )
     if "evidence_rejected" in payload:
         if evidence != "rejected":
-            problems.append(_violation("turn_completed: evidence_rejected is allowed only with evidence "
-                                       "\"rejected\"", actual=_short(evidence) if has_evidence else "no evidence"))
+            problems.append(
+                _violation(
+                    'turn_completed: evidence_rejected is allowed only with evidence "rejected"',
+                    actual=_short(evidence) if has_evidence else "no evidence",
+                )
+            )
         detail = payload["evidence_rejected"]
         if type(detail) is not dict:
             problems.append(_violation("turn_completed: evidence_rejected must be an object", actual=_short(detail)))
@@ -540,26 +569,37 @@ def _check_marker(payload: dict, problems: list[Problem]) -> None:
             if "refs" not in detail:
                 problems.append(_violation("turn_completed: evidence_rejected has no refs"))
             elif type(detail["refs"]) is not list:
-                problems.append(_violation("turn_completed: evidence_rejected.refs must be a list",
-                                           actual=_short(detail["refs"])))
+                problems.append(
+                    _violation("turn_completed: evidence_rejected.refs must be a list", actual=_short(detail["refs"]))
+                )
             if "reason" not in detail:
                 problems.append(_violation("turn_completed: evidence_rejected has no reason"))
             elif type(detail["reason"]) is not str or detail["reason"] not in REJECTION_REASONS:
-                problems.append(_violation("turn_completed: evidence_rejected.reason must be one of "
-                                           + ", ".join(REJECTION_REASONS), actual=_short(detail["reason"])))
+                problems.append(
+                    _violation(
+                        "turn_completed: evidence_rejected.reason must be one of " + ", ".join(REJECTION_REASONS),
+                        actual=_short(detail["reason"]),
+                    )
+                )
             if "ref" not in detail:
                 problems.append(_violation("turn_completed: evidence_rejected has no ref (an offset or null)"))
             elif detail["ref"] is not None and not (_is_int(detail["ref"]) and detail["ref"] >= 0):
-                problems.append(_violation("turn_completed: evidence_rejected.ref must be a non-negative integer "
-                                           "offset or null", actual=_short(detail["ref"])))
+                problems.append(
+                    _violation(
+                        "turn_completed: evidence_rejected.ref must be a non-negative integer offset or null",
+                        actual=_short(detail["ref"]),
+                    )
+                )
     if evidence == "accepted" and not _refs_present(payload.get("refs")):
-        problems.append(_contract_warning("turn_completed: evidence \"accepted\" without refs (the accepted-refs "
-                                          "carrier)"))
+        problems.append(
+            _contract_warning('turn_completed: evidence "accepted" without refs (the accepted-refs carrier)')
+        )
     if evidence == "absent" and "refs" in payload:
-        problems.append(_contract_warning("turn_completed: evidence \"absent\" but the payload carries refs"))
+        problems.append(_contract_warning('turn_completed: evidence "absent" but the payload carries refs'))
 
 
 # --- events --------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class JournalEvent(LogEvent):
@@ -582,6 +622,7 @@ class JournalEvent(LogEvent):
 
 
 # --- across records ------------------------------------------------------
+
 
 @dataclass
 class JournalSummary:
@@ -671,7 +712,7 @@ def _tally(table: dict, key: str, amount: int | float = 1) -> None:
 
 def _text(value: Any) -> str:
     text = value if type(value) is str else _short(value)
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
 def _record_id(record: dict) -> str | None:
@@ -727,15 +768,19 @@ class JournalState(ChainState):
         self._feed_contract(record, event_id, where)
         self._last_event_line = line  # trust ends as for RACT logs (ChainState.add)
 
-    def _feed_chain(self, record: dict, stored_hash: str | None, first_line: bool, event_id: str | None,
-                    where: dict) -> None:
+    def _feed_chain(
+        self, record: dict, stored_hash: str | None, first_line: bool, event_id: str | None, where: dict
+    ) -> None:
         chained = "hash" in record or "prev_hash" in record
         if self.chained is None:  # the first record decides whether the journal is chained
             self.chained = chained
         elif chained != self.chained and not self.chain_partial:
             self.chain_partial = True
-            message = ("record carries no hash/prev_hash in a chained journal" if self.chained else
-                       "record starts a hash chain mid-journal: the records before it are not covered")
+            message = (
+                "record carries no hash/prev_hash in a chained journal"
+                if self.chained
+                else "record starts a hash chain mid-journal: the records before it are not covered"
+            )
             self.add(error("CHAIN_BREAK", message, event_id=event_id, **where))
         if not chained:
             self.expected_prev = None
@@ -743,25 +788,53 @@ class JournalState(ChainState):
         prev = record.get("prev_hash")
         if first_line:
             if prev != GENESIS_HASH:
-                self.add(error("MISSING_GENESIS", "first record's prev_hash is not the genesis hash (64 zeros)",
-                               event_id=event_id, expected=GENESIS_HASH, actual=_short(prev), **where))
+                self.add(
+                    error(
+                        "MISSING_GENESIS",
+                        "first record's prev_hash is not the genesis hash (64 zeros)",
+                        event_id=event_id,
+                        expected=GENESIS_HASH,
+                        actual=_short(prev),
+                        **where,
+                    )
+                )
         elif self.expected_prev is not None and prev != self.expected_prev:
-            self.add(error("CHAIN_BREAK", "prev_hash does not equal the previous record's hash",
-                           event_id=event_id, expected=self.expected_prev, actual=_short(prev), **where))
+            self.add(
+                error(
+                    "CHAIN_BREAK",
+                    "prev_hash does not equal the previous record's hash",
+                    event_id=event_id,
+                    expected=self.expected_prev,
+                    actual=_short(prev),
+                    **where,
+                )
+            )
         self.expected_prev = stored_hash
         self.head = stored_hash
 
     def _feed_contract(self, record: dict, event_id: str | None, where: dict) -> None:
         if self.closed:
-            self.add(error("CONTRACT_VIOLATION", f"record after the final turn_completed (line {self.final_line})",
-                           event_id=event_id, **where))
+            self.add(
+                error(
+                    "CONTRACT_VIOLATION",
+                    f"record after the final turn_completed (line {self.final_line})",
+                    event_id=event_id,
+                    **where,
+                )
+            )
         if "schema_version" in record:
             version = parse_version(record["schema_version"])
             if version is not None:
                 if self.version is not None and version != self.version:
-                    self.add(warning("CONTRACT_WARNING", f"schema_version changes from {_version_text(self.version)} "
-                                     f"to {_version_text(version)} within one journal",
-                                     event_id=event_id, **where))
+                    self.add(
+                        warning(
+                            "CONTRACT_WARNING",
+                            f"schema_version changes from {_version_text(self.version)} "
+                            f"to {_version_text(version)} within one journal",
+                            event_id=event_id,
+                            **where,
+                        )
+                    )
                 self.version = version
         rtype = record.get("type")
         payload = record.get("payload")
@@ -771,46 +844,84 @@ class JournalState(ChainState):
             _tally(self.unknown_types, _text(rtype))
             return
         if any(key in payload for key in MARKER_KEYS) and self.schema_version < MARKER_SINCE:
-            self.add(warning("CONTRACT_WARNING", f"evidence marker in a schema_version "
-                             f"{_version_text(self.schema_version)} journal (the marker exists from 1.1.0 on)",
-                             event_id=event_id, **where))
+            self.add(
+                warning(
+                    "CONTRACT_WARNING",
+                    f"evidence marker in a schema_version "
+                    f"{_version_text(self.schema_version)} journal (the marker exists from 1.1.0 on)",
+                    event_id=event_id,
+                    **where,
+                )
+            )
         item_id = payload.get("item_id")
         item_id = item_id if type(item_id) is str and item_id else None
         if rtype == "turn_started":
             if self.turn_open:
                 self._close_items(f"turn_started at line {where['line']}", event_id)
-                self.add(warning("CONTRACT_WARNING", "turn_started while the previous turn has no turn_completed",
-                                 event_id=event_id, **where))
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        "turn_started while the previous turn has no turn_completed",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
             self.turns += 1
             self.turn_open = True
             self._started, self._completed = {}, set()
         elif rtype == "item_started" and item_id is not None:
             self.items_started += 1
             if item_id in self._started:
-                self.add(error("CONTRACT_VIOLATION", f"item_id {_short(item_id)} was already used in this turn "
-                               f"(line {self._started[item_id][1]})", event_id=event_id, **where))
+                self.add(
+                    error(
+                        "CONTRACT_VIOLATION",
+                        f"item_id {_short(item_id)} was already used in this turn (line {self._started[item_id][1]})",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
             else:
                 self._started[item_id] = (payload.get("item_type"), where["line"])
         elif rtype == "item_delta":
             self.deltas += 1
             if item_id is not None and (item_id not in self._started or item_id in self._completed):
                 state = "already completed" if item_id in self._completed else "not started in this turn"
-                self.add(warning("CONTRACT_WARNING", f"item_delta for item {_short(item_id)}, {state}",
-                                 event_id=event_id, **where))
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        f"item_delta for item {_short(item_id)}, {state}",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
         elif rtype == "item_completed" and item_id is not None:
             item_type = payload.get("item_type")
             if item_id not in self._started:
-                self.add(error("CONTRACT_VIOLATION", f"item_completed for item {_short(item_id)}, which was not "
-                               "started in this turn", event_id=event_id, **where))
+                self.add(
+                    error(
+                        "CONTRACT_VIOLATION",
+                        f"item_completed for item {_short(item_id)}, which was not started in this turn",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
             elif item_id in self._completed:
-                self.add(error("CONTRACT_VIOLATION", f"item {_short(item_id)} completed twice",
-                               event_id=event_id, **where))
+                self.add(
+                    error("CONTRACT_VIOLATION", f"item {_short(item_id)} completed twice", event_id=event_id, **where)
+                )
             else:
                 self._completed.add(item_id)
                 started_type = self._started[item_id][0]
                 if type(started_type) is str and type(item_type) is str and started_type != item_type:
-                    self.add(warning("CONTRACT_WARNING", f"item {_short(item_id)} started as {_short(started_type)} "
-                                     f"but completed as {_short(item_type)}", event_id=event_id, **where))
+                    self.add(
+                        warning(
+                            "CONTRACT_WARNING",
+                            f"item {_short(item_id)} started as {_short(started_type)} "
+                            f"but completed as {_short(item_type)}",
+                            event_id=event_id,
+                            **where,
+                        )
+                    )
             if type(item_type) is str:
                 _tally(self.items_by_type, _text(item_type))
         elif rtype == "turn_completed":
@@ -835,8 +946,14 @@ class JournalState(ChainState):
     def _close_items(self, boundary: str, event_id: str | None) -> None:
         for item_id, (_, line) in self._started.items():
             if item_id not in self._completed:
-                self.add(warning("CONTRACT_WARNING", f"item {_short(item_id)} was started but never completed "
-                                 f"before the {boundary}", path=self.path, line=line))
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        f"item {_short(item_id)} was started but never completed before the {boundary}",
+                        path=self.path,
+                        line=line,
+                    )
+                )
 
     def finish(self) -> None:
         """End of journal: empty journal, no final turn_completed, items left open."""
@@ -848,8 +965,9 @@ class JournalState(ChainState):
         if not self.closed:
             self._close_items("end of the journal", None)
             make = error if self.require_closed else warning
-            self.add(make("OPEN_RUN", "journal has no final turn_completed (final: true): the run is open",
-                          path=self.path))
+            self.add(
+                make("OPEN_RUN", "journal has no final turn_completed (final: true): the run is open", path=self.path)
+            )
 
     def summary(self) -> JournalSummary:
         """The projection ``project`` reports (call after the reader is done)."""
@@ -883,8 +1001,10 @@ class JournalState(ChainState):
 def _detail(detail: dict) -> dict:
     """An ``evidence_rejected`` detail, bounded for a report."""
     refs = detail.get("refs")
-    out: dict[str, Any] = {"reason": _text(detail.get("reason")), "ref": detail.get("ref") if _is_int(detail.get("ref"))
-                           else None}
+    out: dict[str, Any] = {
+        "reason": _text(detail.get("reason")),
+        "ref": detail.get("ref") if _is_int(detail.get("ref")) else None,
+    }
     if type(refs) is list:
         out["refs"] = [_text(r) for r in refs[:50]]
         out["refs_count"] = len(refs)
@@ -903,6 +1023,8 @@ TRUST_TEXT = {
     "broken-chain": "stands on a chain that does NOT verify: not to be believed",
     "journal-trust": "stands only on trust in the journal (no hash chain)",
 }
+
+
 def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict[str, Any]:
     """The ``project`` report of a journal read to its end by ``ChainReader(dialect="raxol")``.
 
@@ -915,8 +1037,10 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
     broken = state.first_integrity_failure
     exit_code = state.exit_code
     findings = state.findings
-    flags = [{"code": f.code, "source": "verify", "line": f.line, "event_id": f.event_id, "kind": None,
-              "message": f.message} for f in findings]
+    flags = [
+        {"code": f.code, "source": "verify", "line": f.line, "event_id": f.event_id, "kind": None, "message": f.message}
+        for f in findings
+    ]
     kept = flags[:max_items]
     journal = summary.to_dict()
     errors = journal.pop("errors")
@@ -954,8 +1078,13 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
             "claimed": claimed,
         },
         "journal": journal,
-        "chain": {"chained": summary.chained, "verified": summary.chain_verified, "head": summary.head,
-                  "events": summary.records, "durable_events": summary.durable_records},
+        "chain": {
+            "chained": summary.chained,
+            "verified": summary.chain_verified,
+            "head": summary.head,
+            "events": summary.records,
+            "durable_events": summary.durable_records,
+        },
         "audit_flags": {"count": len(flags), "items": kept, "omitted": len(flags) - len(kept)},
         "findings": [f.to_dict() for f in findings],
         "suppressed_findings": state.suppressed,

@@ -89,8 +89,10 @@ class JournalReplayState:
             "turn": self.turn,
             "turn_open": self.turn_open,
             "iteration": self.iteration,
-            "open_items": [{"item_id": k, "item_type": _text(t) if t is not None else None, "line": line}
-                           for k, (t, line) in self.open_items.items()],
+            "open_items": [
+                {"item_id": k, "item_type": _text(t) if t is not None else None, "line": line}
+                for k, (t, line) in self.open_items.items()
+            ],
             "items_completed": dict(sorted(self.items_completed.items())),
             "usage": dict(sorted(self.usage.items())),
             "errors": self.errors,
@@ -118,8 +120,14 @@ class JournalReplaySession:
 
     workspace = None  # a journal records no repository snapshot: nothing to check
 
-    def __init__(self, path: str | os.PathLike[str], *, until: int | str | None = None,
-                 max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_findings: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        until: int | str | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_findings: int | None = None,
+    ) -> None:
         if isinstance(until, int) and until < 1:
             raise UsageError("--until: record indexes start at 1")
         self.path = str(path)
@@ -145,14 +153,15 @@ class JournalReplaySession:
                 continue
             self.state.apply(ev)  # type: ignore[arg-type]
             yield JournalReplayStep(self.state.index, ev, self.state)  # type: ignore[arg-type]
-            if until is not None and (self.state.index == until if isinstance(until, int)
-                                      else ev.event.get("id") == until):
+            if until is not None and (
+                self.state.index == until if isinstance(until, int) else ev.event.get("id") == until
+            ):
                 self.until_reached = True
                 return
         if self.reader.broken_at is not None:
             self.stopped_at_break = self.reader.broken_at
 
-    def finish(self):  # noqa: ANN201 - ReplayResult, imported lazily (replay imports this module)
+    def finish(self):
         """Read the rest of the journal (verifying, never replaying); return the verdict."""
         from .replay import ReplayResult
 
@@ -163,6 +172,15 @@ class JournalReplaySession:
         stop = "until" if self.until_reached else ("break" if self.stopped_at_break is not None else "end")
         for _ in self._events:
             pass
-        return ReplayResult(self.path, self.state.index, stop, self.until_reached, self.reader.broken_at, state,
-                            list(self.reader.findings), None, suppressed=self.reader.state.suppressed,
-                            chain_exit_code=self.reader.exit_code)
+        return ReplayResult(
+            self.path,
+            self.state.index,
+            stop,
+            self.until_reached,
+            self.reader.broken_at,
+            state,
+            list(self.reader.findings),
+            None,
+            suppressed=self.reader.state.suppressed,
+            chain_exit_code=self.reader.exit_code,
+        )

@@ -27,8 +27,8 @@ import orjson
 
 from .canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
 from .errors import ChainBrokenError, ExitCode, LogIOError, UsageError, lowest_nonzero
-from .findings import ERROR, Finding, error, exit_code_for, warning
 from .fastpath import fast_analyze
+from .findings import ERROR, Finding, error, exit_code_for, warning
 from .handles import HandleTracker
 from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from .model import ENVELOPE_KEYS, GENESIS_HASH, HEX32, HEX64, MAX_TIMESTAMP_NS
@@ -62,6 +62,7 @@ class LineResult:
 
 
 # --- one line ------------------------------------------------------------
+
 
 class _DuplicateKey(ValueError):
     pass
@@ -170,11 +171,13 @@ def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
         try:
             obj = parse_exact(body)
         except _DuplicateKey as exc:
-            return LineResult(None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")],
-                              parsed=False)
+            return LineResult(
+                None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")], parsed=False
+            )
         except (ValueError, RecursionError) as exc:
-            return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")],
-                              parsed=False)
+            return LineResult(
+                None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")], parsed=False
+            )
     return obj, dumped, fast
 
 
@@ -221,7 +224,12 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
             return LineResult(None, stored_hash, [computed], parsed=False)
     if computed != stored_hash:
         problems.append(
-            Problem("HASH_MISMATCH", "stored hash differs from the canonical hash of the event", expected=computed, actual=stored)
+            Problem(
+                "HASH_MISMATCH",
+                "stored hash differs from the canonical hash of the event",
+                expected=computed,
+                actual=stored,
+            )
         )
 
     kind = obj["kind"]
@@ -249,15 +257,21 @@ def _check_envelope(obj: dict) -> list[Problem]:
     for name in ("id", "run_id"):
         value = obj.get(name)
         if name in obj and not (type(value) is str and HEX32.fullmatch(value)):
-            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=_short(value)))
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=_short(value))
+            )
     for name in ("step_id", "parent_id"):
         value = obj.get(name)
         if name in obj and value is not None and not (type(value) is str and HEX32.fullmatch(value)):
-            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=_short(value)))
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=_short(value))
+            )
     if "timestamp_ns" in obj:
         ts = obj["timestamp_ns"]
         if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
-            problems.append(Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=_short(ts)))
+            problems.append(
+                Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=_short(ts))
+            )
     if "kind" in obj and type(obj["kind"]) is not str:
         problems.append(Problem("ENVELOPE_ERROR", "kind must be a string", actual=_short(obj["kind"])))
     if "payload" in obj and type(obj["payload"]) is not dict:
@@ -265,7 +279,9 @@ def _check_envelope(obj: dict) -> list[Problem]:
     for name in ("prev_hash", "hash"):
         value = obj.get(name)
         if name in obj and not (type(value) is str and HEX64.fullmatch(value)):
-            problems.append(Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=_short(value)))
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=_short(value))
+            )
     return problems
 
 
@@ -275,6 +291,7 @@ def _short(value: object) -> str:
 
 
 # --- across lines --------------------------------------------------------
+
 
 def _zeroed_u64(n: int) -> memoryview:
     """``n`` zeroed uint64 slots in their own anonymous mapping.
@@ -388,7 +405,11 @@ class ChainState:
             self._suppressed_codes.add(finding.exit_code)
         else:
             self.findings.append(finding)
-        if finding.severity == ERROR and finding.exit_code == ExitCode.TAMPERED and self.first_integrity_failure is None:
+        if (
+            finding.severity == ERROR
+            and finding.exit_code == ExitCode.TAMPERED
+            and self.first_integrity_failure is None
+        ):
             # Trust ends at the last event a clean successor confirms. An event's own
             # hash only shows the line was hashed; that it was not edited with its
             # hash recomputed is shown by the next line linking to it as a valid
@@ -401,14 +422,27 @@ class ChainState:
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
         event = result.event
-        if (event is not None and not result.problems and event["prev_hash"] == self.expected_prev
-                and event["run_id"] == self.run_id and self.prev_ts is not None
-                and event["timestamp_ns"] >= self.prev_ts):
+        if (
+            event is not None
+            and not result.problems
+            and event["prev_hash"] == self.expected_prev
+            and event["run_id"] == self.run_id
+            and self.prev_ts is not None
+            and event["timestamp_ns"] >= self.prev_ts
+        ):
             # The common case, same outcome as the general path below: a clean
             # event that links on, same run, clock not going back.
             if not self._ids.add(event["id"]):
-                self.add(error("DUPLICATE_ID", f"event id {event['id']} already appears earlier in this file",
-                               event_id=event["id"], path=self.path, line=line, offset=offset))
+                self.add(
+                    error(
+                        "DUPLICATE_ID",
+                        f"event id {event['id']} already appears earlier in this file",
+                        event_id=event["id"],
+                        path=self.path,
+                        line=line,
+                        offset=offset,
+                    )
+                )
             ts = self.prev_ts = event["timestamp_ns"]
             if ts > self.last_ts:  # type: ignore[operator]
                 self.last_ts = ts
@@ -420,7 +454,9 @@ class ChainState:
         where = {"path": self.path, "line": line, "offset": offset}
         event_id = event["id"] if event is not None else None
         for p in result.problems:
-            self.add(Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where))
+            self.add(
+                Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
+            )
         first_line = not self._seen_first_line
         self._seen_first_line = True
         if event is None:
@@ -432,26 +468,64 @@ class ChainState:
         prev = event["prev_hash"]
         if self.expected_prev is not None and prev != self.expected_prev:
             if first_line:
-                self.add(error("MISSING_GENESIS", "first event's prev_hash is not the genesis hash (64 zeros)",
-                                event_id=event_id, expected=GENESIS_HASH, actual=prev, **where))
+                self.add(
+                    error(
+                        "MISSING_GENESIS",
+                        "first event's prev_hash is not the genesis hash (64 zeros)",
+                        event_id=event_id,
+                        expected=GENESIS_HASH,
+                        actual=prev,
+                        **where,
+                    )
+                )
             else:
-                self.add(error("CHAIN_BREAK", "prev_hash does not equal the previous event's hash",
-                                event_id=event_id, expected=self.expected_prev, actual=prev, **where))
+                self.add(
+                    error(
+                        "CHAIN_BREAK",
+                        "prev_hash does not equal the previous event's hash",
+                        event_id=event_id,
+                        expected=self.expected_prev,
+                        actual=prev,
+                        **where,
+                    )
+                )
         self.expected_prev = result.stored_hash  # re-anchor on this line's own hash
 
         if self.run_id is None:
             self.run_id = event["run_id"]
         elif event["run_id"] != self.run_id:
-            self.add(error("FOREIGN_RUN_ID", "run_id differs from the log's run_id",
-                            event_id=event_id, expected=self.run_id, actual=event["run_id"], **where))
+            self.add(
+                error(
+                    "FOREIGN_RUN_ID",
+                    "run_id differs from the log's run_id",
+                    event_id=event_id,
+                    expected=self.run_id,
+                    actual=event["run_id"],
+                    **where,
+                )
+            )
         if not self._ids.add(event_id):
-            self.add(error("DUPLICATE_ID", f"event id {event_id} already appears earlier in this file",
-                            event_id=event_id, **where))
+            self.add(
+                error(
+                    "DUPLICATE_ID",
+                    f"event id {event_id} already appears earlier in this file",
+                    event_id=event_id,
+                    **where,
+                )
+            )
 
         ts = event["timestamp_ns"]
         if self.prev_ts is not None and ts < self.prev_ts:
-            self.add(warning("CLOCK_REGRESSION", "timestamp goes backwards",
-                              event_id=event_id, expected=f">= {self.prev_ts}", actual=str(ts), **where))
+            self.add(
+                warning(
+                    "CLOCK_REGRESSION",
+                    "timestamp goes backwards",
+                    event_id=event_id,
+                    expected=f">= {self.prev_ts}",
+                    actual=str(ts),
+                    **where,
+                )
+            )
         self.prev_ts = ts
         self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
         self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
@@ -469,33 +543,61 @@ class ChainState:
         """End-of-file checks: run directory, open handles, repaired closes."""
         if self.events == 0:
             if not self.findings:
-                self.add(warning("EMPTY_LOG", "log holds no event", path=self.path)
-                          if not self.require_closed else
-                          error("EMPTY_LOG", "log holds no event", path=self.path))
+                self.add(
+                    warning("EMPTY_LOG", "log holds no event", path=self.path)
+                    if not self.require_closed
+                    else error("EMPTY_LOG", "log holds no event", path=self.path)
+                )
             return
         p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
         if p.name == "events.jsonl" and self.run_id is not None and p.parent.name != self.run_id:
-            self.add(warning("RUN_DIR_MISMATCH",
-                                         f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
-                                         path=self.path, expected=self.run_id, actual=p.parent.name))
+            self.add(
+                warning(
+                    "RUN_DIR_MISMATCH",
+                    f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
+                    path=self.path,
+                    expected=self.run_id,
+                    actual=p.parent.name,
+                )
+            )
         for handle in self.handles.open_handles():
             if handle.kind == "run.started":
                 continue
-            self.add(warning("OPEN_HANDLE", f"{handle.kind} was never closed", path=self.path,
-                                         line=handle.line, offset=handle.offset, event_id=handle.event_id))
+            self.add(
+                warning(
+                    "OPEN_HANDLE",
+                    f"{handle.kind} was never closed",
+                    path=self.path,
+                    line=handle.line,
+                    offset=handle.offset,
+                    event_id=handle.event_id,
+                )
+            )
         if not self.handles.run_is_closed:
             start = self.handles.run_started
             make = error if self.require_closed else warning
-            self.add(make("OPEN_RUN", "run was never closed (no run.completed or run.aborted)", path=self.path,
-                           line=start.line if start else None, offset=start.offset if start else None,
-                           event_id=start.event_id if start else None))
+            self.add(
+                make(
+                    "OPEN_RUN",
+                    "run was never closed (no run.completed or run.aborted)",
+                    path=self.path,
+                    line=start.line if start else None,
+                    offset=start.offset if start else None,
+                    event_id=start.event_id if start else None,
+                )
+            )
         if self.handles.synthesized_closes:
-            self.add(warning("REPAIRED",
-                                         f"log holds {self.handles.synthesized_closes} synthesized close(s) written by repair",
-                                         path=self.path))
+            self.add(
+                warning(
+                    "REPAIRED",
+                    f"log holds {self.handles.synthesized_closes} synthesized close(s) written by repair",
+                    path=self.path,
+                )
+            )
 
 
 # --- one file ------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class LogEvent:
@@ -611,6 +713,7 @@ class ChainReader:
         analyze, make_event = analyze_line, LogEvent
         if self.dialect == "raxol":  # same framing, the journal's per-line analyzer and record type
             from .raxol import JournalEvent, analyze_record
+
             analyze, make_event = analyze_record, JournalEvent
         framer = LineFramer(f, limit)
         progress, next_report = self.progress, _PROGRESS_EVERY
@@ -632,15 +735,26 @@ class ChainReader:
         if pending is not None:
             yield self._release(make_event, pending)
         if framer.read_error is not None:
-            state.add(error("IO_ERROR", framer.read_error, path=self.display_path,
-                            line=framer.error_line, offset=framer.error_offset))
+            state.add(
+                error(
+                    "IO_ERROR",
+                    framer.read_error,
+                    path=self.display_path,
+                    line=framer.error_line,
+                    offset=framer.error_offset,
+                )
+            )
 
 
 _PROGRESS_EVERY = 4 << 20  # bytes between two calls of ChainReader.progress
 
 
-def line_result(raw: bytes | None, schema_version: int, max_line_bytes: int,
-                analyze: Callable[[bytes, int], LineResult] = analyze_line) -> LineResult:
+def line_result(
+    raw: bytes | None,
+    schema_version: int,
+    max_line_bytes: int,
+    analyze: Callable[[bytes, int], LineResult] = analyze_line,
+) -> LineResult:
     """The verdict on one framed line, exactly as ``ChainReader`` reaches it.
 
     ``raw`` is the line with its ending as ``LineFramer`` yields it (``None``:
@@ -648,8 +762,12 @@ def line_result(raw: bytes | None, schema_version: int, max_line_bytes: int,
     (``parallel.py``), so a chunked read judges every line the same way.
     """
     if raw is None:
-        return LineResult(None, None, [Problem(
-            "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")], parsed=False)
+        return LineResult(
+            None,
+            None,
+            [Problem("LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")],
+            parsed=False,
+        )
     if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
         proven = fast_analyze(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
         if proven is not None:
@@ -661,8 +779,9 @@ def line_result(raw: bytes | None, schema_version: int, max_line_bytes: int,
             # A last line cut short by a killed writer.
             result = LineResult(None, None, [_torn_tail_problem(raw)], parsed=False)
         else:
-            result.problems.append(Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline",
-                                           severity="warning"))
+            result.problems.append(
+                Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline", severity="warning")
+            )
     return result
 
 
@@ -695,8 +814,9 @@ class LineFramer:
     over-long line are always yielded.
     """
 
-    def __init__(self, f: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-                 needles: tuple[bytes, ...] | None = None) -> None:
+    def __init__(
+        self, f: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, needles: tuple[bytes, ...] | None = None
+    ) -> None:
         self.f = f
         self.max_line_bytes = max_line_bytes
         self.needles = needles
@@ -762,7 +882,9 @@ class LineFramer:
 PREFILTER_BLOCK_BYTES = 1 << 20
 
 
-def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES) -> Iterator[tuple[int, int, bytes | None]]:
+def _frame_prefiltered(
+    framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES
+) -> Iterator[tuple[int, int, bytes | None]]:
     """``LineFramer`` with needles, block by block: lines holding no needle are never looked at one by one.
 
     Reads ``block_size`` bytes at a time and jumps from needle to needle
@@ -809,7 +931,7 @@ def _frame_prefiltered(framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYT
                     continue
                 return
             base += nl + 1
-            chunk = chunk[nl + 1:]
+            chunk = chunk[nl + 1 :]
             skipping = False
         buf = buf + chunk if buf else chunk
         held = len(buf)
@@ -876,8 +998,13 @@ def iter_lines_unverified(
         loads = orjson.loads
         for line_no, start, raw in framer:
             if raw is None:
-                yield RawLine(line_no, start, b"", None, Problem(
-                    "LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)"))
+                yield RawLine(
+                    line_no,
+                    start,
+                    b"",
+                    None,
+                    Problem("LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)"),
+                )
                 continue
             body, has_newline = split_line_ending(raw)
             try:
@@ -892,12 +1019,16 @@ def iter_lines_unverified(
             elif deep:
                 yield RawLine(line_no, start, raw, None, _too_deep_problem())
             else:
-                reason = "blank line" if not body.strip() else (
-                    _describe_json_error(obj) if isinstance(obj, Exception) else "not a JSON object")
+                reason = (
+                    "blank line"
+                    if not body.strip()
+                    else (_describe_json_error(obj) if isinstance(obj, Exception) else "not a JSON object")
+                )
                 yield RawLine(line_no, start, raw, None, Problem("MALFORMED_LINE", f"not valid JSON: {reason}"))
         if framer.read_error is not None:
-            yield RawLine(framer.error_line or 1, framer.error_offset or 0, b"", None,
-                          Problem("IO_ERROR", framer.read_error))
+            yield RawLine(
+                framer.error_line or 1, framer.error_offset or 0, b"", None, Problem("IO_ERROR", framer.read_error)
+            )
 
 
 import errno as _errno  # noqa: E402 - used only by open_log's file type below
@@ -987,14 +1118,21 @@ class EventReader:
             if reader.broken_at is not None:
                 break
             events.append(ev.event)
-        failure = next((f for f in reader.findings if f.severity == ERROR and f.exit_code in (ExitCode.TAMPERED, ExitCode.IO)), None)
+        failure = next(
+            (f for f in reader.findings if f.severity == ERROR and f.exit_code in (ExitCode.TAMPERED, ExitCode.IO)),
+            None,
+        )
         if failure is not None:
             if failure.code == "IO_ERROR":  # not a broken chain: the file could not be read
                 raise LogIOError(f"{failure.path}: {failure.message}")
             raise ChainBrokenError(
                 f"{failure.path}:{failure.line}: {failure.code} {failure.message}",
-                path=failure.path, line=failure.line, offset=failure.offset,
-                expected=failure.expected, actual=failure.actual, code=failure.code,
+                path=failure.path,
+                line=failure.line,
+                offset=failure.offset,
+                expected=failure.expected,
+                actual=failure.actual,
+                code=failure.code,
                 exit_code=failure.exit_code,
             )
         return events

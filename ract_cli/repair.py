@@ -74,13 +74,22 @@ COPIED_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 #: reader findings repair can live with: the torn tail and open handles it fixes, and warnings
-REPAIRABLE_CODES = frozenset({
-    "TORN_TAIL", "OPEN_RUN", "OPEN_HANDLE", "MISSING_FINAL_NEWLINE", "CLOCK_REGRESSION",
-    "RUN_DIR_MISMATCH", "REPAIRED", "EMPTY_LOG",
-})
+REPAIRABLE_CODES = frozenset(
+    {
+        "TORN_TAIL",
+        "OPEN_RUN",
+        "OPEN_HANDLE",
+        "MISSING_FINAL_NEWLINE",
+        "CLOCK_REGRESSION",
+        "RUN_DIR_MISMATCH",
+        "REPAIRED",
+        "EMPTY_LOG",
+    }
+)
 
 
 # --- pure part: opens in, closes out ----------------------------------------
+
 
 def repair_id(source_event_id: str) -> str:
     """SPEC §4: the synthesized close's id, first 32 hex of SHA-256("ract.repair:" + open id)."""
@@ -160,6 +169,7 @@ def closes_for_events(events: Iterable[dict]) -> list[dict]:
 
 
 # --- file part --------------------------------------------------------------
+
 
 class RepairRefused(RefusedError):
     """The log does not verify apart from a torn tail and open handles (exit 1)."""
@@ -263,7 +273,7 @@ def _copy_range(src_fd: int, dst_fd: int, start: int, length: int) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _exclusive_file(base: Path, data_fd: int, start: int, length: int) -> Path:
@@ -313,8 +323,14 @@ def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader
     Returns the reader, the length of the prefix of complete events, and the
     raw bytes of the last complete event (to see whether it ends in ``\\n``).
     """
-    reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes,
-                         max_findings=50, display_path=display, dialect="ract")
+    reader = ChainReader(
+        path,
+        schema_version=options.schema_version,
+        max_line_bytes=options.max_line_bytes,
+        max_findings=50,
+        display_path=display,
+        dialect="ract",
+    )
     prefix_len, last_raw = 0, None
     seen = 0
     it = iter(reader)
@@ -362,8 +378,9 @@ def _self_check(reader: ChainReader, closes: list[dict], first_line: int, first_
     still_open = [h for h in state.handles.open_handles() if h.kind != "run.started"]
     if problems or still_open or (state.handles.run_started is not None and not state.handles.run_is_closed):
         what = f"{problems[0].code}: {problems[0].message}" if problems else "handles remain open"
-        raise RepairRefused(f"{reader.display_path}: the synthesized closes would not verify ({what}); "
-                            "refusing to write", problems)
+        raise RepairRefused(
+            f"{reader.display_path}: the synthesized closes would not verify ({what}); refusing to write", problems
+        )
 
 
 def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOptions()) -> RepairResult:
@@ -396,27 +413,34 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the rewrite is done
             except BlockingIOError:
-                raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")\
-                    from None
+                raise WriterLockedError(
+                    f"{display}: a writer holds this log's lock; it is still being written"
+                ) from None
         if resolve_dialect(options.dialect, src, options.max_line_bytes) == "raxol":
-            raise RepairRefused(f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
-                                "journals, since synthesizing a close there would invent a done verdict")
+            raise RepairRefused(
+                f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
+                "journals, since synthesizing a close there would invent a done verdict"
+            )
         before = os.fstat(fd)
         reader, prefix_len, last_raw = _read(src, display, options)
         state = reader.state
         size = before.st_size
-        result = RepairResult(path=src, events=state.events,
-                              warnings=[f for f in reader.findings if f.severity != ERROR])
+        result = RepairResult(
+            path=src, events=state.events, warnings=[f for f in reader.findings if f.severity != ERROR]
+        )
         if prefix_len < size:
             # every line before the torn one is a complete event (anything else was refused)
             result.torn = TornTail(line=state.events + 1, offset=prefix_len, length=size - prefix_len, sidecar=None)
         opens = _opens_to_close(state.handles)
         closes: list[dict] = []
         if opens:
-            closes = synthesize_closes([h.event for h in opens], run_id=state.run_id, prev_hash=state.head,
-                                       timestamp_ns=state.last_ts)
-            result.closes = [SynthesizedClose(c["kind"], c["id"], h.kind, h.event_id, h.line, h.offset)
-                             for c, h in zip(closes, opens)]
+            closes = synthesize_closes(
+                [h.event for h in opens], run_id=state.run_id, prev_hash=state.head, timestamp_ns=state.last_ts
+            )
+            result.closes = [
+                SynthesizedClose(c["kind"], c["id"], h.kind, h.event_id, h.line, h.offset)
+                for c, h in zip(closes, opens)
+            ]
             result.newline_added = last_raw is not None and not last_raw.endswith(b"\n")
             _self_check(reader, closes, state.events + 1, prefix_len + int(result.newline_added))
         if options.check:
@@ -434,8 +458,7 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         tail = (b"\n" if result.newline_added else b"") + b"".join(encode_line(c) for c in closes)
         try:
             if result.torn is not None:
-                sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len,
-                                          size - prefix_len)
+                sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len, size - prefix_len)
                 _fsync_dir(directory)
                 result.torn = TornTail(result.torn.line, result.torn.offset, result.torn.length, sidecar)
             if output is None and options.backup:

@@ -43,11 +43,27 @@ from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, LogEvent, resolve_diale
 from .workspace import CommittedStep, WorkspaceReport, check_commits, check_head
 
 __all__ = [
-    "ReplayOptions", "ReplayState", "ReplayStep", "Replayer", "ReplaySession", "replay",
-    "RecordedResponse", "RecordedResponses", "recorded_responses",
-    "parse_until", "parse_pace", "pace_delay", "summarize", "format_elapsed", "is_ephemeral",
-    "find_initial_snapshot", "MAX_PACE_SLEEP_S", "DEFAULT_MAX_FINDINGS", "ReplayResult", "ResponsesExhausted",
+    "DEFAULT_MAX_FINDINGS",
+    "MAX_PACE_SLEEP_S",
+    "RecordedResponse",
+    "RecordedResponses",
+    "ReplayOptions",
+    "ReplayResult",
+    "ReplaySession",
+    "ReplayState",
+    "ReplayStep",
+    "Replayer",
+    "ResponsesExhausted",
+    "find_initial_snapshot",
+    "format_elapsed",
+    "is_ephemeral",
+    "pace_delay",
+    "parse_pace",
+    "parse_until",
+    "recorded_responses",
+    "replay",
     "resolve_log_path",
+    "summarize",
 ]
 
 #: Findings a replay keeps in memory (and prints); more are counted, and still set the exit code.
@@ -64,6 +80,7 @@ _STEP_KINDS = frozenset({"step.started", "step.committed", "step.rolled_back"})
 
 
 # --- hooks and small pure helpers ------------------------------------------
+
 
 def is_ephemeral(event: dict) -> bool:
     """True for an event that is never replayed nor counted (SPEC §8).
@@ -141,7 +158,7 @@ def _fmt_value(value: Any, limit: int = 60) -> str:
         return orjson.dumps(text).decode()
     try:
         text = orjson.dumps(value).decode()
-    except Exception:  # noqa: BLE001 - nesting deeper than orjson writes
+    except Exception:
         text = _safe_repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -211,7 +228,7 @@ def _key(value: object) -> str:
         return value
     try:
         return orjson.dumps(value).decode()
-    except Exception:  # noqa: BLE001 - too deep for orjson: fall back to repr, which may be too deep as well
+    except Exception:
         return _safe_repr(value)
 
 
@@ -223,6 +240,7 @@ def _safe_repr(value: object) -> str:
 
 
 # --- state --------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class AssumptionStatus:
@@ -277,9 +295,16 @@ class ReplayState:
             self._assumption(kind, payload, ev)
         elif kind == "predicate.evaluated" and "predicate_id" in payload:
             pid = _key(payload["predicate_id"])
-            self.predicates[pid] = PredicateVerdict(pid, payload.get("ok"), payload.get("required"),
-                                                    payload.get("reason"), payload.get("kind"), ev.line,
-                                                    self.index, event["id"])
+            self.predicates[pid] = PredicateVerdict(
+                pid,
+                payload.get("ok"),
+                payload.get("required"),
+                payload.get("reason"),
+                payload.get("kind"),
+                ev.line,
+                self.index,
+                event["id"],
+            )
 
     def _assumption(self, kind: str, payload: dict, ev: LogEvent) -> None:
         if "assumption_id" not in payload:
@@ -294,9 +319,14 @@ class ReplayState:
             if self.assumptions.pop(aid, None) is not None or known is None:
                 self.discharged += 1
         elif kind == "assumption.violated":
-            self.assumptions[aid] = AssumptionStatus(aid, "violated", ev.line, ev.event["id"],
-                                                     root_id=payload.get("root_id"),
-                                                     text=known.text if known else None)
+            self.assumptions[aid] = AssumptionStatus(
+                aid,
+                "violated",
+                ev.line,
+                ev.event["id"],
+                root_id=payload.get("root_id"),
+                text=known.text if known else None,
+            )
 
     # views
     @property
@@ -368,15 +398,27 @@ class ReplayState:
             "prompts": [handle(h, "provider", "intent_id") for h in self.prompts],
             "handshakes": [handle(h, "milestone_id", "description") for h in self.handshakes],
             "assumptions": {
-                "live": [{"assumption_id": a.assumption_id, "status": a.status, "line": a.line,
-                          "event_id": a.event_id} for a in self.live_assumptions],
-                "violated": [{"assumption_id": a.assumption_id, "root_id": a.root_id, "line": a.line,
-                              "event_id": a.event_id} for a in self.violated_assumptions],
+                "live": [
+                    {"assumption_id": a.assumption_id, "status": a.status, "line": a.line, "event_id": a.event_id}
+                    for a in self.live_assumptions
+                ],
+                "violated": [
+                    {"assumption_id": a.assumption_id, "root_id": a.root_id, "line": a.line, "event_id": a.event_id}
+                    for a in self.violated_assumptions
+                ],
                 "discharged": self.discharged,
             },
-            "predicates": [{"predicate_id": p.predicate_id, "ok": p.ok, "required": p.required,
-                            "reason": p.reason, "line": p.line, "event_id": p.event_id}
-                           for p in self.predicates.values()],
+            "predicates": [
+                {
+                    "predicate_id": p.predicate_id,
+                    "ok": p.ok,
+                    "required": p.required,
+                    "reason": p.reason,
+                    "line": p.line,
+                    "event_id": p.event_id,
+                }
+                for p in self.predicates.values()
+            ],
         }
 
 
@@ -413,8 +455,13 @@ class Replayer:
         max_findings: int | None = None,
     ) -> None:
         self.path = str(path)
-        self.reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes,
-                                  max_findings=max_findings, dialect="ract")
+        self.reader = ChainReader(
+            path,
+            schema_version=schema_version,
+            max_line_bytes=max_line_bytes,
+            max_findings=max_findings,
+            dialect="ract",
+        )
         self.state = ReplayState()
         self.exclude = exclude
         self.stopped_at_break: int | None = None
@@ -451,6 +498,7 @@ class Replayer:
 
 # --- the initial snapshot -------------------------------------------------
 
+
 @dataclass(frozen=True)
 class InitialSnapshot:
     """``parent_snapshot`` of the run's first ``step.started`` (raw log value), and where it is."""
@@ -461,11 +509,16 @@ class InitialSnapshot:
     event_id: str | None = None
 
 
-def find_initial_snapshot(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION,
-                          max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> InitialSnapshot:
+def find_initial_snapshot(
+    path: str | os.PathLike[str],
+    *,
+    schema_version: int = LATEST_SCHEMA_VERSION,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> InitialSnapshot:
     """Read (through the chain reader) up to the first trusted ``step.started``."""
-    reader = ChainReader(path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract",
-                         max_findings=1)  # its findings are not used: keep memory flat on a hostile log
+    reader = ChainReader(
+        path, schema_version=schema_version, max_line_bytes=max_line_bytes, dialect="ract", max_findings=1
+    )  # its findings are not used: keep memory flat on a hostile log
     for ev in reader:
         if not ev.trusted:
             break
@@ -475,6 +528,7 @@ def find_initial_snapshot(path: str | os.PathLike[str], *, schema_version: int =
 
 
 # --- the command's one library call ----------------------------------------
+
 
 @dataclass(frozen=True)
 class ReplayOptions:
@@ -540,15 +594,25 @@ class ReplaySession:
         self.snapshot = InitialSnapshot(None)
         self.workspace: WorkspaceReport | None = None
         if options.workspace is not None and os.path.isfile(path):  # an unreadable log is only an IO finding
-            self.snapshot = find_initial_snapshot(path, schema_version=options.schema_version,
-                                                  max_line_bytes=options.max_line_bytes)
-            where = {"path": self.path, "line": self.snapshot.line, "offset": self.snapshot.offset,
-                     "event_id": self.snapshot.event_id}
-            self.workspace = check_head(options.workspace, self.snapshot.value, strict=options.strict_head,
-                                        where=where, log_path=path)
-        self.replayer = Replayer(path, schema_version=options.schema_version,
-                                 max_line_bytes=options.max_line_bytes, exclude=options.exclude,
-                                 max_findings=options.max_findings)
+            self.snapshot = find_initial_snapshot(
+                path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes
+            )
+            where = {
+                "path": self.path,
+                "line": self.snapshot.line,
+                "offset": self.snapshot.offset,
+                "event_id": self.snapshot.event_id,
+            }
+            self.workspace = check_head(
+                options.workspace, self.snapshot.value, strict=options.strict_head, where=where, log_path=path
+            )
+        self.replayer = Replayer(
+            path,
+            schema_version=options.schema_version,
+            max_line_bytes=options.max_line_bytes,
+            exclude=options.exclude,
+            max_findings=options.max_findings,
+        )
         self.until_reached: bool | None = None if options.until is None else False
         self._commits: list[CommittedStep] = []
         self._iterated = False
@@ -561,9 +625,15 @@ class ReplaySession:
     def _note(self, ev: LogEvent) -> None:
         if self.options.check_commits and ev.event["kind"] == "step.committed":
             payload = ev.event["payload"]
-            self._commits.append(CommittedStep(ev.line, ev.offset, ev.event["id"],
-                                               payload.get("parent_snapshot_before"),
-                                               payload.get("parent_snapshot_after")))
+            self._commits.append(
+                CommittedStep(
+                    ev.line,
+                    ev.offset,
+                    ev.event["id"],
+                    payload.get("parent_snapshot_before"),
+                    payload.get("parent_snapshot_after"),
+                )
+            )
 
     def steps(self) -> Iterator[ReplayStep]:
         """Replayed events in order, stopping after the ``--until`` target or at a chain break."""
@@ -574,8 +644,9 @@ class ReplaySession:
         for step in self.replayer:
             self._note(step.event)
             yield step
-            if until is not None and (step.index == until if isinstance(until, int)
-                                      else step.event.event["id"] == until):
+            if until is not None and (
+                step.index == until if isinstance(until, int) else step.event.event["id"] == until
+            ):
                 self.until_reached = True
                 return
 
@@ -595,9 +666,18 @@ class ReplaySession:
         if self.options.check_commits and self.options.workspace is not None:
             findings.extend(check_commits(self.options.workspace, self._commits, path=self.path))
         chain = self.replayer.reader.state
-        self._result = ReplayResult(self.path, self.state.index, stop, self.until_reached,
-                                    self.replayer.reader.broken_at, state, findings, self.workspace,
-                                    chain.suppressed, chain.exit_code)
+        self._result = ReplayResult(
+            self.path,
+            self.state.index,
+            stop,
+            self.until_reached,
+            self.replayer.reader.broken_at,
+            state,
+            findings,
+            self.workspace,
+            chain.suppressed,
+            chain.exit_code,
+        )
         return self._result
 
 
@@ -614,12 +694,17 @@ def replay(path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions(
     if resolve_dialect(options.dialect, path, options.max_line_bytes) == "raxol":
         from .raxol_replay import JournalReplaySession
 
-        return JournalReplaySession(path, until=options.until, max_line_bytes=options.max_line_bytes,  # type: ignore[return-value]
-                                    max_findings=options.max_findings)
+        return JournalReplaySession(
+            path,
+            until=options.until,
+            max_line_bytes=options.max_line_bytes,  # type: ignore[return-value]
+            max_findings=options.max_findings,
+        )
     return ReplaySession(path, options)
 
 
 # --- recorded provider responses --------------------------------------------
+
 
 @dataclass(frozen=True)
 class RecordedResponse:
@@ -670,9 +755,13 @@ class RecordedResponses:
         return sum(len(v) for v in self.by_intent.values())
 
 
-def recorded_responses(path: str | os.PathLike[str], *, include_synthesized: bool = True,
-                       schema_version: int = LATEST_SCHEMA_VERSION,
-                       max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> RecordedResponses:
+def recorded_responses(
+    path: str | os.PathLike[str],
+    *,
+    include_synthesized: bool = True,
+    schema_version: int = LATEST_SCHEMA_VERSION,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> RecordedResponses:
     """Every trusted ``response.received`` of the log, in order, grouped by ``intent_id``."""
     replayer = Replayer(path, schema_version=schema_version, max_line_bytes=max_line_bytes)
     result = RecordedResponses()
@@ -686,9 +775,21 @@ def recorded_responses(path: str | os.PathLike[str], *, include_synthesized: boo
             continue
         intent = payload.get("intent_id")
         key = intent if type(intent) is str else (None if intent is None else _key(intent))
-        result.by_intent.setdefault(key, []).append(RecordedResponse(
-            key, payload.get("provider"), payload.get("response_type"), payload.get("preview"), event["id"],
-            event["parent_id"], event["step_id"], step.event.line, event["timestamp_ns"], synthesized, payload))
+        result.by_intent.setdefault(key, []).append(
+            RecordedResponse(
+                key,
+                payload.get("provider"),
+                payload.get("response_type"),
+                payload.get("preview"),
+                event["id"],
+                event["parent_id"],
+                event["step_id"],
+                step.event.line,
+                event["timestamp_ns"],
+                synthesized,
+                payload,
+            )
+        )
     replayer.drain()
     result.findings = list(replayer.findings)
     result.exit_code = replayer.exit_code

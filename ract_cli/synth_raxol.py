@@ -17,11 +17,21 @@ from typing import Any
 from .raxol import chain_records, encode_line
 
 BASE_MS = 1_764_000_000_000  # 2025-11-24T16:00:00Z, in milliseconds
-PROMPTS = ("fix the failing test in tests/test_io.py", "rename the config loader and update callers",
-           "explain why the build is slow — naïve guess first", "résumé parser: handle UTF-16 files")
+PROMPTS = (
+    "fix the failing test in tests/test_io.py",
+    "rename the config loader and update callers",
+    "explain why the build is slow — naïve guess first",
+    "résumé parser: handle UTF-16 files",
+)
 TOOLS = ("read_file", "bash", "grep", "apply_patch")
-TEXTS = ("Looking at the traceback first.", "The fixture path is wrong; patching it.", "Tests pass now ✅",
-         "日本語のコメントも保持します", "quote \" and \\ slash", "tab\tseparated")
+TEXTS = (
+    "Looking at the traceback first.",
+    "The fixture path is wrong; patching it.",
+    "Tests pass now ✅",
+    "日本語のコメントも保持します",
+    'quote " and \\ slash',
+    "tab\tseparated",
+)
 
 
 @dataclass
@@ -41,8 +51,7 @@ class JournalBuilder:
         record: dict[str, Any] = {}
         if self.schema_version is not None:
             record["schema_version"] = self.schema_version
-        record.update({"seq": len(self.records), "family": "loop", "type": rtype, "at_ms": self.ms,
-                       "payload": payload})
+        record.update({"seq": len(self.records), "family": "loop", "type": rtype, "at_ms": self.ms, "payload": payload})
         record.update(extra)
         self.records.append(record)
         return record
@@ -53,7 +62,7 @@ class JournalBuilder:
         self.emit("item_started", {"item_id": item_id, "item_type": item_type})
         text = str(body.get("text", ""))
         for k in range(deltas):
-            chunk = text[k * len(text) // deltas:(k + 1) * len(text) // deltas]
+            chunk = text[k * len(text) // deltas : (k + 1) * len(text) // deltas]
             self.emit("item_delta", {"item_id": item_id, "chunk": chunk})
         self.emit("item_completed", {"item_id": item_id, "item_type": item_type, **body})
         if item_type == "tool_result":
@@ -81,8 +90,14 @@ class JournalBuilder:
         return list(self.tool_results)
 
 
-def _journal(seed: int, *, schema_version: str | None, final_marker: Callable[[JournalBuilder], dict],
-             turns: int = 2, error: bool = False) -> list[dict]:
+def _journal(
+    seed: int,
+    *,
+    schema_version: str | None,
+    final_marker: Callable[[JournalBuilder], dict],
+    turns: int = 2,
+    error: bool = False,
+) -> list[dict]:
     rng = random.Random(seed)
     b = JournalBuilder(rng, schema_version)
     for t in range(turns - 1):
@@ -103,9 +118,15 @@ def accepted(seed: int = 11) -> list[dict]:
 
 def rejected(seed: int = 12) -> list[dict]:
     """1.1.0: refs offered and refused by the done gate (stale_evidence at offset 1); one error record."""
-    return _journal(seed, schema_version="1.1.0", error=True, final_marker=lambda b: {
-        "evidence": "rejected",
-        "evidence_rejected": {"refs": b.refs(), "reason": "stale_evidence", "ref": 1}})
+    return _journal(
+        seed,
+        schema_version="1.1.0",
+        error=True,
+        final_marker=lambda b: {
+            "evidence": "rejected",
+            "evidence_rejected": {"refs": b.refs(), "reason": "stale_evidence", "ref": 1},
+        },
+    )
 
 
 def absent(seed: int = 13) -> list[dict]:
@@ -167,21 +188,32 @@ class JournalFixture:
 
 JOURNAL_FIXTURES: dict[str, JournalFixture] = {
     "accepted": JournalFixture(accepted, "1.1.0, evidence accepted with refs", 0, "accepted", "journal-trust"),
-    "rejected": JournalFixture(rejected, "1.1.0, evidence rejected (stale_evidence, ref 1), one error record", 0,
-                               "rejected", "journal-trust"),
+    "rejected": JournalFixture(
+        rejected, "1.1.0, evidence rejected (stale_evidence, ref 1), one error record", 0, "rejected", "journal-trust"
+    ),
     "absent": JournalFixture(absent, "1.1.0, evidence absent (no refs offered)", 0, "absent", "journal-trust"),
-    "legacy-refs": JournalFixture(legacy_refs, "1.0.0, no marker, refs present: grandfathered accepted", 0,
-                                  "accepted", "journal-trust"),
-    "legacy-unknown": JournalFixture(legacy_unknown, "1.0.0, no marker, no refs: unknown (never absent)", 0,
-                                     "unknown", "journal-trust"),
-    "legacy-marker": JournalFixture(legacy_marker, "1.0.0 journal with a marker: CONTRACT_WARNING", 0,
-                                    "accepted", "journal-trust"),
-    "grown": JournalFixture(grown, "1.1.0 with an unknown type and extra keys: UNKNOWN_TYPE warning", 0,
-                            "absent", "journal-trust"),
-    "chained": JournalFixture(chained, "1.1.0 accepted, hash-chained: verdict on a verified chain", 0,
-                              "accepted", "verified-chain"),
-    "chained-tampered": JournalFixture(chained_tampered, "chained, rejected verdict flipped to accepted after "
-                                       "writing: HASH_MISMATCH", 1, "accepted", "broken-chain"),
+    "legacy-refs": JournalFixture(
+        legacy_refs, "1.0.0, no marker, refs present: grandfathered accepted", 0, "accepted", "journal-trust"
+    ),
+    "legacy-unknown": JournalFixture(
+        legacy_unknown, "1.0.0, no marker, no refs: unknown (never absent)", 0, "unknown", "journal-trust"
+    ),
+    "legacy-marker": JournalFixture(
+        legacy_marker, "1.0.0 journal with a marker: CONTRACT_WARNING", 0, "accepted", "journal-trust"
+    ),
+    "grown": JournalFixture(
+        grown, "1.1.0 with an unknown type and extra keys: UNKNOWN_TYPE warning", 0, "absent", "journal-trust"
+    ),
+    "chained": JournalFixture(
+        chained, "1.1.0 accepted, hash-chained: verdict on a verified chain", 0, "accepted", "verified-chain"
+    ),
+    "chained-tampered": JournalFixture(
+        chained_tampered,
+        "chained, rejected verdict flipped to accepted after writing: HASH_MISMATCH",
+        1,
+        "accepted",
+        "broken-chain",
+    ),
 }
 
 

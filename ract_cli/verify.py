@@ -71,9 +71,19 @@ class VerifyReport:
     def to_dict(self) -> dict:
         files = [f.to_dict() for f in self.files]
         for finding in self.findings:  # a path that gave no file still appears, as a failed entry
-            files.append({"path": finding.path, "ok": False, "exit_code": int(finding.exit_code), "events": 0,
-                          "head": None, "first_ts": None, "last_ts": None, "findings": [finding.to_dict()],
-                          "suppressed_findings": 0})
+            files.append(
+                {
+                    "path": finding.path,
+                    "ok": False,
+                    "exit_code": int(finding.exit_code),
+                    "events": 0,
+                    "head": None,
+                    "first_ts": None,
+                    "last_ts": None,
+                    "findings": [finding.to_dict()],
+                    "suppressed_findings": 0,
+                }
+            )
         return {"exit_code": int(self.exit_code), "files": files}
 
 
@@ -88,8 +98,13 @@ def check_options(options: VerifyOptions, n_files: int | None = None) -> None:
         raise UsageError("--max-findings must be at least 1")
 
 
-def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOptions(), *,
-                progress: Callable[[int], None] | None = None, pool: Executor | None = None) -> FileReport:
+def verify_file(
+    path: str | os.PathLike[str],
+    options: VerifyOptions = VerifyOptions(),
+    *,
+    progress: Callable[[int], None] | None = None,
+    pool: Executor | None = None,
+) -> FileReport:
     """Verify one log through the one chain reader.
 
     With ``options.jobs > 1`` a RACT log of at least ``parallel.PARALLEL_MIN_BYTES``
@@ -107,26 +122,53 @@ def verify_file(path: str | os.PathLike[str], options: VerifyOptions = VerifyOpt
         try:
             pool = pool if pool is not None else make_pool(options.jobs - 1)
             try:
-                scan_file(path, state, pool, jobs=options.jobs, schema_version=options.schema_version,
-                          max_line_bytes=options.max_line_bytes, main_every=options.jobs + 1 if own_pool else 0,
-                          progress=progress)
+                scan_file(
+                    path,
+                    state,
+                    pool,
+                    jobs=options.jobs,
+                    schema_version=options.schema_version,
+                    max_line_bytes=options.max_line_bytes,
+                    main_every=options.jobs + 1 if own_pool else 0,
+                    progress=progress,
+                )
             finally:
                 if own_pool:
                     pool.shutdown(cancel_futures=True)
         except POOL_FAILURES:
             state = None  # no worker processes here (or one died): the sequential reader decides alone
     if state is None:
-        reader = ChainReader(path, schema_version=options.schema_version, require_closed=options.require_closed,
-                             max_line_bytes=options.max_line_bytes, max_findings=options.max_findings,
-                             dialect=options.dialect)
+        reader = ChainReader(
+            path,
+            schema_version=options.schema_version,
+            require_closed=options.require_closed,
+            max_line_bytes=options.max_line_bytes,
+            max_findings=options.max_findings,
+            dialect=options.dialect,
+        )
         reader.progress = progress
         reader.read_all()
         state = reader.state
     if options.expect_head is not None and state.head != options.expect_head:
-        state.add(error("HEAD_MISMATCH", "chain head differs from --expect-head", path=str(path),
-                        expected=options.expect_head, actual=state.head))
-    return FileReport(str(path), state.exit_code, state.events, state.head, state.first_ts, state.last_ts,
-                      state.findings, state.suppressed)
+        state.add(
+            error(
+                "HEAD_MISMATCH",
+                "chain head differs from --expect-head",
+                path=str(path),
+                expected=options.expect_head,
+                actual=state.head,
+            )
+        )
+    return FileReport(
+        str(path),
+        state.exit_code,
+        state.events,
+        state.head,
+        state.first_ts,
+        state.last_ts,
+        state.findings,
+        state.suppressed,
+    )
 
 
 def _verify_whole(path: str, options: VerifyOptions) -> FileReport:
@@ -134,8 +176,12 @@ def _verify_whole(path: str, options: VerifyOptions) -> FileReport:
     return verify_file(path, options)
 
 
-def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions = VerifyOptions(), *,
-                 progress: Callable[[int, int], None] | None = None) -> VerifyReport:
+def verify_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    options: VerifyOptions = VerifyOptions(),
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> VerifyReport:
     """Verify every log under the given files and directories (SPEC §3: one report, one exit code).
 
     ``progress(done_bytes, total_bytes)`` is called as files (and ranges of
@@ -167,8 +213,15 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
     except POOL_FAILURES:
         pool = None  # cannot start processes here: verify one file after the other
     with pool if pool is not None else nullcontext():
-        whole = {i: pool.submit(_verify_whole, str(path), one_job)
-                 for i, path in enumerate(found.files) if not splittable[i]} if pool is not None else {}
+        whole = (
+            {
+                i: pool.submit(_verify_whole, str(path), one_job)
+                for i, path in enumerate(found.files)
+                if not splittable[i]
+            }
+            if pool is not None
+            else {}
+        )
         for i, (path, size) in enumerate(zip(found.files, sizes)):
             file_report = None
             if i in whole:
@@ -177,8 +230,9 @@ def verify_paths(paths: Sequence[str | os.PathLike[str]], options: VerifyOptions
                 except POOL_FAILURES:
                     file_report = None  # a worker died: verify this file here
             if file_report is None:
-                file_report = verify_file(path, options if i not in whole else one_job, progress=file_progress,
-                                          pool=pool)
+                file_report = verify_file(
+                    path, options if i not in whole else one_job, progress=file_progress, pool=pool
+                )
             file_report.path = str(path)
             report.files.append(file_report)
             done += size

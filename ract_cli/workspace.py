@@ -85,7 +85,7 @@ def open_repo(workspace: str | os.PathLike[str]) -> tuple[Any | None, str | None
     """The git repository holding ``workspace`` (searching parents), or (None, why not)."""
     try:
         import git  # GitPython: imported lazily, it starts slowly and needs a git binary
-    except Exception as exc:  # noqa: BLE001 - ImportError, or GitPython refusing without git
+    except Exception as exc:
         return None, f"GitPython is unusable here ({type(exc).__name__}: {exc})"
     try:
         repo = git.Repo(os.fspath(workspace), search_parent_directories=True)
@@ -93,7 +93,7 @@ def open_repo(workspace: str | os.PathLike[str]) -> tuple[Any | None, str | None
         return None, f"{os.fspath(workspace)} does not exist"
     except git.InvalidGitRepositoryError:
         return None, f"{os.fspath(workspace)} is not a git repository"
-    except Exception as exc:  # noqa: BLE001 - e.g. "dubious ownership", unreadable .git
+    except Exception as exc:
         return None, f"{os.fspath(workspace)}: git cannot open it ({type(exc).__name__}: {exc})"
     return repo, None
 
@@ -125,54 +125,75 @@ def check_head(
 
     repo, why = open_repo(workspace)
     if repo is None:
-        report.findings.append(warning(
-            "PRECONDITION_UNCHECKED", f"determinism precondition cannot be checked: {why}", **loc))
+        report.findings.append(
+            warning("PRECONDITION_UNCHECKED", f"determinism precondition cannot be checked: {why}", **loc)
+        )
         return report
     try:
         report.repo_root = repo.working_tree_dir or repo.git_dir
         _read_head(repo, report)
         if not repo.bare:
             _read_dirty(repo, report, _own_files(report.repo_root, log_path))
-    except Exception as exc:  # noqa: BLE001 - any git failure is a "cannot check", never a crash
-        report.findings.append(warning(
-            "PRECONDITION_UNCHECKED",
-            f"determinism precondition cannot be checked: git failed ({type(exc).__name__}: {exc})", **loc))
+    except Exception as exc:
+        report.findings.append(
+            warning(
+                "PRECONDITION_UNCHECKED",
+                f"determinism precondition cannot be checked: git failed ({type(exc).__name__}: {exc})",
+                **loc,
+            )
+        )
         return report
     finally:
         repo.close()
 
     if snapshot is None:
-        report.findings.append(warning(
-            "PRECONDITION_UNCHECKED",
-            "determinism precondition cannot be checked: the run has no snapshot (no step.started with a "
-            "parent_snapshot)", **loc))
+        report.findings.append(
+            warning(
+                "PRECONDITION_UNCHECKED",
+                "determinism precondition cannot be checked: the run has no snapshot (no step.started with a "
+                "parent_snapshot)",
+                **loc,
+            )
+        )
     elif sha is None:
-        report.findings.append(warning(
-            "PRECONDITION_UNCHECKED",
-            "determinism precondition cannot be checked: the run's initial snapshot "
-            f"{_short_repr(snapshot)} is not a full commit sha (40 or 64 hex)", **loc))
+        report.findings.append(
+            warning(
+                "PRECONDITION_UNCHECKED",
+                "determinism precondition cannot be checked: the run's initial snapshot "
+                f"{_short_repr(snapshot)} is not a full commit sha (40 or 64 hex)",
+                **loc,
+            )
+        )
     else:
         report.checked = True
         if report.head != sha:
             head = report.head or "(none: the branch has no commit yet)"
             state = " (detached HEAD)" if report.detached else (f" (branch {report.branch})" if report.branch else "")
             make = error if strict else warning
-            report.findings.append(make(
-                "HEAD_DIVERGED",
-                f"workspace {report.repo_root} HEAD {head}{state} differs from the run's initial snapshot {sha}: "
-                f"{DIVERGE_NOTE}",
-                expected=sha, actual=report.head, **loc))
+            report.findings.append(
+                make(
+                    "HEAD_DIVERGED",
+                    f"workspace {report.repo_root} HEAD {head}{state} differs from the run's initial snapshot {sha}: "
+                    f"{DIVERGE_NOTE}",
+                    expected=sha,
+                    actual=report.head,
+                    **loc,
+                )
+            )
     if report.dirty:
         parts = []
         if report.modified:
             parts.append(f"{report.modified} modified path(s)")
         if report.untracked:
             parts.append(f"{report.untracked} untracked path(s)")
-        report.findings.append(warning(
-            "WORKTREE_DIRTY",
-            f"workspace worktree {report.repo_root} is dirty, uncommitted changes ({', '.join(parts)}): "
-            f"{DIVERGE_NOTE}",
-            path=ws))
+        report.findings.append(
+            warning(
+                "WORKTREE_DIRTY",
+                f"workspace worktree {report.repo_root} is dirty, uncommitted changes ({', '.join(parts)}): "
+                f"{DIVERGE_NOTE}",
+                path=ws,
+            )
+        )
     return report
 
 
@@ -202,12 +223,15 @@ def _own_files(repo_root: str | None, log_path: str | os.PathLike[str] | None) -
     if rel == os.curdir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
         return []
     escaped = "".join("\\" + ch if ch in "*?[]\\" else ch for ch in rel)  # literal inside a glob pathspec
-    return ([f":(exclude,literal){rel}{suffix}" for suffix in ("", ".bak", ".torn")]
-            + [f":(exclude,glob){escaped}{suffix}.*" for suffix in (".bak", ".torn")])
+    return [f":(exclude,literal){rel}{suffix}" for suffix in ("", ".bak", ".torn")] + [
+        f":(exclude,glob){escaped}{suffix}.*" for suffix in (".bak", ".torn")
+    ]
 
 
 def _read_dirty(repo: Any, report: WorkspaceReport, excludes: Sequence[str] = ()) -> None:
-    out = repo.git.status("--porcelain", "--untracked-files=normal", "-z", *(["--", ".", *excludes] if excludes else []))
+    out = repo.git.status(
+        "--porcelain", "--untracked-files=normal", "-z", *(["--", ".", *excludes] if excludes else [])
+    )
     for entry in out.split("\0"):
         if not entry:
             continue
@@ -245,8 +269,13 @@ def check_commits(
         return []
     repo, why = open_repo(workspace)
     if repo is None:
-        return [warning("PRECONDITION_UNCHECKED", f"--check-commits: commits cannot be checked: {why}",
-                        path=os.fspath(workspace))]
+        return [
+            warning(
+                "PRECONDITION_UNCHECKED",
+                f"--check-commits: commits cannot be checked: {why}",
+                path=os.fspath(workspace),
+            )
+        ]
     findings: list[Finding] = []
     exists: dict[str, bool] = {}
 
@@ -256,7 +285,7 @@ def check_commits(
                 # ``sha`` is validated full hex: it cannot be read as an option or a revision expression.
                 repo.git.rev_parse("--verify", "--quiet", sha + "^{commit}")
                 exists[sha] = True
-            except Exception:  # noqa: BLE001 - GitCommandError: not a commit here
+            except Exception:
                 exists[sha] = False
         return exists[sha]
 
@@ -265,29 +294,48 @@ def check_commits(
             loc = {"path": path, "line": step.line, "offset": step.offset, "event_id": step.event_id}
             before, after = full_sha(step.before), full_sha(step.after)
             missing = False
-            for name, raw, sha in (("parent_snapshot_after", step.after, after),
-                                   ("parent_snapshot_before", step.before, before)):
+            for name, raw, sha in (
+                ("parent_snapshot_after", step.after, after),
+                ("parent_snapshot_before", step.before, before),
+            ):
                 if sha is None:
-                    findings.append(error("COMMIT_MISSING",
-                                          f"step.committed {name} {_short_repr(raw)} is not a full commit sha",
-                                          actual=_short_repr(raw), **loc))
+                    findings.append(
+                        error(
+                            "COMMIT_MISSING",
+                            f"step.committed {name} {_short_repr(raw)} is not a full commit sha",
+                            actual=_short_repr(raw),
+                            **loc,
+                        )
+                    )
                     missing = True
                 elif not commit_exists(sha):
-                    findings.append(error("COMMIT_MISSING",
-                                          f"step.committed {name} {sha} is not a commit of the repository "
-                                          f"at {repo.working_tree_dir or repo.git_dir}", actual=sha, **loc))
+                    findings.append(
+                        error(
+                            "COMMIT_MISSING",
+                            f"step.committed {name} {sha} is not a commit of the repository "
+                            f"at {repo.working_tree_dir or repo.git_dir}",
+                            actual=sha,
+                            **loc,
+                        )
+                    )
                     missing = True
             if missing:
                 continue
             try:
                 related = repo.is_ancestor(before, after)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 related = False
             if not related:
-                findings.append(error("COMMIT_UNRELATED",
-                                      f"step.committed parent_snapshot_after {after} does not descend from "
-                                      f"parent_snapshot_before {before}", expected=f"descendant of {before}",
-                                      actual=after, **loc))
+                findings.append(
+                    error(
+                        "COMMIT_UNRELATED",
+                        f"step.committed parent_snapshot_after {after} does not descend from "
+                        f"parent_snapshot_before {before}",
+                        expected=f"descendant of {before}",
+                        actual=after,
+                        **loc,
+                    )
+                )
     finally:
         repo.close()
     return findings

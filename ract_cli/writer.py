@@ -82,11 +82,11 @@ def _safe_repr(value: Any) -> str:
     try:
         text = repr(value)
         text = str.__str__(text)  # a str subclass (its own methods) cannot reach the line
-    except Exception:  # noqa: BLE001 - a hostile __repr__ must not crash the writer
+    except Exception:
         try:
             name = type(value).__name__
             name = str.__str__(name) if isinstance(name, str) else "object"
-        except Exception:  # noqa: BLE001
+        except Exception:
             name = "object"
         text = f"<unrepresentable {name}>"
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
@@ -142,7 +142,7 @@ def _sanitize(value: Any, depth: int, hits: list[bool], top_keys: set[str] | Non
             return out
         if issubclass(t, (list, tuple)):
             return [_sanitize(item, depth + 1, hits) for item in list(value)]  # list(): a raising __iter__
-    except Exception:  # noqa: BLE001 - a hostile container becomes its repr text, never a crash
+    except Exception:
         return _replace(value, hits)
     return _replace(value, hits)
 
@@ -155,8 +155,7 @@ def _string_list(value: Any, where: str) -> list[str]:
         return [value]
     if type(value) in (list, tuple) and all(type(item) is str for item in value):
         return list(value)
-    raise RactError(f"{where} must be a string or a list of strings, not {_describe(value)}",
-                    exit_code=ExitCode.USAGE)
+    raise RactError(f"{where} must be a string or a list of strings, not {_describe(value)}", exit_code=ExitCode.USAGE)
 
 
 def _describe(value: Any) -> str:
@@ -192,8 +191,9 @@ class RedactionProfile:
         self.patterns = [_utf8_text(p, "redaction pattern") for p in _string_list(self.patterns, "patterns")]
         self.fields = [_utf8_text(f, "redaction field") for f in _string_list(self.fields, "fields")]
         if type(self.replacement) is not str:
-            raise RactError(f"replacement must be a string, not {_describe(self.replacement)}",
-                            exit_code=ExitCode.USAGE)
+            raise RactError(
+                f"replacement must be a string, not {_describe(self.replacement)}", exit_code=ExitCode.USAGE
+            )
         _utf8_text(self.replacement, "replacement")
         compiled = []
         for pattern in self.patterns:
@@ -249,8 +249,10 @@ class RedactionProfile:
             raise RactError("ract.yaml: trace.redaction must be a mapping", exit_code=ExitCode.USAGE)
         replacement = section.get("replacement", "[REDACTED]")
         if type(replacement) is not str:
-            raise RactError(f"ract.yaml: trace.redaction.replacement must be a string, not {_describe(replacement)}",
-                            exit_code=ExitCode.USAGE)
+            raise RactError(
+                f"ract.yaml: trace.redaction.replacement must be a string, not {_describe(replacement)}",
+                exit_code=ExitCode.USAGE,
+            )
         try:
             return cls(
                 patterns=_string_list(section.get("patterns"), "ract.yaml: trace.redaction.patterns"),
@@ -320,14 +322,22 @@ def read_head(path: str | os.PathLike[str]) -> LogHead | None:
     # the reader's own verdict on a last line (torn tail, MISSING_FINAL_NEWLINE...): one rule for both
     result = line_result(last, LATEST_SCHEMA_VERSION, max(len(last), 1))
     if any(p.code == "TORN_TAIL" for p in result.problems):
-        raise RactError(f"{path}: last line has no newline and does not parse (a torn tail); "
-                        "run `ract trace repair` first", exit_code=ExitCode.INCOMPLETE)
+        raise RactError(
+            f"{path}: last line has no newline and does not parse (a torn tail); run `ract trace repair` first",
+            exit_code=ExitCode.INCOMPLETE,
+        )
     if result.event is None or any(p.code == "HASH_MISMATCH" for p in result.problems):
-        raise RactError(f"{path}: last line is not a valid event; refusing to chain onto it",
-                        exit_code=ExitCode.TAMPERED)
+        raise RactError(
+            f"{path}: last line is not a valid event; refusing to chain onto it", exit_code=ExitCode.TAMPERED
+        )
     ev = result.event
-    return LogHead(hash=ev["hash"], run_id=ev["run_id"], timestamp_ns=ev["timestamp_ns"], size_bytes=size,
-                   missing_newline=missing_newline)
+    return LogHead(
+        hash=ev["hash"],
+        run_id=ev["run_id"],
+        timestamp_ns=ev["timestamp_ns"],
+        size_bytes=size,
+        missing_newline=missing_newline,
+    )
 
 
 def is_locked(path: str | os.PathLike[str]) -> bool:
@@ -364,7 +374,7 @@ class EventWriter:
         *,
         run_id: str | None = None,
         fsync: FsyncPolicy | str = FsyncPolicy.EVERY,
-        redaction: RedactionProfile | None | object = FROM_CONFIG,
+        redaction: RedactionProfile | object | None = FROM_CONFIG,
         clock: Callable[[], int] = time.time_ns,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         strict: bool = True,
@@ -403,8 +413,9 @@ class EventWriter:
         else:
             if run_id is not None and run_id != head.run_id:
                 self._release()
-                raise RactError(f"{self.path}: log belongs to run {head.run_id}, not {run_id}",
-                                exit_code=ExitCode.USAGE)
+                raise RactError(
+                    f"{self.path}: log belongs to run {head.run_id}, not {run_id}", exit_code=ExitCode.USAGE
+                )
             self.run_id = head.run_id
             self.head = head.hash
             self.last_timestamp_ns = head.timestamp_ns

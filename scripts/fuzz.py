@@ -44,10 +44,46 @@ from ract_cli.synth import fixture_path  # noqa: E402
 from ract_cli.verify import verify_file  # noqa: E402
 
 SPEC_EXITS = {0, 1, 3, 4, 5, 7}
-TOKENS = [b"\n", b"\r", b" ", b"\\", b'"', b"0", b"-", b"e", b"E", b".", b"\xff", b"\xc3", b"\xed\xa0\x80", b",", b"}",
-          b"{", b"[", b"]", b":", b"\x00", b"\\u0000", b"\\ud800", b"NaN", b"Infinity", b"1e400", b"9223372036854775808",
-          b"null", b"true", b"\xef\xbb\xbf", b"\x1b[2J", "\u202e".encode(), b'"hash"', b'"id"', b'"kind"',
-          b'"payload":{}', b"[" * 300, b"[" * 2000, b'{"a":' * 300]
+TOKENS = [
+    b"\n",
+    b"\r",
+    b" ",
+    b"\\",
+    b'"',
+    b"0",
+    b"-",
+    b"e",
+    b"E",
+    b".",
+    b"\xff",
+    b"\xc3",
+    b"\xed\xa0\x80",
+    b",",
+    b"}",
+    b"{",
+    b"[",
+    b"]",
+    b":",
+    b"\x00",
+    b"\\u0000",
+    b"\\ud800",
+    b"NaN",
+    b"Infinity",
+    b"1e400",
+    b"9223372036854775808",
+    b"null",
+    b"true",
+    b"\xef\xbb\xbf",
+    b"\x1b[2J",
+    "\u202e".encode(),
+    b'"hash"',
+    b'"id"',
+    b'"kind"',
+    b'"payload":{}',
+    b"[" * 300,
+    b"[" * 2000,
+    b'{"a":' * 300,
+]
 
 
 class Hang(Exception):
@@ -75,8 +111,21 @@ def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
         if not buf:
             buf += rng.choice(TOKENS)
             continue
-        op = rng.choice(["flip", "replace", "insert", "insert_token", "delete", "dup_line", "swap_lines",
-                         "drop_line", "splice_line", "truncate", "repeat"])
+        op = rng.choice(
+            [
+                "flip",
+                "replace",
+                "insert",
+                "insert_token",
+                "delete",
+                "dup_line",
+                "swap_lines",
+                "drop_line",
+                "splice_line",
+                "truncate",
+                "repeat",
+            ]
+        )
         i = rng.randrange(len(buf))
         if op == "flip":
             buf[i] ^= 1 << rng.randrange(8)
@@ -87,7 +136,7 @@ def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
         elif op == "insert_token":
             buf[i:i] = rng.choice(TOKENS)
         elif op == "delete":
-            del buf[i:i + rng.randint(1, 8)]
+            del buf[i : i + rng.randint(1, 8)]
         elif op == "truncate":
             del buf[i:]
         elif op == "repeat":
@@ -109,8 +158,9 @@ def mutate(data: bytes, rng: random.Random, others: list[bytes]) -> bytes:
     return bytes(buf)
 
 
-def one(path: Path, name: str, originals: list[bytes], mutated: bytes, run_cli: bool, hang: float,
-        stats: Counter) -> str | None:
+def one(
+    path: Path, name: str, originals: list[bytes], mutated: bytes, run_cli: bool, hang: float, stats: Counter
+) -> str | None:
     """Run every check on one input; return a failure description or None."""
     path.write_bytes(mutated)
     signal.setitimer(signal.ITIMER_REAL, hang)
@@ -142,7 +192,7 @@ def one(path: Path, name: str, originals: list[bytes], mutated: bytes, run_cli: 
                     return f"{command}: exit 1 (tampered) on a log verify passed"
     except Hang:
         return f"hang: no answer within {hang}s"
-    except Exception:  # noqa: BLE001 - the finding
+    except Exception:
         return "uncaught exception:\n" + traceback.format_exc()[-4000:]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -183,8 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                 args.crash_dir.mkdir(parents=True, exist_ok=True)
                 saved = args.crash_dir / f"seed{seed}-it{iteration}.jsonl"
                 saved.write_bytes(mutated)
-                print(f"FAIL iteration {iteration} (base {name}; replay: --seed {seed} --only {iteration}); "
-                      f"input saved to {saved}\n{failure}", flush=True)
+                print(
+                    f"FAIL iteration {iteration} (base {name}; replay: --seed {seed} --only {iteration}); "
+                    f"input saved to {saved}\n{failure}",
+                    flush=True,
+                )
             if args.only is not None or time.monotonic() > end:
                 break
             iteration += 1

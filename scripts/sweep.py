@@ -46,9 +46,11 @@ class SweepResult:
 
     def summary(self) -> str:
         codes = ", ".join(f"exit {k}: {v}" for k, v in sorted(self.by_exit.items()))
-        return (f"{self.name}: {self.size} bytes, {self.flips} flips; {codes}; "
-                f"exempt (exit 0, values proven identical): {len(self.exempt)}; "
-                f"lies: {len(self.lies)}; crashes: {len(self.crashes)}")
+        return (
+            f"{self.name}: {self.size} bytes, {self.flips} flips; {codes}; "
+            f"exempt (exit 0, values proven identical): {len(self.exempt)}; "
+            f"lies: {len(self.lies)}; crashes: {len(self.crashes)}"
+        )
 
 
 def base_logs(workdir: Path) -> dict[str, bytes]:
@@ -93,12 +95,12 @@ def sweep(name: str, data: bytes, workdir: Path, flips: list[tuple[int, int]] | 
         result.flips += 1
         try:
             code, note = check_flip(original_values, mutated, path)
-        except Exception as exc:  # noqa: BLE001 - a crash is the finding
+        except Exception as exc:
             result.crashes.append((offset, bit, f"{type(exc).__name__}: {exc}"))
             continue
         result.by_exit[code] += 1
         if note is not None:
-            what = f"{data[offset:offset + 1]!r}->{mutated[offset:offset + 1]!r} {note}"
+            what = f"{data[offset : offset + 1]!r}->{mutated[offset : offset + 1]!r} {note}"
             (result.lies if note.startswith("LIE") else result.exempt).append((offset, bit, what))
     return result
 

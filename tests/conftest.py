@@ -28,12 +28,33 @@ BASE_TS = 1_764_000_000_000_000_000
 # The five-line log every bad-input case is planted in (line 3 is replaced).
 # Line 3 is a plain event (no open or close), so replacing it changes no handle.
 FIVE_EVENTS: tuple[tuple[str, dict, str | None], ...] = (
-    ("run.started", {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "predicate_count": 1, "coverage_gate": 0.85}, None),
+    (
+        "run.started",
+        {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "predicate_count": 1, "coverage_gate": 0.85},
+        None,
+    ),
     ("step.started", {"parent_snapshot": "3c1e0b5f2a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b", "timeout_seconds": 600}, STEP_ID),
-    ("predicate.evaluated", {"predicate_id": "tests-pass", "kind": "test", "required": True, "ok": True,
-                             "reason": "ok", "duration_ns": 1_234_567}, STEP_ID),
-    ("step.committed", {"outcome": "COMMITTED", "parent_snapshot_before": "3c1e0b5f2a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b",
-                        "parent_snapshot_after": "5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c"}, STEP_ID),
+    (
+        "predicate.evaluated",
+        {
+            "predicate_id": "tests-pass",
+            "kind": "test",
+            "required": True,
+            "ok": True,
+            "reason": "ok",
+            "duration_ns": 1_234_567,
+        },
+        STEP_ID,
+    ),
+    (
+        "step.committed",
+        {
+            "outcome": "COMMITTED",
+            "parent_snapshot_before": "3c1e0b5f2a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b",
+            "parent_snapshot_after": "5b6c7d8e9f0a1b2c3d4e5f6a7b8c9d0e1f2a3b4c",
+        },
+        STEP_ID,
+    ),
     ("run.completed", {"final_decision": "accept", "duration_ns": 9_000_000, "event_count": 5}, None),
 )
 
@@ -121,8 +142,9 @@ class Logs:
         kw.setdefault("new_id", self._ids)
         return EventWriter(path or self.path(kw["run_id"]), **kw)
 
-    def write(self, events: Iterable[tuple[str, dict, str | None]] = FIVE_EVENTS, path: Path | None = None,
-              **kw) -> Path:
+    def write(
+        self, events: Iterable[tuple[str, dict, str | None]] = FIVE_EVENTS, path: Path | None = None, **kw
+    ) -> Path:
         """Write ``(kind, payload, step_id)`` events through ``EventWriter``; return the path."""
         path = path or self.path(kw.get("run_id", RUN_ID))
         with self.writer(path, **kw) as w:

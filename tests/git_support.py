@@ -7,9 +7,12 @@ import subprocess
 from pathlib import Path
 
 GIT_ENV = {
-    "GIT_AUTHOR_NAME": "ract test", "GIT_AUTHOR_EMAIL": "ract@example.invalid",
-    "GIT_COMMITTER_NAME": "ract test", "GIT_COMMITTER_EMAIL": "ract@example.invalid",
-    "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0",
+    "GIT_AUTHOR_NAME": "ract test",
+    "GIT_AUTHOR_EMAIL": "ract@example.invalid",
+    "GIT_COMMITTER_NAME": "ract test",
+    "GIT_COMMITTER_EMAIL": "ract@example.invalid",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
 }
 
 

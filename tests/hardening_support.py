@@ -43,31 +43,73 @@ def write_small_log(path: Path, *, run_id: str = RUN_ID, extra: dict | None = No
     ids = iter(f"{i:032x}" for i in range(0xA0, 0xB0))
     ts = iter(range(BASE_TS, BASE_TS + 100 * 10**9, 10**9))
     step = "5" * 32
-    odd = {"tiny": 1e-7, "big": 1e21, "neg": -2.5, "huge_int": 2**60 + 7, "ctl": "a\u001fb\tc\"\\",
-           "uni": "ﬀ é 𝄞 \u2028", "list": [True, False, None, [0, -1]], **(extra or {})}
-    with EventWriter(path, run_id=run_id, fsync=FsyncPolicy.NEVER, new_id=lambda: next(ids),
-                     clock=lambda: next(ts)) as w:
-        run = w.append("run.started", {"intent_id": "1" * 32, "compiler_version": "0.4.0", "coverage_gate": 0.85,
-                                       "predicate_count": 2, "required_count": 1})
-        started = w.append("step.started", {"parent_snapshot": "c" * 40, "branch": "rootact/step/x",
-                                            "timeout_seconds": 600}, step_id=step)
-        call = w.append("tool.called", {"tool": "pytest", "arguments": {"argv": ["pytest", "-x"], "odd": odd}},
-                        step_id=step)
-        w.append("tool.result", {"tool": "pytest", "ok": False, "duration_ns": 12_345}, step_id=step,
-                 parent_id=call["id"])
-        prompt = w.append("prompt.sent", {"provider": "anthropic", "response_shape": "action", "intent_id": "1" * 32,
-                                          "prompt_chars": 512}, step_id=step)
-        w.append("response.received", {"provider": "anthropic", "intent_id": "1" * 32, "response_type": "tool_use",
-                                        "preview": "plan: é"}, step_id=step, parent_id=prompt["id"])
-        w.append("step.committed", {"outcome": "COMMITTED", "parent_snapshot_before": "c" * 40,
-                                    "parent_snapshot_after": "d" * 40, "branch": "rootact/step/x",
-                                    "reason": "ok"}, step_id=step, parent_id=started["id"])
-        w.append("run.completed", {"final_decision": "accept", "duration_ns": 7 * 10**9, "event_count": 8},
-                 parent_id=run["id"])
+    odd = {
+        "tiny": 1e-7,
+        "big": 1e21,
+        "neg": -2.5,
+        "huge_int": 2**60 + 7,
+        "ctl": 'a\u001fb\tc"\\',
+        "uni": "ﬀ é 𝄞 \u2028",
+        "list": [True, False, None, [0, -1]],
+        **(extra or {}),
+    }
+    with EventWriter(
+        path, run_id=run_id, fsync=FsyncPolicy.NEVER, new_id=lambda: next(ids), clock=lambda: next(ts)
+    ) as w:
+        run = w.append(
+            "run.started",
+            {
+                "intent_id": "1" * 32,
+                "compiler_version": "0.4.0",
+                "coverage_gate": 0.85,
+                "predicate_count": 2,
+                "required_count": 1,
+            },
+        )
+        started = w.append(
+            "step.started",
+            {"parent_snapshot": "c" * 40, "branch": "rootact/step/x", "timeout_seconds": 600},
+            step_id=step,
+        )
+        call = w.append(
+            "tool.called", {"tool": "pytest", "arguments": {"argv": ["pytest", "-x"], "odd": odd}}, step_id=step
+        )
+        w.append(
+            "tool.result", {"tool": "pytest", "ok": False, "duration_ns": 12_345}, step_id=step, parent_id=call["id"]
+        )
+        prompt = w.append(
+            "prompt.sent",
+            {"provider": "anthropic", "response_shape": "action", "intent_id": "1" * 32, "prompt_chars": 512},
+            step_id=step,
+        )
+        w.append(
+            "response.received",
+            {"provider": "anthropic", "intent_id": "1" * 32, "response_type": "tool_use", "preview": "plan: é"},
+            step_id=step,
+            parent_id=prompt["id"],
+        )
+        w.append(
+            "step.committed",
+            {
+                "outcome": "COMMITTED",
+                "parent_snapshot_before": "c" * 40,
+                "parent_snapshot_after": "d" * 40,
+                "branch": "rootact/step/x",
+                "reason": "ok",
+            },
+            step_id=step,
+            parent_id=started["id"],
+        )
+        w.append(
+            "run.completed",
+            {"final_decision": "accept", "duration_ns": 7 * 10**9, "event_count": 8},
+            parent_id=run["id"],
+        )
     return path.read_bytes()
 
 
 # --- an independent, strict reading of a log --------------------------------
+
 
 class Unparseable(Exception):
     pass
@@ -135,12 +177,13 @@ def verify_lie(mutated: bytes, written: list[bytes]) -> str | None:
     except Unparseable as exc:
         return f"verify passed bytes that are not strict JSON ({exc})"
     values = tuple(v for v in values if v != ("no-final-newline",))
-    if not any(values == strict_values(log)[:len(values)] for log in written):
+    if not any(values == strict_values(log)[: len(values)] for log in written):
         return "verify passed values that are not a prefix of any written log"
     return None
 
 
 # --- the commands that exist --------------------------------------------------
+
 
 def trace_commands() -> list[str]:
     """Names of every ``ract trace`` command registered right now."""
@@ -149,7 +192,9 @@ def trace_commands() -> list[str]:
     app_module._register_commands()
     names = []
     for info in app_module.trace_app.registered_commands:
-        name = info.name or (info.callback.__name__.replace("_command", "").replace("_", "-") if info.callback else None)
+        name = info.name or (
+            info.callback.__name__.replace("_command", "").replace("_", "-") if info.callback else None
+        )
         if name:
             names.append(name)
     return sorted(set(names))
@@ -202,8 +247,9 @@ def run_inprocess(argv: list[str]) -> tuple[int, str, str]:
     return code, out.value(), err.value()
 
 
-def run_subprocess(argv: list[str], *, timeout: float = 60, env: dict | None = None,
-                   cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess:
+def run_subprocess(
+    argv: list[str], *, timeout: float = 60, env: dict | None = None, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.CompletedProcess:
     """Run the installed ``ract`` entry point; a hang fails through ``timeout``."""
     full_env = {**os.environ, "COLUMNS": "120", **(env or {})}
     return subprocess.run([RACT, *argv], capture_output=True, timeout=timeout, env=full_env, cwd=cwd)
@@ -253,6 +299,7 @@ class Hang(Exception):
 @contextlib.contextmanager
 def hang_guard(seconds: float, what: object = ""):
     """Fail (not hang) when the block runs longer than ``seconds``."""
+
     def alarm(signum, frame):
         raise Hang(f"no answer within {seconds}s: {what!r}"[:500])
 
@@ -265,8 +312,15 @@ def hang_guard(seconds: float, what: object = ""):
         signal.signal(signal.SIGALRM, previous)
 
 
-def run_on_pty(argv: list[str], *, columns: int = 200, rows: int = 60, columns_env: bool = True,
-               timeout: float = 60, cwd: Path | None = None) -> tuple[int, bytes]:
+def run_on_pty(
+    argv: list[str],
+    *,
+    columns: int = 200,
+    rows: int = 60,
+    columns_env: bool = True,
+    timeout: float = 60,
+    cwd: Path | None = None,
+) -> tuple[int, bytes]:
     """Run ``ract argv`` with stdin/stdout/stderr on one pseudo-terminal; return (exit code, bytes shown).
 
     The terminal is ``columns`` x ``rows``; ``columns_env=False`` leaves COLUMNS/LINES out of the
@@ -281,8 +335,16 @@ def run_on_pty(argv: list[str], *, columns: int = 200, rows: int = 60, columns_e
     env.update(TERM="xterm-256color", FORCE_COLOR="1")
     if columns_env:
         env.update(COLUMNS=str(columns), LINES=str(rows))
-    proc = subprocess.Popen([RACT, *argv], stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd or ROOT,
-                            close_fds=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [RACT, *argv],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        cwd=cwd or ROOT,
+        close_fds=True,
+        start_new_session=True,
+    )
     os.close(slave)
     out = bytearray()
     deadline = time.monotonic() + timeout

@@ -70,8 +70,16 @@ def new_id() -> str:
     return hashlib.md5(str(_issued[0]).encode()).hexdigest()
 
 
-def event(kind: str, payload: dict | None = None, *, run: str, step: str | None = None, parent: str | None = None,
-          ts: int | None = None, eid: str | None = None) -> dict:
+def event(
+    kind: str,
+    payload: dict | None = None,
+    *,
+    run: str,
+    step: str | None = None,
+    parent: str | None = None,
+    ts: int | None = None,
+    eid: str | None = None,
+) -> dict:
     """An unchained envelope; ``chain`` fills in timestamps (when None), prev_hash and hash."""
     return {
         "id": eid or new_id(),

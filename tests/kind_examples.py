@@ -21,37 +21,73 @@ GIT = "3c1e0b5f2a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b"
 
 #: The 64 kinds in document order, typed out from the reference document.
 DOCUMENT_ORDER: tuple[str, ...] = (
-    "run.started", "run.completed", "run.aborted",
-    "step.started", "step.committed", "step.rolled_back",
-    "prompt.sent", "response.received", "response.validated", "response.rejected",
-    "tool.called", "tool.result", "tool.refused",
-    "sandbox.granted", "sandbox.denied", "sandbox.unenforced", "sandbox.env_scrubbed",
+    "run.started",
+    "run.completed",
+    "run.aborted",
+    "step.started",
+    "step.committed",
+    "step.rolled_back",
+    "prompt.sent",
+    "response.received",
+    "response.validated",
+    "response.rejected",
+    "tool.called",
+    "tool.result",
+    "tool.refused",
+    "sandbox.granted",
+    "sandbox.denied",
+    "sandbox.unenforced",
+    "sandbox.env_scrubbed",
     "process.reaped",
     "predicate.evaluated",
-    "handshake.requested", "handshake.resolved",
-    "rootknot.created", "rootknot.verified",
-    "assumption.proposed", "assumption.discharged", "assumption.violated",
+    "handshake.requested",
+    "handshake.resolved",
+    "rootknot.created",
+    "rootknot.verified",
+    "assumption.proposed",
+    "assumption.discharged",
+    "assumption.violated",
     "auction.proposal",
-    "budget.declared", "budget.exceeded", "retrieval.requested", "retrieval.satisfied",
-    "retrieval.cascaded", "retrieval.refused", "probe.evaluated",
+    "budget.declared",
+    "budget.exceeded",
+    "retrieval.requested",
+    "retrieval.satisfied",
+    "retrieval.cascaded",
+    "retrieval.refused",
+    "probe.evaluated",
     # schema_version 4
-    "assumption.accepted", "tool.invocation.pre", "tool.invocation.post", "tool.invocation.refused",
-    "manifest.ledger.appended", "manifest.ledger.refused", "whisperer.contract_violation",
+    "assumption.accepted",
+    "tool.invocation.pre",
+    "tool.invocation.post",
+    "tool.invocation.refused",
+    "manifest.ledger.appended",
+    "manifest.ledger.refused",
+    "whisperer.contract_violation",
     # 6, 7, 8
     "state.budget_capped",
     "retrieval.grouping.applied",
     "subagent.disposed",
     # 9
-    "substrate.subagent.tree_kill_invoked", "substrate.subagent.pid_reuse_detected",
+    "substrate.subagent.tree_kill_invoked",
+    "substrate.subagent.pid_reuse_detected",
     "substrate.subagent.orphan_reaped",
-    "runtime.run_id.env_injected", "runtime.run_id.env_rejected",
-    "runtime.run_id.env_stripped_from_parent", "runtime.run_id.orphan_generated",
-    "sidecar.header.written", "sidecar.header.missing_refused", "sidecar.header.mismatch_refused",
-    "budget.clamp_refused", "budget.adjusted_by_probes",
-    "tool.invocation.bypassed", "laziness.skipped",
-    "whisperer.classifier_error", "laziness.gate_error",
-    "memory.probe_scheduler_error", "memory.composition_runner_error",
-    "memory.cascade_error", "memory.freshness_gap",
+    "runtime.run_id.env_injected",
+    "runtime.run_id.env_rejected",
+    "runtime.run_id.env_stripped_from_parent",
+    "runtime.run_id.orphan_generated",
+    "sidecar.header.written",
+    "sidecar.header.missing_refused",
+    "sidecar.header.mismatch_refused",
+    "budget.clamp_refused",
+    "budget.adjusted_by_probes",
+    "tool.invocation.bypassed",
+    "laziness.skipped",
+    "whisperer.classifier_error",
+    "laziness.gate_error",
+    "memory.probe_scheduler_error",
+    "memory.composition_runner_error",
+    "memory.cascade_error",
+    "memory.freshness_gap",
 )
 
 #: One valid (real, not synthesized) payload per kind.
@@ -249,7 +285,10 @@ VALID: dict[str, dict] = {
     "substrate.subagent.orphan_reaped": {"count": 2, "pids": [5152, 5153]},
     "runtime.run_id.env_injected": {"run_id": H32B, "child_pid": 5151, "source": "spawn_step_subprocess"},
     "runtime.run_id.env_rejected": {"reason": "value fails ^[A-Za-z0-9_-]{1,240}$", "child_pid": 5151, "source": "env"},
-    "runtime.run_id.env_stripped_from_parent": {"stripped_key": "RACT_RUN_ID", "stripped_value_hash": "a1b2c3d4e5f60718"},
+    "runtime.run_id.env_stripped_from_parent": {
+        "stripped_key": "RACT_RUN_ID",
+        "stripped_value_hash": "a1b2c3d4e5f60718",
+    },
     "runtime.run_id.orphan_generated": {
         "synthetic_run_id": f"RUN-ORPHAN-{H32}",
         "reason": "RACT_RUN_ID not set",
@@ -313,8 +352,11 @@ def merged(kind: str, overrides: dict) -> dict:
 
 #: Further valid payloads: alternatives, boundaries, sentinels, integer semantics.
 EXTRA_VALID: list[tuple[str, str, dict]] = [
-    ("tool.invocation.post", "failure", {"run_id": H32B, "tool_id": "fs.read", "ok": False, "latency_ms": 0,
-                                         "exception": "FileNotFoundError"}),
+    (
+        "tool.invocation.post",
+        "failure",
+        {"run_id": H32B, "tool_id": "fs.read", "ok": False, "latency_ms": 0, "exception": "FileNotFoundError"},
+    ),
     ("probe.evaluated", "score-0", {"score": 0}),
     ("probe.evaluated", "score-1", {"score": 1.0}),
     ("whisperer.contract_violation", "null_op_score-1", {"null_op_score": 1}),
@@ -328,8 +370,11 @@ EXTRA_VALID: list[tuple[str, str, dict]] = [
     ("state.budget_capped", "seated-without-cap", {"seated_tokens": 10_000, "cap_tokens": ABSENT}),
     ("state.budget_capped", "cap-without-seated", {"cap_tokens": 0, "seated_tokens": ABSENT}),
     ("process.reaped", "pid-sentinel", {"pid": -1, "argv0": "", "reap_latency_ms": 0}),
-    ("retrieval.grouping.applied", "primary-sentinel-no-companions",
-     {"primary_symbol_id": -1, "companion_count": 0, "companion_format": "", "dropped_companion_count": 2}),
+    (
+        "retrieval.grouping.applied",
+        "primary-sentinel-no-companions",
+        {"primary_symbol_id": -1, "companion_count": 0, "companion_format": "", "dropped_companion_count": 2},
+    ),
     ("manifest.ledger.refused", "entry-index-sentinel", {"entry_index": -1, "reason": "chain_mismatch"}),
     ("step.started", "manifest-digest-string", {"manifest_digest": SHA}),
     ("run.completed", "integral-float-is-integer", {"duration_ns": 3.0, "event_count": 7.0}),
@@ -362,12 +407,21 @@ CLOSED_ENUMS: dict[tuple[str, str], tuple[object, ...]] = {
     ("probe.evaluated", "probe"): ("needle", "coherence", "adherence"),
     ("tool.invocation.refused", "gate"): ("manifest", "registry", "args", "budget"),
     ("manifest.ledger.refused", "reason"): (
-        "lock_contended", "disk_full", "permission_denied", "malformed_payload", "chain_mismatch"),
+        "lock_contended",
+        "disk_full",
+        "permission_denied",
+        "malformed_payload",
+        "chain_mismatch",
+    ),
     ("whisperer.contract_violation", "trigger"): ("null_op", "commitment_floor", "both"),
     ("state.budget_capped", "function"): ("intake", "research", "plan", "edit"),
     ("state.budget_capped", "strategy"): ("truncate_tail",),
     ("retrieval.grouping.applied", "rule_fired"): (
-        "dataclass_methods", "trait_impls", "test_subject", "function_type_aliases"),
+        "dataclass_methods",
+        "trait_impls",
+        "test_subject",
+        "function_type_aliases",
+    ),
     ("retrieval.grouping.applied", "companion_format"): ("full", "body", "sig", "summary", ""),
     ("substrate.subagent.tree_kill_invoked", "path"): ("poll_exited", "timeout", "explicit", "error"),
     ("runtime.run_id.env_injected", "source"): ("spawn_step_subprocess", "env"),
@@ -494,8 +548,10 @@ def type_confusion_cases() -> Iterator[tuple[str, str, dict]]:
             seen: list[object] = []
             for t in types:
                 for wrong in _WRONG_BY_TYPE[t]:
-                    if any(_type_of(wrong) == other or (other == "number" and _type_of(wrong) == "integer")
-                           for other in types):
+                    if any(
+                        _type_of(wrong) == other or (other == "number" and _type_of(wrong) == "integer")
+                        for other in types
+                    ):
                         continue
                     if any(wrong is s or (type(wrong) is type(s) and wrong == s) for s in seen):
                         continue

@@ -29,8 +29,16 @@ def valid_journal() -> list[dict]:
         rec("item_delta", {"item_id": "i1", "chunk": "Do"}),
         rec("item_delta", {"item_id": "i1", "chunk": "ne"}),
         rec("item_completed", {"item_id": "i1", "item_type": "message", "text": "Done"}),
-        rec("turn_completed", {"usage": {"input_tokens": 5, "output_tokens": 1}, "iteration": 2, "final": True,
-                               "evidence": "accepted", "refs": ["i2"]}),
+        rec(
+            "turn_completed",
+            {
+                "usage": {"input_tokens": 5, "output_tokens": 1},
+                "iteration": 2,
+                "final": True,
+                "evidence": "accepted",
+                "refs": ["i2"],
+            },
+        ),
     ]
 
 
@@ -49,6 +57,7 @@ def _set(path: tuple, value: object):
         for key in path[1:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return mutate
 
 
@@ -58,6 +67,7 @@ def _delete(path: tuple):
         for key in path[1:-1]:
             target = target[key]
         del target[path[-1]]
+
     return mutate
 
 
@@ -71,6 +81,7 @@ def _rejected(detail: object):
         p.pop("refs")
         p["evidence"] = "rejected"
         p["evidence_rejected"] = detail
+
     return mutate
 
 
@@ -81,8 +92,11 @@ VIOLATIONS = [
     ("duplicate-item-id", _insert(3, rec("item_started", {"item_id": "i1", "item_type": "tool_result"})), 4),
     ("completed-never-started", _insert(5, rec("item_completed", {"item_id": "i9", "item_type": "message"})), 6),
     ("completed-twice", _insert(5, rec("item_completed", {"item_id": "i2", "item_type": "tool_result"})), 6),
-    ("completed-from-previous-turn", _insert(10, rec("item_completed", {"item_id": "i2",
-                                                                        "item_type": "tool_result"})), 11),
+    (
+        "completed-from-previous-turn",
+        _insert(10, rec("item_completed", {"item_id": "i2", "item_type": "tool_result"})),
+        11,
+    ),
     ("record-after-final", lambda j: j.append(rec("error", {"reason": "late"})), 13),
     ("turn-after-final", lambda j: j.append(rec("turn_started", {"prompt": "again"})), 13),
     ("unknown-type-after-final", lambda j: j.append(rec("approval_requested", {})), 13),
@@ -99,10 +113,19 @@ VIOLATIONS = [
     ("evidence-list", _set((11, "payload", "evidence"), ["accepted"]), 12),
     ("evidence-object", _set((11, "payload", "evidence"), {"status": "accepted"}), 12),
     ("rejected-detail-with-accepted", _set((11, "payload", "evidence_rejected"), GOOD_DETAIL), 12),
-    ("rejected-detail-without-evidence", lambda j: (_delete((11, "payload", "evidence"))(j),
-                                                    _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j)), 12),
-    ("rejected-detail-with-absent", lambda j: (_set((11, "payload", "evidence"), "absent")(j),
-                                               _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j)), 12),
+    (
+        "rejected-detail-without-evidence",
+        lambda j: (_delete((11, "payload", "evidence"))(j), _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j)),
+        12,
+    ),
+    (
+        "rejected-detail-with-absent",
+        lambda j: (
+            _set((11, "payload", "evidence"), "absent")(j),
+            _set((11, "payload", "evidence_rejected"), GOOD_DETAIL)(j),
+        ),
+        12,
+    ),
     ("rejected-detail-not-object", _rejected(["i2"]), 12),
     ("rejected-detail-null", _rejected(None), 12),
     ("rejected-no-refs", _rejected({"reason": "missing_ref", "ref": None}), 12),
@@ -151,11 +174,17 @@ WARNINGS = [
     ("unknown-type", _insert(6, rec("approval_requested", {"tool": "bash"})), "UNKNOWN_TYPE"),
     ("unknown-family", _insert(6, rec("turn_started", {"prompt": "x"}, family="ui")), "UNKNOWN_TYPE"),
     ("unknown-type-without-payload", _insert(6, {"type": "heartbeat", "payload": {}}), "UNKNOWN_TYPE"),
-    ("unknown-item-type", lambda j: (_set((1, "payload", "item_type"), "image")(j),
-                                     _set((2, "payload", "item_type"), "image")(j)), "CONTRACT_WARNING"),
+    (
+        "unknown-item-type",
+        lambda j: (_set((1, "payload", "item_type"), "image")(j), _set((2, "payload", "item_type"), "image")(j)),
+        "CONTRACT_WARNING",
+    ),
     ("item-type-changes", _set((2, "payload", "item_type"), "message"), "CONTRACT_WARNING"),
-    ("item-never-completed", _insert(5, rec("item_started", {"item_id": "i7", "item_type": "message"})),
-     "CONTRACT_WARNING"),
+    (
+        "item-never-completed",
+        _insert(5, rec("item_started", {"item_id": "i7", "item_type": "message"})),
+        "CONTRACT_WARNING",
+    ),
     ("delta-for-unstarted-item", _insert(5, rec("item_delta", {"item_id": "i8", "chunk": "x"})), "CONTRACT_WARNING"),
     ("accepted-without-refs", _delete((11, "payload", "refs")), "CONTRACT_WARNING"),
     ("absent-with-refs", _set((11, "payload", "evidence"), "absent"), "CONTRACT_WARNING"),
@@ -180,6 +209,5 @@ CHAIN_BREAKS = [
     ("records-swapped", lambda j: j.insert(3, j.pop(4)), "CHAIN_BREAK", 4),
     ("first-record-deleted", lambda j: j.pop(0), "MISSING_GENESIS", 1),
     ("unchained-record-inserted", _insert(6, {"type": "error", "payload": {"reason": "x"}}), "CHAIN_BREAK", 7),
-    ("unchained-record-appended", lambda j: j.append({"type": "error", "payload": {"reason": "x"}}),
-     "CHAIN_BREAK", 13),
+    ("unchained-record-appended", lambda j: j.append({"type": "error", "payload": {"reason": "x"}}), "CHAIN_BREAK", 13),
 ]

@@ -15,13 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hardening_support import LONG, ROOT, strict_values, write_small_log
 
 sys.path.insert(0, str(ROOT / "scripts"))
-import sweep as sweep_engine  # noqa: E402
+import sweep as sweep_engine
 
-from ract_cli.verify import verify_file  # noqa: E402
+from ract_cli.verify import verify_file
 
 SAMPLE = int(os.environ.get("RACT_BITFLIP_SAMPLE", "1500"))
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
@@ -89,8 +88,11 @@ def test_known_exemptions_are_equivalent_spellings(tmp_path: Path) -> None:
         assert verify_file(path).exit_code == 0
         assert strict_values(mutated) == original
     # the same flip on a hash or id hex digit is caught by the envelope pattern
-    hash_digit = data.index(b'"hash":"') + 8 + next(
-        i for i, c in enumerate(data[data.index(b'"hash":"') + 8:]) if chr(c) in "abcdef")
+    hash_digit = (
+        data.index(b'"hash":"')
+        + 8
+        + next(i for i, c in enumerate(data[data.index(b'"hash":"') + 8 :]) if chr(c) in "abcdef")
+    )
     path = tmp_path / "upper-hash.jsonl"
     path.write_bytes(sweep_engine.flip(data, hash_digit, 5))
     assert verify_file(path).exit_code == 1

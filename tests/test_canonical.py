@@ -65,8 +65,25 @@ _bit_floats = st.integers(min_value=0, max_value=2**64 - 1).map(lambda n: struct
 floats = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False, allow_subnormal=True),
     _bit_floats.filter(math.isfinite),
-    st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e21, 1e-7,
-                     1e-6, 1e16, 2.0, 0.1, 1e20, 9007199254740992.0, 123456789012345680000.0]),
+    st.sampled_from(
+        [
+            0.0,
+            -0.0,
+            5e-324,
+            -5e-324,
+            2.2250738585072014e-308,
+            1.7976931348623157e308,
+            1e21,
+            1e-7,
+            1e-6,
+            1e16,
+            2.0,
+            0.1,
+            1e20,
+            9007199254740992.0,
+            123456789012345680000.0,
+        ]
+    ),
 )
 ints = st.one_of(
     st.integers(min_value=-SAFE_INT, max_value=SAFE_INT),
@@ -76,10 +93,16 @@ _chars = st.characters(codec="utf-8")  # every code point except lone surrogates
 keys = st.one_of(
     st.text(_chars, max_size=6),
     # astral-plane and BMP-private-use keys, where UTF-16 order differs from code-point order
-    st.text(st.one_of(st.characters(min_codepoint=0xE000, max_codepoint=0xF8FF),
-                      st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
-                      st.characters(min_codepoint=0xF900, max_codepoint=0xFFFF),
-                      st.sampled_from("aZ0é")), min_size=1, max_size=4),
+    st.text(
+        st.one_of(
+            st.characters(min_codepoint=0xE000, max_codepoint=0xF8FF),
+            st.characters(min_codepoint=0x10000, max_codepoint=0x10FFFF),
+            st.characters(min_codepoint=0xF900, max_codepoint=0xFFFF),
+            st.sampled_from("aZ0é"),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
 )
 strings = st.one_of(
     st.text(_chars),
@@ -107,7 +130,7 @@ def _reference(value: object) -> bytes:
 @example({"\ue000": 1, "\U0001f600": 2})
 @example({"\uf8ff": [1e16, -0.0, 2.0], "\U00010000": {"\ue000": 5e-324, "a": 1e21}})
 @example([1e-7, 1e-6, 1.7976931348623157e308, -5e-324])
-@example({"": "\x00\x1f\"\\\u007f"})
+@example({"": '\x00\x1f"\\\u007f'})
 def test_matches_rfc8785(value: object) -> None:
     expected = _reference(value)
     assert jcs_exact(value) == expected
@@ -238,8 +261,7 @@ def test_non_json_values_raise_canonicalization_error(bad: object) -> None:
         canonical_bytes(bad)
 
 
-@pytest.mark.parametrize("x", [0.0, -0.0, 2.0, 1e16, 1e21, 1e-7, 5e-324, 2**63, -(2**63), 2**64, 7, -1],
-                         ids=repr)
+@pytest.mark.parametrize("x", [0.0, -0.0, 2.0, 1e16, 1e21, 1e-7, 5e-324, 2**63, -(2**63), 2**64, 7, -1], ids=repr)
 def test_bare_top_level_numbers(x: float) -> None:
     """Regression: the fast path missed a bare "0.0" (no delimiter after the token)."""
     assert canonical_bytes(x) == jcs_exact(x)
@@ -316,8 +338,12 @@ def _writer_event() -> dict:
         "kind": "tool.called",
         "payload": {
             "tool": "bash",
-            "arguments": {"argv": ["pytest", "-x", "naïve café", "日本語", "emoji 😀"], "cwd": "/workspace",
-                          "limits": {"cpu_s": 30, "mem_mb": 512.5, "ratio": 0.125}, "flags": [True, False, None]},
+            "arguments": {
+                "argv": ["pytest", "-x", "naïve café", "日本語", "emoji 😀"],
+                "cwd": "/workspace",
+                "limits": {"cpu_s": 30, "mem_mb": 512.5, "ratio": 0.125},
+                "flags": [True, False, None],
+            },
         },
         "prev_hash": "0" * 64,
     }

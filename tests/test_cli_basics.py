@@ -46,8 +46,15 @@ def test_help_epilog_lists_every_exit_code() -> None:
         assert EXIT_CODE_MEANINGS[code].split(":")[0] in result.stdout
 
 
-@pytest.mark.parametrize("args", [["--no-such-option"], ["trace", "--no-such-option"],
-                                  ["trace", "verify", "--no-such-option", "x"], ["trace", "no-such-command"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--no-such-option"],
+        ["trace", "--no-such-option"],
+        ["trace", "verify", "--no-such-option", "x"],
+        ["trace", "no-such-command"],
+    ],
+)
 def test_unknown_option_is_usage_error(args: list[str]) -> None:
     result = _run(sys.executable, "-m", "ract_cli", *args)
     assert result.returncode == ExitCode.USAGE == 2, result.stderr

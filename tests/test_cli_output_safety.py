@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hardening_support import ROOT, assert_no_traceback, run_on_pty
+
 from ract_cli.cli.app import main
 from ract_cli.grep import GrepOptions, build_filter, grep_paths
 from ract_cli.synth import fixture_path
@@ -44,8 +44,9 @@ def run_piped(args: list[str]) -> subprocess.CompletedProcess:
 
 def run_stdout_closed(args: list[str]) -> subprocess.CompletedProcess:
     """``ract ARGS >&-``: the process starts without a file descriptor 1 (sys.stdout is None)."""
-    return subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *ract_argv(*args)], stderr=subprocess.PIPE,
-                          cwd=ROOT, timeout=120)
+    return subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *ract_argv(*args)], stderr=subprocess.PIPE, cwd=ROOT, timeout=120
+    )
 
 
 def run_reader_gone(args: list[str]) -> subprocess.CompletedProcess:
@@ -108,7 +109,9 @@ CLOSED_CASES = [
 
 
 @pytest.mark.parametrize("log", [OK_LOG, TAMPERED_LOG], ids=["ok", "tampered"])
-@pytest.mark.parametrize(("command", "code", "said"), CLOSED_CASES, ids=lambda c: " ".join(c[1:]) if isinstance(c, list) else None)
+@pytest.mark.parametrize(
+    ("command", "code", "said"), CLOSED_CASES, ids=lambda c: " ".join(c[1:]) if isinstance(c, list) else None
+)
 def test_stdout_closed_without_quiet(command: list[str], code: int | None, said: bool, log: str) -> None:
     args = [*command, log]
     closed = run_stdout_closed(args)
@@ -118,8 +121,18 @@ def test_stdout_closed_without_quiet(command: list[str], code: int | None, said:
     assert (b"stdout is closed" in closed.stderr) is said
 
 
-@pytest.mark.parametrize("args", [["--help"], ["--version"], ["-V"], ["trace", "--help"], ["trace", "grep", "--help"],
-                                  ["trace", "replay", "--help"]], ids=" ".join)
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        ["--version"],
+        ["-V"],
+        ["trace", "--help"],
+        ["trace", "grep", "--help"],
+        ["trace", "replay", "--help"],
+    ],
+    ids=" ".join,
+)
 def test_help_and_version_with_stdout_closed(args: list[str]) -> None:
     assert run_piped(args).returncode == 0
     closed = run_stdout_closed(args)
@@ -167,22 +180,27 @@ def run_stderr_reader_gone(args: list[str]) -> int:
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
-        return subprocess.run(ract_argv(*args), stdout=subprocess.DEVNULL, stderr=write_end, cwd=ROOT,
-                              timeout=120).returncode
+        return subprocess.run(
+            ract_argv(*args), stdout=subprocess.DEVNULL, stderr=write_end, cwd=ROOT, timeout=120
+        ).returncode
     finally:
         os.close(write_end)
 
 
-@pytest.mark.parametrize(("args", "code"), [
-    (["trace", "verify", OK_LOG], 0),  # the PASS line cannot be written: still a pass (rich exited 1)
-    (["trace", "verify", TAMPERED_LOG], 1),
-    (["trace", "project", OK_LOG], 0),
-    (["trace", "replay", OK_LOG], 0),
-    (["trace", "repair", "--check", OK_LOG], 0),
-    (["trace", "grep", "--kind", "no.such.kind", OK_LOG], 7),  # the unknown-kind warning is not written
-    (["trace", "grep", "--jobs", "x", OK_LOG], 2),  # a usage error stays 2
-    (["trace", "grep", "--no-such-option", OK_LOG], 2),
-], ids=lambda c: " ".join(c[:3]) if isinstance(c, list) else None)
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["trace", "verify", OK_LOG], 0),  # the PASS line cannot be written: still a pass (rich exited 1)
+        (["trace", "verify", TAMPERED_LOG], 1),
+        (["trace", "project", OK_LOG], 0),
+        (["trace", "replay", OK_LOG], 0),
+        (["trace", "repair", "--check", OK_LOG], 0),
+        (["trace", "grep", "--kind", "no.such.kind", OK_LOG], 7),  # the unknown-kind warning is not written
+        (["trace", "grep", "--jobs", "x", OK_LOG], 2),  # a usage error stays 2
+        (["trace", "grep", "--no-such-option", OK_LOG], 2),
+    ],
+    ids=lambda c: " ".join(c[:3]) if isinstance(c, list) else None,
+)
 def test_stderr_reader_gone_keeps_the_exit_code(args: list[str], code: int) -> None:
     assert run_stderr_reader_gone(args) == code
 
@@ -193,8 +211,12 @@ def test_reader_gone_mid_table(tmp_path: Path) -> None:
     for i in range(30):
         (tmp_path / f"r{i}").mkdir()
         (tmp_path / f"r{i}" / "events.jsonl").write_bytes(src)
-    proc = subprocess.Popen(ract_argv("trace", "grep", "--format", "table", str(tmp_path)), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        ract_argv("trace", "grep", "--format", "table", str(tmp_path)),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(100)
     proc.stdout.close()
@@ -234,25 +256,29 @@ def test_replay_jsonl_is_escaped_on_a_terminal(tmp_path: Path) -> None:
 
 def test_replay_jsonl_piped_is_byte_for_byte(tmp_path: Path) -> None:
     log = write_hostile_log(tmp_path / "run" / "events.jsonl")
-    proc = subprocess.run(ract_argv("trace", "replay", "--format", "jsonl", str(log)), capture_output=True,
-                          cwd=tmp_path, timeout=120)
+    proc = subprocess.run(
+        ract_argv("trace", "replay", "--format", "jsonl", str(log)), capture_output=True, cwd=tmp_path, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == log.read_bytes()
 
 
 # --- usage errors: a value holding a quote is reworded too, with its quotes kept ---------------------
 
-@pytest.mark.parametrize(("value", "shown"), [
-    ("x", "'x'"),
-    ("it's", '"it\'s"'),
-    ('say "hi"', "'say \"hi\"'"),
-    ("it's \"both\"", "'it\\'s \"both\"'"),  # repr escapes the ' inside single quotes
-    ("'" + "y" * 200, '"\'' + "y" * 76 + '..."'),
-    ("z" * 200, "'" + "z" * 77 + "...'"),
-])
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("x", "'x'"),
+        ("it's", '"it\'s"'),
+        ('say "hi"', "'say \"hi\"'"),
+        ('it\'s "both"', "'it\\'s \"both\"'"),  # repr escapes the ' inside single quotes
+        ("'" + "y" * 200, "\"'" + "y" * 76 + '..."'),
+        ("z" * 200, "'" + "z" * 77 + "...'"),
+    ],
+)
 @pytest.mark.parametrize("option", ["--jobs", "--max-line-bytes", "--schema-version"])
-def test_bad_integer_keeps_its_quotes(capsys: pytest.CaptureFixture[str], option: str, value: str,
-                                      shown: str) -> None:
+def test_bad_integer_keeps_its_quotes(capsys: pytest.CaptureFixture[str], option: str, value: str, shown: str) -> None:
     capsys.readouterr()
     code = main(["trace", "grep", option, value, OK_LOG])
     err = capsys.readouterr().err
@@ -269,10 +295,11 @@ def test_max_items_help_names_its_value_n() -> None:
 
 # --- grep's stderr counts say what they count --------------------------------------------------------
 
+
 def write_clock_regressions(path: Path, events: int) -> Path:
     """A verifying run whose clock goes backwards at every event: one CLOCK_REGRESSION warning each."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    clock = iter(range(10**18, 0, -10**9))
+    clock = iter(range(10**18, 0, -(10**9)))
     with EventWriter(path, run_id="ef" * 16, fsync=FsyncPolicy.NEVER, clock=lambda: next(clock)) as w:
         run = w.append("run.started", {"intent_id": "1" * 32})
         for _ in range(events - 2):
@@ -282,8 +309,9 @@ def write_clock_regressions(path: Path, events: int) -> Path:
 
 
 def _grep_stderr(log: Path) -> tuple[int, str]:
-    proc = subprocess.run(ract_argv("trace", "grep", "--kind", "run.started", str(log)), capture_output=True,
-                          cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        ract_argv("trace", "grep", "--kind", "run.started", str(log)), capture_output=True, cwd=ROOT, timeout=120
+    )
     return proc.returncode, proc.stderr.decode()
 
 
@@ -296,8 +324,9 @@ def test_suppressed_warnings_are_not_called_more_findings(tmp_path: Path) -> Non
     code, err = _grep_stderr(log)
     assert code == 0
     assert "more finding" not in err and "more error" not in err  # nothing was listed: nothing is "more"
-    assert (f"{result.suppressed} further finding(s), errors or warnings, past the first "
-            f"{len(result.findings)} not kept") in err
+    assert (
+        f"{result.suppressed} further finding(s), errors or warnings, past the first {len(result.findings)} not kept"
+    ) in err
 
 
 def test_hidden_errors_are_counted_as_errors(tmp_path: Path) -> None:
@@ -321,7 +350,11 @@ def test_hidden_errors_are_counted_as_errors(tmp_path: Path) -> None:
 
 def test_json_report_still_counts_suppressed(tmp_path: Path) -> None:
     log = write_clock_regressions(tmp_path / "run" / "events.jsonl", 160)
-    proc = subprocess.run(ract_argv("trace", "grep", "--format", "json", "--kind", "run.started", str(log)),
-                          capture_output=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        ract_argv("trace", "grep", "--format", "json", "--kind", "run.started", str(log)),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     data = json.loads(proc.stdout)
     assert data["files"][0]["suppressed_findings"] > 0

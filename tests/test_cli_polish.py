@@ -18,10 +18,16 @@ import time
 from pathlib import Path
 
 import pytest
-
 from git_support import GitRepo
-from hardening_support import assert_no_traceback, command_argv, hang_guard, read_only_commands, run_inprocess, \
-    run_subprocess
+from hardening_support import (
+    assert_no_traceback,
+    command_argv,
+    hang_guard,
+    read_only_commands,
+    run_inprocess,
+    run_subprocess,
+)
+
 from ract_cli import reader
 from ract_cli.cli.app import main
 from ract_cli.cli.options import MAX_JOBS
@@ -64,8 +70,11 @@ QUIET_CASES = [
 ]
 
 
-@pytest.mark.parametrize("command,target,extra,expected", QUIET_CASES,
-                         ids=[f"{c}-{t or 'empty'}-{'-'.join(e)}" for c, t, e, _ in QUIET_CASES])
+@pytest.mark.parametrize(
+    "command,target,extra,expected",
+    QUIET_CASES,
+    ids=[f"{c}-{t or 'empty'}-{'-'.join(e)}" for c, t, e, _ in QUIET_CASES],
+)
 @pytest.mark.parametrize("flag", ["-q", "--quiet"])
 def test_quiet_prints_nothing_and_keeps_the_exit_code(capsys, command, target, extra, expected, flag) -> None:
     path = fixture(target) if target and not target.startswith("/") else target
@@ -99,16 +108,19 @@ def test_quiet_replay_does_not_pace(capsys) -> None:
     assert time.monotonic() - started < paced / 2
 
 
-@pytest.mark.parametrize("command,argv,needle", [
-    ("replay", ["--until", "zz"], "--until takes an event index"),
-    ("replay", ["--pace", "fast"], "--pace takes"),
-    ("replay", ["--format", "xml"], "'xml' is not one of"),
-    ("project", ["--format", "xml"], "'xml' is not one of"),
-    ("project", ["--max-items", "0"], "0 is not in the range x>=1."),
-    ("grep", ["-c", "-l"], "cannot be combined"),
-    ("grep", ["--where", "payload.ok"], "no operator"),
-    ("grep", ["--since", "yesterday"], "cannot read time"),
-])
+@pytest.mark.parametrize(
+    "command,argv,needle",
+    [
+        ("replay", ["--until", "zz"], "--until takes an event index"),
+        ("replay", ["--pace", "fast"], "--pace takes"),
+        ("replay", ["--format", "xml"], "'xml' is not one of"),
+        ("project", ["--format", "xml"], "'xml' is not one of"),
+        ("project", ["--max-items", "0"], "0 is not in the range x>=1."),
+        ("grep", ["-c", "-l"], "cannot be combined"),
+        ("grep", ["--where", "payload.ok"], "no operator"),
+        ("grep", ["--since", "yesterday"], "cannot read time"),
+    ],
+)
 def test_quiet_still_explains_a_bad_command_line(capsys, command, argv, needle) -> None:
     code, out, err = run(capsys, "trace", command, "-q", *argv, fixture("completed"))
     assert code == 2 and out == ""
@@ -122,6 +134,7 @@ def test_quiet_subprocess_project_and_replay() -> None:
 
 
 # --- 2. --version ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("flag", ["--version", "-V"])
 def test_version(capsys, flag: str) -> None:
@@ -142,6 +155,7 @@ def test_version_is_listed_in_help(capsys) -> None:
 
 
 # --- 3. the --jobs bound -------------------------------------------------------
+
 
 def commands_with_jobs(capsys) -> list[str]:
     found = []
@@ -188,10 +202,15 @@ WORDING = [
     (["verify", "--dialect", "foo"], "Invalid value for '--dialect': 'foo' is not one of 'auto', 'ract', 'raxol'."),
     (["replay", "--format", "csv"], "Invalid value for '--format': 'csv' is not one of 'text', 'jsonl'."),
     (["repair", "--max-line-bytes", "lots"], "Invalid value for '--max-line-bytes': 'lots' is not a valid integer."),
-    (["verify", "--jobs", "\x1b[31mPASS\u202e"], "Invalid value for '--jobs' / '-j': "
-     r"'\x1b[31mPASS\u202e' is not a valid integer."),
-    (["verify", "--jobs", "7" * 300], "Invalid value for '--jobs' / '-j': " + "7" * 77 + "... is not in the range "
-     "1<=x<=64."),
+    (
+        ["verify", "--jobs", "\x1b[31mPASS\u202e"],
+        "Invalid value for '--jobs' / '-j': "
+        r"'\x1b[31mPASS\u202e' is not a valid integer.",
+    ),
+    (
+        ["verify", "--jobs", "7" * 300],
+        "Invalid value for '--jobs' / '-j': " + "7" * 77 + "... is not in the range 1<=x<=64.",
+    ),
 ]
 
 
@@ -205,11 +224,14 @@ def test_usage_error_wording(capsys, argv: list[str], message: str) -> None:
     assert not any(ch in err for ch in "\x1b\u202e"), "a value from the command line reached the terminal raw"
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["trace", "verify"], "Error: Missing argument 'PATH...'."),
-    (["trace", "nope"], "Error: No such command 'nope'."),
-    (["trace", "verify", "--nope", "x"], "Error: No such option: --nope"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["trace", "verify"], "Error: Missing argument 'PATH...'."),
+        (["trace", "nope"], "Error: No such command 'nope'."),
+        (["trace", "verify", "--nope", "x"], "Error: No such option: --nope"),
+    ],
+)
 def test_other_usage_errors_unchanged(capsys, argv: list[str], message: str) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and message in err
@@ -221,19 +243,23 @@ def test_usage_error_wording_subprocess() -> None:
     assert b"Error: Invalid value for '--jobs' / '-j': 'x' is not a valid integer.\n" in proc.stderr
 
 
-@pytest.mark.parametrize("command,usage", [
-    ("verify", "Usage: ract trace verify [OPTIONS] {PATH...}"),
-    ("project", "Usage: ract trace project [OPTIONS] {PATH...}"),
-    ("grep", "Usage: ract trace grep [OPTIONS] {PATH...}"),
-    ("replay", "Usage: ract trace replay [OPTIONS] {PATH}"),
-    ("repair", "Usage: ract trace repair [OPTIONS] {PATH}"),
-])
+@pytest.mark.parametrize(
+    "command,usage",
+    [
+        ("verify", "Usage: ract trace verify [OPTIONS] {PATH...}"),
+        ("project", "Usage: ract trace project [OPTIONS] {PATH...}"),
+        ("grep", "Usage: ract trace grep [OPTIONS] {PATH...}"),
+        ("replay", "Usage: ract trace replay [OPTIONS] {PATH}"),
+        ("repair", "Usage: ract trace repair [OPTIONS] {PATH}"),
+    ],
+)
 def test_usage_line_names_path(capsys, command: str, usage: str) -> None:
     code, out, _ = run(capsys, "trace", command, "--help")
     assert code == 0 and out.splitlines()[0] == usage
 
 
 # --- 5. a "regular" file whose read blocks ---------------------------------------
+
 
 def test_regular_file_reads_unchanged_through_open_log(tmp_path: Path) -> None:
     data = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 5000)) for i in range(3000)) + b"torn"
@@ -293,9 +319,10 @@ def _kmsg_would_block() -> bool:
         os.close(fd)
 
 
-needs_kmsg = pytest.mark.skipif(not _kmsg_would_block(),
-                                reason="/proc/kmsg is not readable here, or has messages pending (reading would "
-                                       "consume them)")
+needs_kmsg = pytest.mark.skipif(
+    not _kmsg_would_block(),
+    reason="/proc/kmsg is not readable here, or has messages pending (reading would consume them)",
+)
 
 
 @needs_kmsg
@@ -326,16 +353,22 @@ def test_help_lists_commands_in_one_order_whatever_ran_first() -> None:
     import subprocess
     import sys
 
-    script = ("import contextlib, io\n"
-              "from ract_cli.cli.app import main\n"
-              "for argv in (['trace', 'project', '--help'], ['trace', 'replay', '--help'], ['trace', '--help']):\n"
-              "    out = io.StringIO()\n"
-              "    with contextlib.redirect_stdout(out):\n"
-              "        main(argv)\n"
-              "print(out.getvalue())\n")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "COLUMNS": "100"})
+    script = (
+        "import contextlib, io\n"
+        "from ract_cli.cli.app import main\n"
+        "for argv in (['trace', 'project', '--help'], ['trace', 'replay', '--help'], ['trace', '--help']):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        main(argv)\n"
+        "print(out.getvalue())\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "100"}
+    )
     assert proc.returncode == 0, proc.stderr[-800:]
-    listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].splitlines() if line.startswith("  ")
-              and line.split() and line.split()[0].isalpha()]
+    listed = [
+        line.split()[0]
+        for line in proc.stdout.split("Commands:")[1].splitlines()
+        if line.startswith("  ") and line.split() and line.split()[0].isalpha()
+    ]
     assert listed[:5] == ["verify", "repair", "replay", "grep", "project"], proc.stdout

@@ -40,8 +40,14 @@ def test_a_finding_on_line_100_is_printed_as_line_100_not_an_emoji(bad_line_100:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="needs a file system that takes non-UTF-8 names")
-@pytest.mark.parametrize("argv", [["project", "--format", "json"], ["grep", "--format", "json", "--kind", "run.started"],
-                                  ["verify", "--format", "json"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["project", "--format", "json"],
+        ["grep", "--format", "json", "--kind", "run.started"],
+        ["verify", "--format", "json"],
+    ],
+)
 def test_a_non_utf8_directory_name_gives_a_report_not_a_traceback(tmp_path: Path, argv: list[str]) -> None:
     odd = os.fsencode(tmp_path) + b"/run\xff"
     os.makedirs(odd)

@@ -15,9 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from hardening_support import LONG, PYTHON, ROOT, assert_no_traceback, read_only_commands, run_inprocess, \
-    run_subprocess
+from hardening_support import LONG, PYTHON, ROOT, assert_no_traceback, read_only_commands, run_inprocess, run_subprocess
 
 from ract_cli.reader import LineFramer
 from ract_cli.verify import verify_file
@@ -50,8 +48,12 @@ WRITER = textwrap.dedent("""
 
 
 def _start_writer(path: Path, seconds: float, fsync: str = "never") -> subprocess.Popen:
-    return subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(SEED), str(seconds), fsync],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    return subprocess.Popen(
+        [PYTHON, "-c", WRITER, str(path), str(SEED), str(seconds), fsync],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
 
 
 def _finish(writer: subprocess.Popen) -> int:
@@ -110,8 +112,7 @@ def test_every_command_during_appends(tmp_path: Path) -> None:
                 seen[command].add(code)
     finally:
         _finish(writer)
-    print(f"seed={SEED}: exit codes seen {seen}; final size {path.stat().st_size >> 20} MiB "
-          f"(--jobs splits from 8 MiB)")
+    print(f"seed={SEED}: exit codes seen {seen}; final size {path.stat().st_size >> 20} MiB (--jobs splits from 8 MiB)")
     assert all(seen.values()), seen
 
 

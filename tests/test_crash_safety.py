@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from hardening_support import LONG, PYTHON, ROOT, assert_no_traceback, run_inprocess, run_subprocess, trace_commands
 
 from ract_cli.reader import ChainReader
@@ -63,8 +62,12 @@ WRITER = textwrap.dedent("""
 
 def _kill_writer_at_random(path: Path, rng: random.Random) -> list[str]:
     """Start the writer, SIGKILL it at a random moment; return the ids it acknowledged."""
-    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(rng.randrange(2**31)), BIG],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(
+        [PYTHON, "-c", WRITER, str(path), str(rng.randrange(2**31)), BIG],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+    )
     acked: list[str] = []
     buf = b""
     want = rng.randint(1, 12)  # kill after this many acknowledgements ...
@@ -119,16 +122,18 @@ def test_writer_killed_at_random_points(tmp_path: Path) -> None:
         assert after.exit_code == 0, [(f.code, f.message) for f in after.findings]
         assert "OPEN_RUN" not in {f.code for f in after.findings}  # the run is closed now
         # every complete original line is kept byte for byte, in place
-        complete = original[:original.rfind(b"\n") + 1]
+        complete = original[: original.rfind(b"\n") + 1]
         assert path.read_bytes().startswith(complete)
         ids = [ev.event["id"] for ev in ChainReader(path)]
         assert all(a in ids for a in acked)
         if torn:
-            sidecars = [p for p in path.parent.iterdir() if p.name not in ("events.jsonl",)
-                        and not p.name.endswith(".bak")]
-            torn_bytes = original[len(complete):]
-            assert any(p.read_bytes() == torn_bytes for p in sidecars), \
+            sidecars = [
+                p for p in path.parent.iterdir() if p.name not in ("events.jsonl",) and not p.name.endswith(".bak")
+            ]
+            torn_bytes = original[len(complete) :]
+            assert any(p.read_bytes() == torn_bytes for p in sidecars), (
                 f"torn tail bytes not kept in a sidecar: {[p.name for p in sidecars]}"
+            )
         again = run_inprocess(["trace", "repair", "--check", str(path)])
         assert again[0] == 0, "repair is idempotent: nothing left to repair"
     print(f"seed={SEED} kills={KILLS} outcomes: clean {outcomes[0]}, torn tail {outcomes[4]}")
@@ -138,14 +143,15 @@ def test_writer_killed_at_random_points(tmp_path: Path) -> None:
 def _whole_lines_after_kill(path: Path, *, seed: int, acked: int) -> bytes:
     """Run the writer on small events, SIGKILL it once it has acknowledged ``acked`` events,
     and return the log's complete lines (the material the cut tests slice)."""
-    proc = subprocess.Popen([PYTHON, "-c", WRITER, str(path), str(seed), SMALL],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    proc = subprocess.Popen(
+        [PYTHON, "-c", WRITER, str(path), str(seed), SMALL], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
     for _ in range(acked):
         assert proc.stdout.readline(), proc.stderr.read().decode()[-2000:]  # the writer died
     proc.kill()
     proc.communicate()
     data = path.read_bytes()
-    return data[:data.rfind(b"\n") + 1]
+    return data[: data.rfind(b"\n") + 1]
 
 
 def test_torn_tail_is_the_only_damage_a_kill_can_do(tmp_path: Path) -> None:
@@ -158,7 +164,7 @@ def test_torn_tail_is_the_only_damage_a_kill_can_do(tmp_path: Path) -> None:
         cut_path.write_bytes(data[:cut])
         report = verify_file(cut_path)
         assert report.exit_code in (0, 4), (cut, [(f.code, f.message) for f in report.findings])
-        if cut and data[cut - 1:cut] != b"\n" and report.exit_code == 0:
+        if cut and data[cut - 1 : cut] != b"\n" and report.exit_code == 0:
             # a cut just before a line's newline leaves a complete event without it: a warning only
             assert "MISSING_FINAL_NEWLINE" in {f.code for f in report.findings}, cut
 

@@ -33,9 +33,6 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from hardening_support import (
     LONG,
     RACT,
@@ -47,10 +44,12 @@ from hardening_support import (
     log_events,
     read_only_commands,
     run_inprocess,
-    verify_lie,
     strict_values,
+    verify_lie,
     write_small_log,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ract_cli.findings import FINDING_CODES
 from ract_cli.reader import MAX_NESTING, ChainReader, analyze_line
@@ -66,10 +65,20 @@ def examples(ci: int, fuzz: int) -> int:
 
 
 def fuzz_settings(ci: int, fuzz: int, **kw) -> settings:
-    return settings(max_examples=examples(ci, fuzz), deadline=None, derandomize=not FUZZ, database=None,
-                    print_blob=True,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much, HealthCheck.large_base_example], **kw)
+    return settings(
+        max_examples=examples(ci, fuzz),
+        deadline=None,
+        derandomize=not FUZZ,
+        database=None,
+        print_blob=True,
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.filter_too_much,
+            HealthCheck.large_base_example,
+        ],
+        **kw,
+    )
 
 
 # --- inputs -------------------------------------------------------------------
@@ -97,10 +106,12 @@ def mutated_log(draw) -> tuple[str, bytes]:
         if op in ("insert", "delete", "replace", "truncate"):
             i = draw(st.integers(0, len(data) - 1))
             if op == "insert":
-                data[i:i] = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
-                    [b"\n", b"\r", b" ", b"\\", b'"', b"0", b"\xff", b"\xc3", b",", b"}", b"\x00"]))
+                data[i:i] = draw(
+                    st.binary(min_size=1, max_size=4)
+                    | st.sampled_from([b"\n", b"\r", b" ", b"\\", b'"', b"0", b"\xff", b"\xc3", b",", b"}", b"\x00"])
+                )
             elif op == "delete":
-                del data[i:i + draw(st.integers(1, 3))]
+                del data[i : i + draw(st.integers(1, 3))]
             elif op == "replace":
                 data[i] = draw(st.integers(0, 255))
             else:
@@ -130,6 +141,7 @@ def _no_lie(name: str, mutated: bytes) -> None:
 
 # --- analyze_line -------------------------------------------------------------
 
+
 @fuzz_settings(ci=300, fuzz=20_000)
 @given(st.binary(max_size=600))
 def test_analyze_line_random_bytes(body: bytes) -> None:
@@ -143,7 +155,11 @@ def test_analyze_line_random_bytes(body: bytes) -> None:
 def test_analyze_line_mutated(line: bytes, where: int, insert: bytes) -> None:
     body = line.rstrip(b"\n")
     i = where % (len(body) + 1)
-    for mutated in (body[:i] + insert + body[i:], body[:i] + body[i + 1:], body[:i] + insert + body[i + len(insert):]):
+    for mutated in (
+        body[:i] + insert + body[i:],
+        body[:i] + body[i + 1 :],
+        body[:i] + insert + body[i + len(insert) :],
+    ):
         result = analyze_line(mutated)
         assert all(p.code in FINDING_CODES for p in result.problems)
         if mutated != body and result.event is not None and not result.problems and b"\n" not in mutated:
@@ -151,15 +167,24 @@ def test_analyze_line_mutated(line: bytes, where: int, insert: bytes) -> None:
             assert strict_values(mutated + b"\n") == strict_values(line)
 
 
-JSON_LEAF = (st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False)
-             | st.text(max_size=20))
-JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=4)
-                          | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=20)
+JSON_LEAF = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=20)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
 
 
 @fuzz_settings(ci=150, fuzz=3_000)
-@given(st.dictionaries(st.sampled_from(["id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload",
-                                        "prev_hash", "hash", "extra"]), JSON_VALUE, max_size=10))
+@given(
+    st.dictionaries(
+        st.sampled_from(
+            ["id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash", "extra"]
+        ),
+        JSON_VALUE,
+        max_size=10,
+    )
+)
 def test_analyze_line_random_envelopes(obj: dict) -> None:
     import json
 
@@ -170,6 +195,7 @@ def test_analyze_line_random_envelopes(obj: dict) -> None:
 
 
 # --- whole logs -------------------------------------------------------------------
+
 
 @fuzz_settings(ci=120, fuzz=5_000)
 @given(mutated_log())
@@ -183,7 +209,7 @@ def test_mutated_logs_reader_and_verify(case: tuple[str, bytes]) -> None:
         report = verify_file(path, VerifyOptions())
     assert reader.exit_code == report.exit_code  # one reader, one verdict
     assert all(f.code in FINDING_CODES for f in reader.findings)
-    assert all(ev.raw == data[ev.offset:ev.offset + len(ev.raw)] for ev in events)  # offsets point at the bytes
+    assert all(ev.raw == data[ev.offset : ev.offset + len(ev.raw)] for ev in events)  # offsets point at the bytes
     if report.exit_code == 0:
         _no_lie(name, data)
 
@@ -228,8 +254,10 @@ def test_mutated_logs_every_command(case: tuple[str, bytes]) -> None:
         assert codes["grep"] == verdict if verdict else codes["grep"] in (0, 7), codes
 
 
-JOURNALS = {p.name: b"".join(p.read_bytes().splitlines(keepends=True)[:12])
-            for p in sorted((ROOT / "fixtures" / "journals").glob("*.jsonl"))}
+JOURNALS = {
+    p.name: b"".join(p.read_bytes().splitlines(keepends=True)[:12])
+    for p in sorted((ROOT / "fixtures" / "journals").glob("*.jsonl"))
+}
 
 
 @st.composite
@@ -242,10 +270,12 @@ def mutated_journal(draw) -> tuple[str, bytes]:
         i = draw(st.integers(0, len(data) - 1))
         op = draw(st.sampled_from(["insert", "delete", "replace", "dup", "drop"]))
         if op == "insert":
-            data[i:i] = draw(st.binary(min_size=1, max_size=4) | st.sampled_from(
-                [b"\n", b'"type":', b'"evidence":"accepted",', b'"hash":', b"\xff", b"[" * 300]))
+            data[i:i] = draw(
+                st.binary(min_size=1, max_size=4)
+                | st.sampled_from([b"\n", b'"type":', b'"evidence":"accepted",', b'"hash":', b"\xff", b"[" * 300])
+            )
         elif op == "delete":
-            del data[i:i + draw(st.integers(1, 3))]
+            del data[i : i + draw(st.integers(1, 3))]
         elif op == "replace":
             data[i] = draw(st.integers(0, 255))
         else:
@@ -279,12 +309,16 @@ def test_mutated_journals_every_command(case: tuple[str, bytes]) -> None:
 def _option_variants(path: Path) -> list[list[str]]:
     commands = set(read_only_commands())
     p = str(path)
-    variants = [["trace", "verify", "--jobs", "2", "--format", "json", p],
-                ["trace", "verify", "--require-closed", "--max-findings", "1", "--format", "github", p]]
+    variants = [
+        ["trace", "verify", "--jobs", "2", "--format", "json", p],
+        ["trace", "verify", "--require-closed", "--max-findings", "1", "--format", "github", p],
+    ]
     if "grep" in commands:
-        variants += [["trace", "grep", "--no-verify", "--kind", "tool.*", p],
-                     ["trace", "grep", "--where", "payload.ok=false", "--count", p],
-                     ["trace", "grep", "--no-verify", "--where", "payload.tool~^py", p]]
+        variants += [
+            ["trace", "grep", "--no-verify", "--kind", "tool.*", p],
+            ["trace", "grep", "--where", "payload.ok=false", "--count", p],
+            ["trace", "grep", "--no-verify", "--where", "payload.tool~^py", p],
+        ]
     if "project" in commands:
         variants += [["trace", "project", "--format", "markdown", p]]
     if "replay" in commands:
@@ -353,9 +387,22 @@ def test_random_unicode_written_then_read_by_every_command(texts: list[str], key
 
 # --- huge numbers, deep nesting, long lines -----------------------------------------
 
-HUGE = [b"1e400", b"-1e400", b"1e-400", b"123456789012345678901234567890", b"9223372036854775808",
-        b"-9223372036854775809", b"9223372036854775807", b"-9223372036854775808", b"0." + b"1" * 5000,
-        b"1" * 5000, b"1E+2", b"-0", b"-0.0", b"1.0e1"]
+HUGE = [
+    b"1e400",
+    b"-1e400",
+    b"1e-400",
+    b"123456789012345678901234567890",
+    b"9223372036854775808",
+    b"-9223372036854775809",
+    b"9223372036854775807",
+    b"-9223372036854775808",
+    b"0." + b"1" * 5000,
+    b"1" * 5000,
+    b"1E+2",
+    b"-0",
+    b"-0.0",
+    b"1.0e1",
+]
 
 
 @pytest.mark.parametrize("number", HUGE, ids=lambda n: n[:24].decode())
@@ -412,8 +459,10 @@ def test_deep_nesting_hashed_events(depth: int, shape: str, tmp_path: Path) -> N
     assert verify_file(path).exit_code == (0 if depth + 3 <= MAX_NESTING else 1)
 
 
-@pytest.mark.parametrize("text", [b"[" * 100_000, b"{\"a\":" * 100_000, b"[" * 100_000 + b"]" * 100_000,
-                                  b'"' + b"\\" * 100_001, b"\xf0\x9f" * 50_000])
+@pytest.mark.parametrize(
+    "text",
+    [b"[" * 100_000, b'{"a":' * 100_000, b"[" * 100_000 + b"]" * 100_000, b'"' + b"\\" * 100_001, b"\xf0\x9f" * 50_000],
+)
 def test_deep_or_hostile_single_lines(text: bytes, tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     lines = _lines(SMALL)
@@ -468,8 +517,12 @@ def _run_measured(argv: list[str], timeout: float = 120) -> tuple[int, int, byte
 
     started = time.monotonic()
     with tempfile.NamedTemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-c", _LAUNCHER, err.name, RACT, *argv], stdout=subprocess.PIPE,
-                                env={**os.environ, "COLUMNS": "120"}, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _LAUNCHER, err.name, RACT, *argv],
+            stdout=subprocess.PIPE,
+            env={**os.environ, "COLUMNS": "120"},
+            start_new_session=True,
+        )
         try:
             out, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -506,8 +559,7 @@ def test_100mb_line_memory_bounded(hundred_mb_log: Path) -> None:
 
 
 def test_100mb_line_small_limit_memory_small(hundred_mb_log: Path) -> None:
-    code, rss_kib, err, seconds = _run_measured(["trace", "verify", "--max-line-bytes", "1048576",
-                                                 str(hundred_mb_log)])
+    code, rss_kib, err, seconds = _run_measured(["trace", "verify", "--max-line-bytes", "1048576", str(hundred_mb_log)])
     print(f"100 MB line, 1 MiB limit: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
     assert_no_traceback(err)
     assert code == 1 and b"LINE_TOO_LONG" in err
@@ -519,8 +571,9 @@ def test_100mb_line_small_limit_memory_small(hundred_mb_log: Path) -> None:
 def test_100mb_line_every_command(hundred_mb_log: Path) -> None:
     for command in read_only_commands():
         for limit in ("1048576", str(64 * 1024 * 1024)):
-            code, rss_kib, err, seconds = _run_measured(command_argv(command, hundred_mb_log,
-                                                                     "--max-line-bytes", limit))
+            code, rss_kib, err, seconds = _run_measured(
+                command_argv(command, hundred_mb_log, "--max-line-bytes", limit)
+            )
             print(f"{command} limit {limit}: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s")
             assert_no_traceback(err, command)
             assert code == 1, (command, code, err[-500:])
@@ -543,6 +596,7 @@ def test_100mb_valid_event_under_a_raised_limit(tmp_path: Path) -> None:
 
 # --- targeted lies ------------------------------------------------------------------
 
+
 def test_truncation_at_a_line_boundary_is_caught_by_expect_head(tmp_path: Path) -> None:
     """SPEC §10: a log cut after any event still verifies on its own; --expect-head catches it."""
     head = log_events(SMALL)[-1]["hash"]
@@ -557,11 +611,14 @@ def test_truncation_at_a_line_boundary_is_caught_by_expect_head(tmp_path: Path) 
         assert code == expected
 
 
-@pytest.mark.parametrize("spelling", [
-    b'"\\u006bind":"run.started"',  # the same key spelled with an escape
-    b'"kind":"run.started"',
-    b'"k\\u0069nd":"x"',
-])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        b'"\\u006bind":"run.started"',  # the same key spelled with an escape
+        b'"kind":"run.started"',
+        b'"k\\u0069nd":"x"',
+    ],
+)
 def test_duplicate_keys_in_any_spelling(spelling: bytes, tmp_path: Path) -> None:
     """A repeated key, however it is spelled, is DUPLICATE_KEY: two JSON readers could disagree on it."""
     line = _lines(SMALL)[0]
@@ -580,8 +637,12 @@ def test_equivalent_spellings_verify_and_are_the_same_values(tmp_path: Path) -> 
     out = []
     for line in _lines(SMALL):
         event = json.loads(line)
-        out.append(json.dumps(dict(reversed(list(event.items()))), ensure_ascii=True, indent=None,
-                              separators=(" , ", " : ")).encode() + b" \r\n")
+        out.append(
+            json.dumps(
+                dict(reversed(list(event.items()))), ensure_ascii=True, indent=None, separators=(" , ", " : ")
+            ).encode()
+            + b" \r\n"
+        )
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(out))
     assert verify_file(path).exit_code == 0
@@ -592,8 +653,9 @@ def test_every_command_is_covered_by_the_hardening_tests() -> None:
     """A new ``ract trace`` command must be taught to the hardening tests (hardening_support._READ_ONLY_ARGS)."""
     from hardening_support import trace_commands
 
-    assert set(trace_commands()) == set(read_only_commands()), \
+    assert set(trace_commands()) == set(read_only_commands()), (
         f"commands the hardening tests do not know how to run read-only: {set(trace_commands()) - set(read_only_commands())}"
+    )
     assert {"verify", "grep", "project", "replay", "repair"} <= set(trace_commands())
 
 
@@ -611,8 +673,10 @@ def test_one_finding_per_byte_keeps_memory_flat(command: str, tmp_path: Path) ->
     path.write_bytes(b"\n" * lines)
     argv = ["trace", command, *(["--check"] if command == "repair" else []), str(path)]
     code, rss_kib, err, seconds = _run_measured(argv, timeout=300)
-    print(f"{command} on {lines} blank lines: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s, "
-          f"{len(err)} bytes on stderr")
+    print(
+        f"{command} on {lines} blank lines: exit {code}, peak RSS {rss_kib // 1024} MiB, {seconds:.1f}s, "
+        f"{len(err)} bytes on stderr"
+    )
     assert_no_traceback(err, command)
     assert code == 1
     assert rss_kib < 80 * 1024
@@ -624,11 +688,25 @@ class _HostileRepr:
         raise RuntimeError("repr bomb")
 
 
-PY_LEAF = (st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary(max_size=8)
-           | st.builds(_HostileRepr) | st.sampled_from([float("nan"), 2**100, -(2**64), "\ud800", {1, 2}]))
-PY_VALUE = st.recursive(PY_LEAF, lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner)
-                        | st.dictionaries(st.text(max_size=5) | st.integers() | st.none(), inner, max_size=3),
-                        max_leaves=15)
+PY_LEAF = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text()
+    | st.binary(max_size=8)
+    | st.builds(_HostileRepr)
+    | st.sampled_from([float("nan"), 2**100, -(2**64), "\ud800", {1, 2}])
+)
+PY_VALUE = st.recursive(
+    PY_LEAF,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=5) | st.integers() | st.none(), inner, max_size=3)
+    ),
+    max_leaves=15,
+)
 
 
 @fuzz_settings(ci=60, fuzz=3_000)
@@ -676,8 +754,9 @@ def _pool():
 
 @fuzz_settings(ci=80, fuzz=5_000)
 @given(mutated_log(), st.lists(st.integers(0, 10_000), max_size=6), st.sampled_from([64 << 20, 600, 300]))
-def test_parallel_scan_equals_sequential_on_mutated_logs(case: tuple[str, bytes], cuts: list[int],
-                                                           max_line_bytes: int) -> None:
+def test_parallel_scan_equals_sequential_on_mutated_logs(
+    case: tuple[str, bytes], cuts: list[int], max_line_bytes: int
+) -> None:
     """``verify --jobs``: byte ranges cut anywhere give the sequential reader's verdict, finding for finding."""
     try:
         from ract_cli.parallel import scan_file
@@ -692,9 +771,20 @@ def test_parallel_scan_equals_sequential_on_mutated_logs(case: tuple[str, bytes]
     reader.read_all()
     state = ChainState(str(path))
     with hang_guard(20, data[:200]):
-        scan_file(path, state, _pool(), jobs=2, schema_version=9, max_line_bytes=max_line_bytes,
-                  cuts=[c % (len(data) + 1) for c in cuts])
+        scan_file(
+            path,
+            state,
+            _pool(),
+            jobs=2,
+            schema_version=9,
+            max_line_bytes=max_line_bytes,
+            cuts=[c % (len(data) + 1) for c in cuts],
+        )
     ours = [(f.code, f.severity, f.line, f.offset, f.event_id) for f in state.findings]
     theirs = [(f.code, f.severity, f.line, f.offset, f.event_id) for f in reader.findings]
-    assert (state.exit_code, state.events, state.head, ours) == (reader.exit_code, reader.state.events,
-                                                                  reader.state.head, theirs)
+    assert (state.exit_code, state.events, state.head, ours) == (
+        reader.exit_code,
+        reader.state.events,
+        reader.state.head,
+        theirs,
+    )

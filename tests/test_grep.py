@@ -32,8 +32,18 @@ EVENT = {
     "kind": "process.reaped",
     "step_id": None,
     "timestamp_ns": 1_764_000_000_000_000_000,
-    "payload": {"ok": False, "n": 5, "f": 2.5, "s": "dispose_unsuccessful", "none": None, "one": 1, "yes": True,
-                "list": [10, "b", {"c": 3}], "obj": {"a": [1, 2]}, "digits": "123"},
+    "payload": {
+        "ok": False,
+        "n": 5,
+        "f": 2.5,
+        "s": "dispose_unsuccessful",
+        "none": None,
+        "one": 1,
+        "yes": True,
+        "list": [10, "b", {"c": 3}],
+        "obj": {"a": [1, 2]},
+        "digits": "123",
+    },
 }
 
 WHERE_CASES = [
@@ -85,7 +95,7 @@ WHERE_CASES = [
     ("payload.list.2.c=3", True),
     ("payload.list.3?", False),
     ("payload.list.x?", False),
-    ("payload.obj={\"a\":[1,2]}", True),  # deep equality of objects
+    ('payload.obj={"a":[1,2]}', True),  # deep equality of objects
     ("payload.obj.a=[1,2.0]", True),
     ("payload.obj.a=[1,true]", False),
     ("payload.s.x?", False),  # descending into a string gives nothing
@@ -111,17 +121,20 @@ def test_where_value_empty_string():
     assert not parse_where('payload.s=""').test({"payload": {"s": "x"}})
 
 
-@pytest.mark.parametrize(("expr", "message"), [
-    ("payload.ok", "no operator"),
-    ("=1", "missing the dotted path"),
-    ("ok=false", "did you mean payload.ok"),
-    ("payload..ok=1", "empty segment"),
-    ("payload.ok!1", "unknown operator"),
-    ("payload.ok?x", "unknown operator"),
-    ("payload.x~(", "bad regular expression"),
-    ("payload.x<[1]", "compares numbers or strings"),
-    ("payload.x>=true", "compares numbers or strings"),
-])
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("payload.ok", "no operator"),
+        ("=1", "missing the dotted path"),
+        ("ok=false", "did you mean payload.ok"),
+        ("payload..ok=1", "empty segment"),
+        ("payload.ok!1", "unknown operator"),
+        ("payload.ok?x", "unknown operator"),
+        ("payload.x~(", "bad regular expression"),
+        ("payload.x<[1]", "compares numbers or strings"),
+        ("payload.x>=true", "compares numbers or strings"),
+    ],
+)
 def test_where_errors_say_why(expr, message):
     with pytest.raises(UsageError) as info:
         parse_where(expr)
@@ -134,41 +147,61 @@ def test_where_value_that_is_not_json_stays_text():
     assert parse_where("payload.x= 5").value == 5  # JSON allows surrounding whitespace
 
 
-@pytest.mark.parametrize(("expr", "want"), [
-    ("payload.s = dispose_unsuccessful", True),
-    ("payload.s != other ", True),
-    ("payload.n >= 5", True),
-    ("payload.s ~ ^dispose", True),
-    ("payload.s ?", True),
-    ("payload.missing? ", False),
-    ('payload.s=" dispose_unsuccessful"', False),  # JSON quotes keep spaces
-])
+@pytest.mark.parametrize(
+    ("expr", "want"),
+    [
+        ("payload.s = dispose_unsuccessful", True),
+        ("payload.s != other ", True),
+        ("payload.n >= 5", True),
+        ("payload.s ~ ^dispose", True),
+        ("payload.s ?", True),
+        ("payload.missing? ", False),
+        ('payload.s=" dispose_unsuccessful"', False),  # JSON quotes keep spaces
+    ],
+)
 def test_spaces_around_the_operator_are_ignored(expr, want):
     assert parse_where(expr).test(EVENT) is want
 
 
 # --- time ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("text", "end_of_day", "want"), [
-    ("0", False, 0),
-    ("1764000000123456789", False, 1_764_000_000_123_456_789),
-    ("2025-11-24T16:00:00Z", False, 1_764_000_000_000_000_000),
-    ("2025-11-24T16:00:00.5Z", False, 1_764_000_000_500_000_000),
-    ("2025-11-24T16:00:00.123456789Z", False, 1_764_000_000_123_456_789),
-    ("2025-11-24T16:00:00,25", False, 1_764_000_000_250_000_000),
-    ("2025-11-24T18:00:00+02:00", False, 1_764_000_000_000_000_000),
-    ("2025-11-24T11:30:00-0430", False, 1_764_000_000_000_000_000),
-    ("2025-11-24 16:00", False, 1_764_000_000_000_000_000),  # no zone: UTC
-    ("2025-11-24", False, 1_763_942_400_000_000_000),
-    ("2025-11-24", True, 1_763_942_400_000_000_000 + 86_400 * 10**9 - 1),  # a bare --until date: the whole day
-    ("2025-11-24T16:00:00Z", True, 1_764_000_000_000_000_000),  # a full time is exact
-])
+
+@pytest.mark.parametrize(
+    ("text", "end_of_day", "want"),
+    [
+        ("0", False, 0),
+        ("1764000000123456789", False, 1_764_000_000_123_456_789),
+        ("2025-11-24T16:00:00Z", False, 1_764_000_000_000_000_000),
+        ("2025-11-24T16:00:00.5Z", False, 1_764_000_000_500_000_000),
+        ("2025-11-24T16:00:00.123456789Z", False, 1_764_000_000_123_456_789),
+        ("2025-11-24T16:00:00,25", False, 1_764_000_000_250_000_000),
+        ("2025-11-24T18:00:00+02:00", False, 1_764_000_000_000_000_000),
+        ("2025-11-24T11:30:00-0430", False, 1_764_000_000_000_000_000),
+        ("2025-11-24 16:00", False, 1_764_000_000_000_000_000),  # no zone: UTC
+        ("2025-11-24", False, 1_763_942_400_000_000_000),
+        ("2025-11-24", True, 1_763_942_400_000_000_000 + 86_400 * 10**9 - 1),  # a bare --until date: the whole day
+        ("2025-11-24T16:00:00Z", True, 1_764_000_000_000_000_000),  # a full time is exact
+    ],
+)
 def test_parse_time(text, end_of_day, want):
     assert parse_time(text, end_of_day=end_of_day) == want
 
 
-@pytest.mark.parametrize("text", ["", "yesterday", "-5", "1.5", "2025-13-01", "2025-11-24T25:00", "9" * 20,
-                                  "1969-12-31T23:59:59Z", "2025-11-24T16:00:00+25:00", "2025-11-24T16:00:00.1234567891Z"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "yesterday",
+        "-5",
+        "1.5",
+        "2025-13-01",
+        "2025-11-24T25:00",
+        "9" * 20,
+        "1969-12-31T23:59:59Z",
+        "2025-11-24T16:00:00+25:00",
+        "2025-11-24T16:00:00.1234567891Z",
+    ],
+)
 def test_parse_time_errors(text):
     with pytest.raises(UsageError):
         parse_time(text)
@@ -181,41 +214,49 @@ def test_format_ns_round_trips_through_parse_time():
 
 # --- kinds and the prefilter ----------------------------------------------------------
 
-@pytest.mark.parametrize(("kinds", "kind", "want"), [
-    (["process.reaped"], "process.reaped", True),
-    (["process.reaped"], "process.reaped.x", False),
-    (["process.*"], "process.reaped", True),
-    (["substrate.*"], "substrate.subagent.orphan_reaped", True),  # * crosses dots
-    (["*"], "anything", True),
-    (["*.refused"], "tool.invocation.refused", True),
-    (["tool.[cr]*"], "tool.refused", True),
-    (["tool.[cr]*"], "tool.result", True),
-    (["tool.[!r]*"], "tool.result", False),
-    (["Process.reaped"], "process.reaped", False),  # case-sensitive
-    (["a", "process.*"], "process.reaped", True),  # OR
-])
+
+@pytest.mark.parametrize(
+    ("kinds", "kind", "want"),
+    [
+        (["process.reaped"], "process.reaped", True),
+        (["process.reaped"], "process.reaped.x", False),
+        (["process.*"], "process.reaped", True),
+        (["substrate.*"], "substrate.subagent.orphan_reaped", True),  # * crosses dots
+        (["*"], "anything", True),
+        (["*.refused"], "tool.invocation.refused", True),
+        (["tool.[cr]*"], "tool.refused", True),
+        (["tool.[cr]*"], "tool.result", True),
+        (["tool.[!r]*"], "tool.result", False),
+        (["Process.reaped"], "process.reaped", False),  # case-sensitive
+        (["a", "process.*"], "process.reaped", True),  # OR
+    ],
+)
 def test_kind_patterns(kinds, kind, want):
     assert build_filter(kinds=kinds).matches({"kind": kind}) is want
 
 
-@pytest.mark.parametrize(("kinds", "steps", "want"), [
-    (["process.reaped"], [], (b"process.reaped", b"\\u00")),
-    (["process.*"], [], (b"process.", b"\\u00")),
-    (["*.invocation.*"], [], (b".invocation.", b"\\u00")),
-    (["process.reaped", "tool.*"], [], (b"process.reaped", b"tool.", b"\\u00")),
-    (["*"], [], None),  # nothing literal: every line is parsed
-    (["process.reaped", "*"], [], None),
-    (["tool.[cr]*"], [], None),
-    ([], ["ab" * 16], (b"ab" * 16, b"\\u00")),
-    ([], [], None),
-])
+@pytest.mark.parametrize(
+    ("kinds", "steps", "want"),
+    [
+        (["process.reaped"], [], (b"process.reaped", b"\\u00")),
+        (["process.*"], [], (b"process.", b"\\u00")),
+        (["*.invocation.*"], [], (b".invocation.", b"\\u00")),
+        (["process.reaped", "tool.*"], [], (b"process.reaped", b"tool.", b"\\u00")),
+        (["*"], [], None),  # nothing literal: every line is parsed
+        (["process.reaped", "*"], [], None),
+        (["tool.[cr]*"], [], None),
+        ([], ["ab" * 16], (b"ab" * 16, b"\\u00")),
+        ([], [], None),
+    ],
+)
 def test_prefilter_needles(kinds, steps, want):
     assert build_filter(kinds=kinds, steps=steps).prefilter() == want
 
 
 def test_filter_is_and_across_options():
-    flt = build_filter(kinds=["tool.*"], where=["payload.ok=false"], synthesized=False,
-                       since="2025-11-24", until="2025-11-24")
+    flt = build_filter(
+        kinds=["tool.*"], where=["payload.ok=false"], synthesized=False, since="2025-11-24", until="2025-11-24"
+    )
     ev = {"kind": "tool.result", "timestamp_ns": 1_764_000_000_000_000_000, "payload": {"ok": False}}
     assert flt.matches(ev)
     assert not flt.matches({**ev, "kind": "run.started"})
@@ -226,10 +267,21 @@ def test_filter_is_and_across_options():
 
 
 def test_hostile_event_shapes_never_raise():
-    flt = build_filter(kinds=["x.*"], runs=["ab" * 16], steps=["cd" * 16], since="0", synthesized=True,
-                       where=["payload.a.b>1", "payload.a~x", "payload.z?"])
-    for ev in ({}, {"kind": 5}, {"kind": "x.y", "payload": [1, 2]}, {"kind": "x.y", "payload": "s"},
-               {"kind": "x.y", "run_id": ["ab" * 16], "payload": {"a": {"b": {}}}}):
+    flt = build_filter(
+        kinds=["x.*"],
+        runs=["ab" * 16],
+        steps=["cd" * 16],
+        since="0",
+        synthesized=True,
+        where=["payload.a.b>1", "payload.a~x", "payload.z?"],
+    )
+    for ev in (
+        {},
+        {"kind": 5},
+        {"kind": "x.y", "payload": [1, 2]},
+        {"kind": "x.y", "payload": "s"},
+        {"kind": "x.y", "run_id": ["ab" * 16], "payload": {"a": {"b": {}}}},
+    ):
         assert flt.matches(ev) is False
 
 
@@ -280,11 +332,12 @@ def test_unverified_prefilter_skips_lines_but_keeps_numbers_offsets_and_the_tail
     want_lines = [i for i, raw in enumerate(sample_lines, 1) if b"step.started" in raw]
     assert [x.line for x in got[:-1]] == want_lines
     for x in got[:-1]:
-        assert data[x.offset:x.offset + len(x.raw)] == x.raw == sample_lines[x.line - 1]
+        assert data[x.offset : x.offset + len(x.raw)] == x.raw == sample_lines[x.line - 1]
     assert got[-1].problem.code == "TORN_TAIL" and got[-1].line == len(sample_lines) + 1
 
 
 # --- the search: hold-back, stop at the break ------------------------------------------
+
 
 def _forge(path: Path, line: int, change) -> None:
     """Edit one event and recompute its own hash, as a careful forger would."""
@@ -366,12 +419,27 @@ def test_findings_are_capped_but_still_count(tmp_path, sample_lines):
     assert len(result.findings) == 5 and result.suppressed == 45 and search.exit_code == ExitCode.TAMPERED
 
 
-_kinds_strategy = st.lists(st.sampled_from(["*", "tool.*", "process.reaped", "step.*", "*.refused", "run.?*",
-                                            "predicate.evaluated", "no.such"]), max_size=3)
-_where_strategy = st.lists(st.sampled_from(["payload.ok=false", "payload.ok=true", "payload.tool!=bash",
-                                            "payload.reap_latency_ms>1000", "payload.reason~^post",
-                                            "payload.step_id?", "parent_id!=null", "payload.required=true"]),
-                           max_size=2)
+_kinds_strategy = st.lists(
+    st.sampled_from(
+        ["*", "tool.*", "process.reaped", "step.*", "*.refused", "run.?*", "predicate.evaluated", "no.such"]
+    ),
+    max_size=3,
+)
+_where_strategy = st.lists(
+    st.sampled_from(
+        [
+            "payload.ok=false",
+            "payload.ok=true",
+            "payload.tool!=bash",
+            "payload.reap_latency_ms>1000",
+            "payload.reason~^post",
+            "payload.step_id?",
+            "parent_id!=null",
+            "payload.required=true",
+        ]
+    ),
+    max_size=2,
+)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -385,14 +453,21 @@ def test_no_verify_gives_the_same_matches_on_valid_logs(completed, kinds, where,
 
 def test_compiled_filter_agrees_with_matches(sample_lines):
     events = [json.loads(raw) for raw in sample_lines] + [{}, {"kind": 3}, {"kind": "tool.called", "payload": []}]
-    for kw in ({}, {"kinds": ["tool.called"]}, {"kinds": ["tool.called", "run.started"]}, {"kinds": ["tool.*"]},
-               {"kinds": ["tool.called"], "where": ["payload.tool=bash"]}, {"synthesized": False}):
+    for kw in (
+        {},
+        {"kinds": ["tool.called"]},
+        {"kinds": ["tool.called", "run.started"]},
+        {"kinds": ["tool.*"]},
+        {"kinds": ["tool.called"], "where": ["payload.tool=bash"]},
+        {"synthesized": False},
+    ):
         flt = build_filter(**kw)
         fast = flt.compile()
         assert [fast(ev) for ev in events] == [flt.matches(ev) for ev in events], kw
 
 
 # --- the block-by-block prefilter framing equals a plain line-by-line model -------------
+
 
 def _model(data: bytes, needles: tuple[bytes, ...], limit: int) -> list[tuple[int, int, bytes | None]]:
     """Plain Python: split on \\n, keep lines holding a needle and a last line without \\n."""
@@ -423,9 +498,12 @@ _line = st.lists(st.sampled_from([b"a", b"b", b"ab", b"x", b"\r", b" ", b"kind",
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(lines=st.lists(_line, max_size=12), tail=_line, needles=st.lists(
-    st.sampled_from([b"a", b"ab", b"kind", b"\\u", b"b\r"]), min_size=1, max_size=3, unique=True),
-    block=st.integers(1, 40))
+@given(
+    lines=st.lists(_line, max_size=12),
+    tail=_line,
+    needles=st.lists(st.sampled_from([b"a", b"ab", b"kind", b"\\u", b"b\r"]), min_size=1, max_size=3, unique=True),
+    block=st.integers(1, 40),
+)
 def test_block_prefilter_equals_the_line_model(tmp_path, lines, tail, needles, block):
     data = b"".join(line + b"\n" for line in lines) + tail
     assert _frame(data, tuple(needles), 10_000, block, tmp_path) == _model(data, tuple(needles), 10_000)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,7 @@ SYNTH_RUN = "5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a"
 
 # --- corpus -------------------------------------------------------------------
 
+
 def _lines(path: Path) -> list[bytes]:
     """Split on \\n only, endings kept (the framing of SPEC §2.1)."""
     parts = path.read_bytes().split(b"\n")
@@ -42,18 +43,36 @@ def _write_repaired_like(path: Path) -> None:
     ids = iter(f"{i:032x}" for i in range(1, 100))
     ts = iter(range(1_764_100_000_000_000_000, 1_764_200_000_000_000_000, 1_000_000_007))
     step = "77" * 16
-    with EventWriter(path, run_id=SYNTH_RUN, fsync=FsyncPolicy.NEVER, new_id=lambda: next(ids),
-                     clock=lambda: next(ts)) as w:
+    with EventWriter(
+        path, run_id=SYNTH_RUN, fsync=FsyncPolicy.NEVER, new_id=lambda: next(ids), clock=lambda: next(ts)
+    ) as w:
         run = w.append("run.started", {"intent_id": "ab" * 16, "predicate_count": 1})
         started = w.append("step.started", {"parent_snapshot": "c" * 40, "timeout_seconds": 60}, step_id=step)
         call = w.append("tool.called", {"tool": "bash", "arguments": {"argv": ["sleep", "9"]}}, step_id=step)
-        w.append("tool.result", {"tool": "bash", "ok": False, "status": "unknown", "synthesized": True,
-                                 "reason": "interrupted", "source_event_id": call["id"]},
-                 step_id=step, parent_id=call["id"])
-        w.append("step.rolled_back", {"synthesized": True, "reason": "interrupted",
-                                      "source_event_id": started["id"]}, step_id=step, parent_id=started["id"])
-        w.append("run.aborted", {"synthesized": True, "reason": "interrupted", "source_event_id": run["id"]},
-                 parent_id=run["id"])
+        w.append(
+            "tool.result",
+            {
+                "tool": "bash",
+                "ok": False,
+                "status": "unknown",
+                "synthesized": True,
+                "reason": "interrupted",
+                "source_event_id": call["id"],
+            },
+            step_id=step,
+            parent_id=call["id"],
+        )
+        w.append(
+            "step.rolled_back",
+            {"synthesized": True, "reason": "interrupted", "source_event_id": started["id"]},
+            step_id=step,
+            parent_id=started["id"],
+        )
+        w.append(
+            "run.aborted",
+            {"synthesized": True, "reason": "interrupted", "source_event_id": run["id"]},
+            parent_id=run["id"],
+        )
 
 
 @pytest.fixture(scope="session")
@@ -119,7 +138,7 @@ def _ts_of(files: list[Path], kind: str) -> int:
 
 def _iso(ns: int) -> str:
     seconds, frac = divmod(ns, 10**9)
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S") + f".{frac:09d}Z"
 
 
 def _get(ev: dict, *path: str | int) -> object:
@@ -144,52 +163,95 @@ FILTER_CASES: list[tuple[str, list[str] | Callable[[list[Path]], list[str]], Cal
     ("kind glob suffix", ["--kind", "*.refused"], lambda e: e["kind"].endswith(".refused")),
     ("kind glob ?", ["--kind", "run.?????ed"], lambda e: e["kind"] in ("run.started", "run.aborted")),
     ("kind every", ["--kind", "*"], lambda e: True),
-    ("kind repeated ORs", ["-k", "run.started", "-k", "run.completed", "-k", "sandbox.*"],
-     lambda e: e["kind"] in ("run.started", "run.completed") or e["kind"].startswith("sandbox.")),
+    (
+        "kind repeated ORs",
+        ["-k", "run.started", "-k", "run.completed", "-k", "sandbox.*"],
+        lambda e: e["kind"] in ("run.started", "run.completed") or e["kind"].startswith("sandbox."),
+    ),
     ("no filter at all", [], lambda e: True),
     ("run", ["--run", ABORTED_RUN], lambda e: e["run_id"] == ABORTED_RUN),
-    ("run repeated ORs", ["--run", ABORTED_RUN, "--run", SYNTH_RUN.upper()],
-     lambda e: e["run_id"] in (ABORTED_RUN, SYNTH_RUN)),
+    (
+        "run repeated ORs",
+        ["--run", ABORTED_RUN, "--run", SYNTH_RUN.upper()],
+        lambda e: e["run_id"] in (ABORTED_RUN, SYNTH_RUN),
+    ),
     ("step", ["--step", "77" * 16], lambda e: e["step_id"] == "77" * 16),
-    ("since ns inclusive", lambda files: ["--since", str(_ts_of(files, "process.reaped"))],
-     "since:process.reaped"),
-    ("until ns inclusive", lambda files: ["--until", str(_ts_of(files, "process.reaped"))],
-     "until:process.reaped"),
+    ("since ns inclusive", lambda files: ["--since", str(_ts_of(files, "process.reaped"))], "since:process.reaped"),
+    ("until ns inclusive", lambda files: ["--until", str(_ts_of(files, "process.reaped"))], "until:process.reaped"),
     ("since iso with ns", lambda files: ["--since", _iso(_ts_of(files, "tool.refused"))], "since:tool.refused"),
-    ("until iso date = whole day", ["--until", "2025-11-24"],
-     lambda e: e["timestamp_ns"] <= 1_764_028_799_999_999_999),
+    ("until iso date = whole day", ["--until", "2025-11-24"], lambda e: e["timestamp_ns"] <= 1_764_028_799_999_999_999),
     ("since date", ["--since", "2025-11-25"], lambda e: e["timestamp_ns"] >= 1_764_028_800_000_000_000),
     ("synthesized", ["--synthesized"], lambda e: e["payload"].get("synthesized") is True),
-    ("no-synthesized", ["--no-synthesized", "--kind", "run.*"],
-     lambda e: e["payload"].get("synthesized") is not True and e["kind"].startswith("run.")),
+    (
+        "no-synthesized",
+        ["--no-synthesized", "--kind", "run.*"],
+        lambda e: e["payload"].get("synthesized") is not True and e["kind"].startswith("run."),
+    ),
     ("where bool =", ["--where", "payload.ok=false"], lambda e: e["payload"].get("ok") is False),
-    ("where string != (absent matches)", ["--where", "payload.tool!=bash"],
-     lambda e: e["payload"].get("tool", KeyError) != "bash"),
-    ("where >", ["-w", "payload.reap_latency_ms>1000"], lambda e: _num(_get(e, "payload", "reap_latency_ms"))
-     and _get(e, "payload", "reap_latency_ms") > 1000),
-    ("where <", ["-w", "payload.reap_latency_ms<1830"], lambda e: _num(_get(e, "payload", "reap_latency_ms"))
-     and _get(e, "payload", "reap_latency_ms") < 1830),
-    ("where >= boundary", ["-w", "payload.reap_latency_ms>=1830"],
-     lambda e: _num(_get(e, "payload", "reap_latency_ms")) and _get(e, "payload", "reap_latency_ms") >= 1830),
-    ("where <= float", ["-w", "payload.latency_ms<=818.575"],
-     lambda e: _num(_get(e, "payload", "latency_ms")) and _get(e, "payload", "latency_ms") <= 818.575),
-    ("where regex search", ["-w", "payload.reason~^dispose"],
-     lambda e: isinstance(_get(e, "payload", "reason"), str) and _get(e, "payload", "reason").startswith("dispose")),
-    ("where regex unanchored", ["-w", "payload.preview~caf"],
-     lambda e: isinstance(_get(e, "payload", "preview"), str) and "caf" in _get(e, "payload", "preview")),
+    (
+        "where string != (absent matches)",
+        ["--where", "payload.tool!=bash"],
+        lambda e: e["payload"].get("tool", KeyError) != "bash",
+    ),
+    (
+        "where >",
+        ["-w", "payload.reap_latency_ms>1000"],
+        lambda e: _num(_get(e, "payload", "reap_latency_ms")) and _get(e, "payload", "reap_latency_ms") > 1000,
+    ),
+    (
+        "where <",
+        ["-w", "payload.reap_latency_ms<1830"],
+        lambda e: _num(_get(e, "payload", "reap_latency_ms")) and _get(e, "payload", "reap_latency_ms") < 1830,
+    ),
+    (
+        "where >= boundary",
+        ["-w", "payload.reap_latency_ms>=1830"],
+        lambda e: _num(_get(e, "payload", "reap_latency_ms")) and _get(e, "payload", "reap_latency_ms") >= 1830,
+    ),
+    (
+        "where <= float",
+        ["-w", "payload.latency_ms<=818.575"],
+        lambda e: _num(_get(e, "payload", "latency_ms")) and _get(e, "payload", "latency_ms") <= 818.575,
+    ),
+    (
+        "where regex search",
+        ["-w", "payload.reason~^dispose"],
+        lambda e: isinstance(_get(e, "payload", "reason"), str) and _get(e, "payload", "reason").startswith("dispose"),
+    ),
+    (
+        "where regex unanchored",
+        ["-w", "payload.preview~caf"],
+        lambda e: isinstance(_get(e, "payload", "preview"), str) and "caf" in _get(e, "payload", "preview"),
+    ),
     ("where presence", ["-w", "payload.step_id?"], lambda e: "step_id" in e["payload"]),
     ("where presence of a null value", ["-w", "payload.manifest_digest?"], lambda e: "manifest_digest" in e["payload"]),
-    ("where = null", ["-w", "payload.manifest_digest=null"],
-     lambda e: "manifest_digest" in e["payload"] and e["payload"]["manifest_digest"] is None),
-    ("where nested dotted path", ["-w", "payload.arguments.limits.mem_mb=512.5"],
-     lambda e: _get(e, "payload", "arguments", "limits", "mem_mb") == 512.5),
+    (
+        "where = null",
+        ["-w", "payload.manifest_digest=null"],
+        lambda e: "manifest_digest" in e["payload"] and e["payload"]["manifest_digest"] is None,
+    ),
+    (
+        "where nested dotted path",
+        ["-w", "payload.arguments.limits.mem_mb=512.5"],
+        lambda e: _get(e, "payload", "arguments", "limits", "mem_mb") == 512.5,
+    ),
     ("where array index", ["-w", "payload.pids.1=4244"], lambda e: _get(e, "payload", "pids", 1) == 4244),
-    ("where envelope key", ["-w", "parent_id!=null", "--kind", "tool.result"],
-     lambda e: e["parent_id"] is not None and e["kind"] == "tool.result"),
-    ("where string that looks like JSON", ["-w", 'payload.tool="pytest"'], lambda e: e["payload"].get("tool") == "pytest"),
+    (
+        "where envelope key",
+        ["-w", "parent_id!=null", "--kind", "tool.result"],
+        lambda e: e["parent_id"] is not None and e["kind"] == "tool.result",
+    ),
+    (
+        "where string that looks like JSON",
+        ["-w", 'payload.tool="pytest"'],
+        lambda e: e["payload"].get("tool") == "pytest",
+    ),
     ("where int vs bool never equal", ["-w", "payload.ok=1"], lambda e: False),
-    ("where repeated ANDs + kind", ["--kind", "tool.result", "-w", "payload.ok=true", "-w", "payload.tool!=bash"],
-     lambda e: e["kind"] == "tool.result" and e["payload"]["ok"] is True and e["payload"]["tool"] != "bash"),
+    (
+        "where repeated ANDs + kind",
+        ["--kind", "tool.result", "-w", "payload.ok=true", "-w", "payload.tool!=bash"],
+        lambda e: e["kind"] == "tool.result" and e["payload"]["ok"] is True and e["payload"]["tool"] != "bash",
+    ),
     ("where matches nothing", ["-w", "payload.reason~^no-such-reason$"], lambda e: False),
 ]
 
@@ -200,7 +262,9 @@ def _resolve_case(files: list[Path], args, pred) -> tuple[list[str], Callable[[d
     if isinstance(pred, str):
         side, kind = pred.split(":")
         boundary = _ts_of(files, kind)
-        pred = (lambda e: e["timestamp_ns"] >= boundary) if side == "since" else (lambda e: e["timestamp_ns"] <= boundary)
+        pred = (
+            (lambda e: e["timestamp_ns"] >= boundary) if side == "since" else (lambda e: e["timestamp_ns"] <= boundary)
+        )
     return args, pred
 
 
@@ -237,10 +301,13 @@ def test_the_corpus_spans_several_runs_and_formats(corpus_files):
 
 # --- output modes --------------------------------------------------------------------
 
+
 def test_with_filename_prefixes_path_and_line(capfdbinary, corpus, corpus_files):
     want = b"".join(
         os.fsencode(str(f)) + b":" + str(i).encode() + b":" + raw
-        for f in corpus_files for i, raw in enumerate(_lines(f), 1) if json.loads(raw)["kind"] == "process.reaped"
+        for f in corpus_files
+        for i, raw in enumerate(_lines(f), 1)
+        if json.loads(raw)["kind"] == "process.reaped"
     )
     code, out, _ = grep(capfdbinary, "-H", "--kind", "process.reaped", str(corpus))
     assert (code, out) == (0, want)
@@ -270,11 +337,15 @@ def test_json_format_documented_shape(capfdbinary, corpus, corpus_files):
     code, out, _ = grep(capfdbinary, "--format", "json", "--kind", "process.reaped", str(corpus))
     doc = json.loads(out)
     assert code == doc["exit_code"] == 0
-    want = [(str(f), i, json.loads(raw)) for f in corpus_files for i, raw in enumerate(_lines(f), 1)
-            if json.loads(raw)["kind"] == "process.reaped"]
+    want = [
+        (str(f), i, json.loads(raw))
+        for f in corpus_files
+        for i, raw in enumerate(_lines(f), 1)
+        if json.loads(raw)["kind"] == "process.reaped"
+    ]
     assert [(m["path"], m["line"], m["event"]) for m in doc["matches"]] == want
     for m in doc["matches"]:  # offset points at the line's first byte
-        assert Path(m["path"]).read_bytes()[m["offset"]:].startswith(_lines(Path(m["path"]))[m["line"] - 1])
+        assert Path(m["path"]).read_bytes()[m["offset"] :].startswith(_lines(Path(m["path"]))[m["line"] - 1])
     assert [f["path"] for f in doc["files"]] == [str(f) for f in corpus_files]
     assert sum(f["matches"] for f in doc["files"]) == doc["total_matches"] == len(want)
     assert doc["verified"] is True
@@ -288,8 +359,12 @@ def test_json_format_with_no_match_is_still_valid_json(capfdbinary, corpus):
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq not installed")
 def test_output_composes_with_jq(corpus, corpus_files):
-    proc = subprocess.run(f"{sys.executable} -m ract_cli trace grep --kind 'tool.*' {corpus} | jq -c .",
-                          shell=True, capture_output=True, timeout=120)
+    proc = subprocess.run(
+        f"{sys.executable} -m ract_cli trace grep --kind 'tool.*' {corpus} | jq -c .",
+        shell=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     got = [json.loads(line) for line in proc.stdout.splitlines()]
     want = [json.loads(r) for f in corpus_files for r in _lines(f) if json.loads(r)["kind"].startswith("tool.")]
@@ -306,8 +381,12 @@ def test_subprocess_output_is_byte_exact_including_crlf(corpus, corpus_files):
 
 
 def test_a_closed_pipe_ends_quietly(corpus):
-    proc = subprocess.run(f"{sys.executable} -m ract_cli trace grep --kind '*' {corpus} {corpus} {corpus} | head -n 1",
-                          shell=True, capture_output=True, timeout=120)
+    proc = subprocess.run(
+        f"{sys.executable} -m ract_cli trace grep --kind '*' {corpus} {corpus} {corpus} | head -n 1",
+        shell=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert proc.stdout.count(b"\n") == 1
     assert b"Traceback" not in proc.stderr and b"Error" not in proc.stderr
 
@@ -324,8 +403,9 @@ def _hostile_log(tmp_path: Path) -> Path:
 def _on_a_terminal(*args: str) -> tuple[int, str]:
     """Run ract with stdout on a pseudo-terminal; return (exit code, what the terminal received)."""
     master, slave = pty.openpty()
-    proc = subprocess.Popen([*RACT, *args], stdout=slave, stderr=subprocess.PIPE,
-                            env={**os.environ, "COLUMNS": "200", "TERM": "xterm"})
+    proc = subprocess.Popen(
+        [*RACT, *args], stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"}
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -355,8 +435,9 @@ def test_terminal_table_escapes_log_strings(tmp_path):
     assert "evil.\\x1b[32mPASS\\u202e[red]kind" in shown  # kind: escaped by clean()
 
 
-@pytest.mark.parametrize("fmt", [["--format", "jsonl", "-H"], ["--format", "json"], ["-c", "-H"], ["-l"]],
-                         ids=lambda a: " ".join(a))
+@pytest.mark.parametrize(
+    "fmt", [["--format", "jsonl", "-H"], ["--format", "json"], ["-c", "-H"], ["-l"]], ids=lambda a: " ".join(a)
+)
 def test_every_terminal_output_escapes_log_strings(tmp_path, fmt):
     path = _hostile_log(tmp_path)
     code, shown = _on_a_terminal("trace", "grep", *fmt, "--kind", "*", str(path))
@@ -374,11 +455,16 @@ def test_table_format_when_piped_is_plain_text(capfdbinary, tmp_path):
 
 # --- verification and exit codes ----------------------------------------------------
 
+
 def test_tampered_file_stops_at_the_break_and_exits_1(capfdbinary, bad):
     path = bad["tampered"]
     lines = _lines(path)
-    broken = next(i for i, raw in enumerate(lines, 1) if hashlib.sha256(
-        jcs_exact({k: v for k, v in json.loads(raw).items() if k != "hash"})).hexdigest() != json.loads(raw)["hash"])
+    broken = next(
+        i
+        for i, raw in enumerate(lines, 1)
+        if hashlib.sha256(jcs_exact({k: v for k, v in json.loads(raw).items() if k != "hash"})).hexdigest()
+        != json.loads(raw)["hash"]
+    )
     code, out, err = grep(capfdbinary, "--kind", "*", str(path))
     assert code == 1
     # the event just before the break is held back too (a recomputed hash is only caught one line later)
@@ -449,25 +535,29 @@ def test_missing_path_is_5_and_said_on_stderr(capfdbinary, tmp_path):
     assert (code, out) == (5, b"") and "nope" in err
 
 
-@pytest.mark.parametrize("args", [
-    ["--where", "payload.ok"],
-    ["--where", "ok=false"],
-    ["--where", "payload..ok=1"],
-    ["--where", "payload.reason~("],
-    ["--where", "payload.x!1"],
-    ["--where", "payload.x<"],
-    ["--where", "payload.x>[1]"],
-    ["--since", "yesterday"],
-    ["--until", "2025-13-01"],
-    ["--since", "2025-11-25", "--until", "2025-11-24"],
-    ["--run", "xyz"],
-    ["--step", "12"],
-    ["--kind", ""],
-    ["-c", "-l"],
-    ["-c", "--format", "json"],
-    ["--format", "xml"],
-    [],  # no path
-], ids=lambda a: " ".join(a) or "no-path")
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--where", "payload.ok"],
+        ["--where", "ok=false"],
+        ["--where", "payload..ok=1"],
+        ["--where", "payload.reason~("],
+        ["--where", "payload.x!1"],
+        ["--where", "payload.x<"],
+        ["--where", "payload.x>[1]"],
+        ["--since", "yesterday"],
+        ["--until", "2025-13-01"],
+        ["--since", "2025-11-25", "--until", "2025-11-24"],
+        ["--run", "xyz"],
+        ["--step", "12"],
+        ["--kind", ""],
+        ["-c", "-l"],
+        ["-c", "--format", "json"],
+        ["--format", "xml"],
+        [],  # no path
+    ],
+    ids=lambda a: " ".join(a) or "no-path",
+)
 def test_bad_command_lines_exit_2_with_a_message(capfdbinary, corpus, args):
     tail = [] if args == [] else [str(corpus)]
     code, out, err = grep(capfdbinary, *args, *tail)
@@ -517,6 +607,7 @@ def test_module_entry_and_fixture_path_agree(corpus):
 
 
 # --- Raxol journals (SPEC §8): detected per file; a record's kind is its type ------------------
+
 
 def test_journal_records_are_grepped_by_type(capfdbinary):
     journal = ROOT / "fixtures" / "journals" / "chained.jsonl"

@@ -94,8 +94,15 @@ def test_library_matches_are_the_same_objects(tree) -> None:
             if hasattr(item, "raw"):
                 out.append((item.path, item.line, item.offset, item.raw, item.event))
             else:
-                out.append((item.path, item.matches, int(item.exit_code), item.stopped_at,
-                            [f.to_dict() for f in item.findings]))
+                out.append(
+                    (
+                        item.path,
+                        item.matches,
+                        int(item.exit_code),
+                        item.stopped_at,
+                        [f.to_dict() for f in item.findings],
+                    )
+                )
         return out
 
     assert items(2) == items(1)

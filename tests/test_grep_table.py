@@ -15,8 +15,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-
 from hardening_support import ROOT, run_on_pty
+
 from ract_cli.canonical import jcs_exact
 from ract_cli.cli.app import main
 from ract_cli.writer import EventWriter, FsyncPolicy, event_hash
@@ -35,10 +35,12 @@ HOSTILE_DIR_SHOWN = "run\\x1b[31mRED\\u202e[bold]x[/bold]"
 
 # --- independent expectations ---------------------------------------------------------
 
+
 def _escape(text: str) -> str:
     """The documented display rule: controls, DEL, C1, bidi and separators become visible escapes."""
-    return _UNSAFE_SHOWN.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                             else f"\\u{ord(m.group()):04x}", text)
+    return _UNSAFE_SHOWN.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 def _summary(payload: object) -> str:
@@ -60,8 +62,7 @@ def expected_rows(paths: list[str], kind: str | None = None) -> list[tuple[str, 
 
 def cells(text: str) -> int:
     """Terminal cells of ``text`` (wide East Asian characters and emoji take two)."""
-    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-               for ch in text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 def locations(shown: str) -> list[tuple[str, str, int]]:
@@ -142,14 +143,16 @@ def test_every_match_shows_its_path_and_line(capfdbinary, monkeypatch, columns):
     """230 matches over three runs (two batches of the table): each row names its file and line, in order,
     and no line is wider than the console."""
     rows = expected_rows(FIXTURES)
-    code, out, err = grep_in_process(capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "*",
-                                     *FIXTURES)
+    code, out, err = grep_in_process(capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "*", *FIXTURES)
     assert code == 0, err
     assert_locations(out, rows, full=False)
     assert_fits(out, columns)
     assert out.count("path:line") == 1, "one header for the whole table, batches included"
-    time_at = {re.search(r"\d{4}-\d\d-\d\dT", line).start() for line in out.splitlines()
-               if re.search(r"\d{4}-\d\d-\d\dT", line)}
+    time_at = {
+        re.search(r"\d{4}-\d\d-\d\dT", line).start()
+        for line in out.splitlines()
+        if re.search(r"\d{4}-\d\d-\d\dT", line)
+    }
     assert len(time_at) == 1, f"the time column moved between rows or batches: {time_at}"
     assert out.rstrip().endswith(f"{len(rows)} matches in 3 of 3 file(s)")
 
@@ -158,8 +161,9 @@ def test_every_match_shows_its_path_and_line(capfdbinary, monkeypatch, columns):
 def test_payload_summary_is_cut_not_the_location(capfdbinary, monkeypatch, columns):
     """The payload gives way: what is shown of it is its start, ellipsized, on the match's own row."""
     rows = expected_rows(FIXTURES[1:], kind="tool.called")
-    code, out, _ = grep_in_process(capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "tool.called",
-                                   *FIXTURES[1:])
+    code, out, _ = grep_in_process(
+        capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "tool.called", *FIXTURES[1:]
+    )
     assert code == 0
     starts = [m.start() for m in LOCATION.finditer(out)] + [len(out)]
     assert len(starts) == len(rows) + 1
@@ -172,8 +176,9 @@ def test_payload_summary_is_cut_not_the_location(capfdbinary, monkeypatch, colum
 
 def test_wide_console_shows_whole_paths_and_payloads(capfdbinary, monkeypatch):
     rows = expected_rows(FIXTURES[2:], kind="tool.result")
-    code, out, _ = grep_in_process(capfdbinary, monkeypatch, 400, "--format", "table", "--kind", "tool.result",
-                                   FIXTURES[2])
+    code, out, _ = grep_in_process(
+        capfdbinary, monkeypatch, 400, "--format", "table", "--kind", "tool.result", FIXTURES[2]
+    )
     assert code == 0
     assert_locations(out, rows, full=True)
     for path, line, summary in rows:
@@ -184,8 +189,9 @@ def test_wide_console_shows_whole_paths_and_payloads(capfdbinary, monkeypatch):
 def test_with_filename_shows_the_whole_path(capfdbinary, monkeypatch, columns):
     """-H in a table: the path is never shortened; a long one folds onto more lines."""
     rows = expected_rows(FIXTURES, kind="run.started")
-    code, out, _ = grep_in_process(capfdbinary, monkeypatch, columns, "-H", "--format", "table",
-                                   "--kind", "run.started", *FIXTURES)
+    code, out, _ = grep_in_process(
+        capfdbinary, monkeypatch, columns, "-H", "--format", "table", "--kind", "run.started", *FIXTURES
+    )
     assert code == 0 and ELLIPSIS not in first_column(out)
     joined = first_column(out)
     for path, line, _ in rows:
@@ -196,8 +202,9 @@ def test_with_filename_shows_the_whole_path(capfdbinary, monkeypatch, columns):
 @pytest.mark.parametrize("columns", [60, 80, 200])
 def test_single_file_table_shows_the_path_too(capfdbinary, monkeypatch, columns):
     rows = expected_rows(FIXTURES[:1], kind="tool.called")
-    code, out, _ = grep_in_process(capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "tool.called",
-                                   FIXTURES[0])
+    code, out, _ = grep_in_process(
+        capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "tool.called", FIXTURES[0]
+    )
     assert code == 0
     assert_locations(out, rows, full=False)
 
@@ -205,8 +212,9 @@ def test_single_file_table_shows_the_path_too(capfdbinary, monkeypatch, columns)
 @pytest.mark.parametrize("columns", [1, 5, 12, 25, 39])
 def test_tiny_widths_are_laid_out_as_40_columns(capfdbinary, monkeypatch, columns):
     rows = expected_rows(FIXTURES[1:2], kind="tool.called")
-    code, out, err = grep_in_process(capfdbinary, monkeypatch, columns, "--format", "table",
-                                     "--kind", "tool.called", FIXTURES[1])
+    code, out, err = grep_in_process(
+        capfdbinary, monkeypatch, columns, "--format", "table", "--kind", "tool.called", FIXTURES[1]
+    )
     assert code == 0 and "Traceback" not in err
     assert_locations(out, rows, full=False)
     assert_fits(out, 40)
@@ -232,8 +240,10 @@ def test_count_and_list_are_never_cut(capfdbinary, monkeypatch, columns, args):
     """-c and -l print plain lines whatever the width: the whole path, as given."""
     code, out, _ = grep_in_process(capfdbinary, monkeypatch, columns, *args, "--kind", "tool.called", *FIXTURES)
     assert code == 0
-    counts = {p: sum(1 for raw in (ROOT / p).read_bytes().splitlines() if json.loads(raw)["kind"] == "tool.called")
-              for p in FIXTURES}
+    counts = {
+        p: sum(1 for raw in (ROOT / p).read_bytes().splitlines() if json.loads(raw)["kind"] == "tool.called")
+        for p in FIXTURES
+    }
     if "-l" in args:
         expected = [p for p in FIXTURES if counts[p]]
     else:
@@ -244,9 +254,16 @@ def test_count_and_list_are_never_cut(capfdbinary, monkeypatch, columns, args):
 def test_deeply_nested_payload_does_not_crash_the_table(capfdbinary, monkeypatch, tmp_path):
     """A payload nested deeper than orjson writes verifies (the reader reads it exactly); the table shows it."""
     run = "ab" * 16
-    event = {"id": "c0" * 16, "kind": "run.started", "parent_id": None, "prev_hash": "0" * 64, "run_id": run,
-             "step_id": None, "timestamp_ns": 1_764_000_000_000_000_000,
-             "payload": {"intent_id": "ab" * 16, "deep": json.loads("[" * 300 + "]" * 300)}}
+    event = {
+        "id": "c0" * 16,
+        "kind": "run.started",
+        "parent_id": None,
+        "prev_hash": "0" * 64,
+        "run_id": run,
+        "step_id": None,
+        "timestamp_ns": 1_764_000_000_000_000_000,
+        "payload": {"intent_id": "ab" * 16, "deep": json.loads("[" * 300 + "]" * 300)},
+    }
     event["hash"] = event_hash(event)
     path = tmp_path / run / "events.jsonl"
     path.parent.mkdir()
@@ -259,13 +276,16 @@ def test_deeply_nested_payload_does_not_crash_the_table(capfdbinary, monkeypatch
 
 # --- on a real terminal ----------------------------------------------------------------
 
+
 def _hostile_tree(root: Path) -> Path:
     """A run directory and a payload that try to paint the terminal."""
     path = root / HOSTILE_DIR / "events.jsonl"
     with EventWriter(path, run_id="5a" * 16, fsync=FsyncPolicy.NEVER, strict=False) as w:
         w.append("run.started", {"intent_id": "ab" * 16})
-        w.append("laziness.skipped", {"reason": "\x1b[2J\x1b[31mFAKE PASS [bold]x[/bold]\r\u202e",
-                                      "diff_summary": "\u2028" * 3})
+        w.append(
+            "laziness.skipped",
+            {"reason": "\x1b[2J\x1b[31mFAKE PASS [bold]x[/bold]\r\u202e", "diff_summary": "\u2028" * 3},
+        )
         w.append("run.completed", {"status": "ok"})
     return path
 
@@ -284,8 +304,11 @@ def test_terminal_table_keeps_locations_at_the_terminal_width(columns):
 @pytest.mark.parametrize("with_filename", [False, True], ids=["short", "-H"])
 def test_terminal_table_escapes_hostile_paths_at_every_width(tmp_path, columns, with_filename):
     path = _hostile_tree(tmp_path)
-    code, raw = on_a_terminal(["trace", "grep", *(["-H"] if with_filename else []), "--kind", "*",
-                               str(path.relative_to(tmp_path))], columns, cwd=tmp_path)
+    code, raw = on_a_terminal(
+        ["trace", "grep", *(["-H"] if with_filename else []), "--kind", "*", str(path.relative_to(tmp_path))],
+        columns,
+        cwd=tmp_path,
+    )
     shown = assert_terminal_safe(raw)
     assert code == 0, shown
     if columns >= 200:  # wide enough for the hostile payload's start: shown escaped
@@ -308,8 +331,9 @@ def test_terminal_table_escapes_hostile_paths_at_every_width(tmp_path, columns, 
 @pytest.mark.parametrize("args", [["-l"], ["-c", "-H"]], ids=" ".join)
 def test_terminal_count_and_list_print_whole_paths_on_a_narrow_terminal(tmp_path, args):
     path = _hostile_tree(tmp_path)
-    code, raw = on_a_terminal(["trace", "grep", *args, "--kind", "*", str(path.relative_to(tmp_path))], 30,
-                              cwd=tmp_path)
+    code, raw = on_a_terminal(
+        ["trace", "grep", *args, "--kind", "*", str(path.relative_to(tmp_path))], 30, cwd=tmp_path
+    )
     shown = assert_terminal_safe(raw)
     assert code == 0
     suffix = ":3" if "-c" in args else ""

@@ -4,8 +4,17 @@ from ract_cli.handles import HandleTracker
 
 
 def _event(kind, payload, event_id, step_id=None, parent_id=None):
-    return {"id": event_id, "run_id": "a" * 32, "step_id": step_id, "parent_id": parent_id,
-            "timestamp_ns": 1, "kind": kind, "payload": payload, "prev_hash": "0" * 64, "hash": "1" * 64}
+    return {
+        "id": event_id,
+        "run_id": "a" * 32,
+        "step_id": step_id,
+        "parent_id": parent_id,
+        "timestamp_ns": 1,
+        "kind": kind,
+        "payload": payload,
+        "prev_hash": "0" * 64,
+        "hash": "1" * 64,
+    }
 
 
 def test_open_tool_call_keeps_tool_name_but_not_arguments_or_undocumented_keys():

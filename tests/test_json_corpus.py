@@ -24,8 +24,14 @@ import random
 from pathlib import Path
 
 import pytest
-
-from hardening_support import assert_no_traceback, command_argv, read_only_commands, run_inprocess, run_subprocess, write_small_log
+from hardening_support import (
+    assert_no_traceback,
+    command_argv,
+    read_only_commands,
+    run_inprocess,
+    run_subprocess,
+    write_small_log,
+)
 
 from ract_cli.reader import ChainReader, analyze_line, split_line_ending
 from ract_cli.verify import verify_file
@@ -90,8 +96,7 @@ def oracle(body: bytes) -> str:
     """The finding code SPEC §2.1-2.2 gives this line body (line ending removed)."""
     try:
         text = body.decode("utf-8")
-        value = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
-                           parse_constant=_const)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float, parse_constant=_const)
     except _Dup:
         return "DUPLICATE_KEY"
     except (ValueError, RecursionError):

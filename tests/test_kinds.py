@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from kind_examples import (
     ABSENT,
     CLOSED_ENUMS,
@@ -17,6 +16,7 @@ from kind_examples import (
     all_field_invalid_cases,
     all_valid_cases,
 )
+
 from ract_cli.kinds import (
     KINDS,
     KINDS_BY_NAME,
@@ -53,8 +53,13 @@ def test_versions_only_grow_and_name_the_added_kinds() -> None:
     added = {n: kinds_for_version(n) - (kinds_for_version(n - 1) if n > 1 else frozenset()) for n in SCHEMA_VERSIONS}
     assert added[2] == added[3] == added[5] == frozenset()
     assert added[4] == {
-        "assumption.accepted", "tool.invocation.pre", "tool.invocation.post", "tool.invocation.refused",
-        "manifest.ledger.appended", "manifest.ledger.refused", "whisperer.contract_violation",
+        "assumption.accepted",
+        "tool.invocation.pre",
+        "tool.invocation.post",
+        "tool.invocation.refused",
+        "manifest.ledger.appended",
+        "manifest.ledger.refused",
+        "whisperer.contract_violation",
     }
     assert added[6] == {"state.budget_capped"}
     assert added[7] == {"retrieval.grouping.applied"}
@@ -125,9 +130,7 @@ def test_every_documented_enum_value_is_accepted(kind: str, field: str, value: o
     assert VALIDATORS[kind]({**VALID[kind], field: value}) == []
 
 
-@pytest.mark.parametrize(
-    ("kind", "payload"), [pytest.param(k, p, id=i) for i, k, p in all_field_invalid_cases()]
-)
+@pytest.mark.parametrize(("kind", "payload"), [pytest.param(k, p, id=i) for i, k, p in all_field_invalid_cases()])
 def test_field_level_invalid_values_are_rejected(kind: str, payload: dict) -> None:
     errors = VALIDATORS[kind](payload)
     assert errors, f"{kind} accepted {payload!r}"

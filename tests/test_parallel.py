@@ -19,8 +19,8 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kind_examples import all_field_invalid_cases, all_valid_cases
+
 from ract_cli import parallel
 from ract_cli.canonical import jcs_exact
 from ract_cli.fastpath import FAST_CHECKS, fast_analyze
@@ -40,8 +40,15 @@ def pool() -> Iterator:
 
 
 def verdict_of(state: ChainState) -> tuple:
-    return (int(state.exit_code), state.events, state.head, state.first_ts, state.last_ts, state.suppressed,
-            [f.to_dict() for f in state.findings])
+    return (
+        int(state.exit_code),
+        state.events,
+        state.head,
+        state.first_ts,
+        state.last_ts,
+        state.suppressed,
+        [f.to_dict() for f in state.findings],
+    )
 
 
 def sequential(path: Path, **kw) -> tuple:
@@ -50,13 +57,29 @@ def sequential(path: Path, **kw) -> tuple:
     return verdict_of(reader.state)
 
 
-def chunked(path: Path, pool, cuts, *, schema_version: int = 9, require_closed: bool = False,
-            max_line_bytes: int = 64 << 20, max_findings: int | None = None) -> tuple:
+def chunked(
+    path: Path,
+    pool,
+    cuts,
+    *,
+    schema_version: int = 9,
+    require_closed: bool = False,
+    max_line_bytes: int = 64 << 20,
+    max_findings: int | None = None,
+) -> tuple:
     verdicts = []
     for main_every in (0, 2):  # workers only; and this process taking every other range
         state = ChainState(str(path), require_closed=require_closed, max_findings=max_findings)
-        parallel.scan_file(path, state, pool, jobs=2, schema_version=schema_version, max_line_bytes=max_line_bytes,
-                           cuts=cuts, main_every=main_every)
+        parallel.scan_file(
+            path,
+            state,
+            pool,
+            jobs=2,
+            schema_version=schema_version,
+            max_line_bytes=max_line_bytes,
+            cuts=cuts,
+            main_every=main_every,
+        )
         verdicts.append(verdict_of(state))
     assert verdicts[0] == verdicts[1]
     return verdicts[0]
@@ -75,6 +98,7 @@ def assert_same(path: Path, pool, cuts, **kw) -> tuple:
 
 # --- splitting --------------------------------------------------------------------
 
+
 def test_ranges_cover_the_file_and_start_on_line_starts(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     write_completed(path, "ab" * 16, steps=3)
@@ -83,7 +107,7 @@ def test_ranges_cover_the_file_and_start_on_line_starts(tmp_path: Path) -> None:
         ranges = parallel.split_ranges(path, chunk)
         assert ranges[0][0] == 0 and ranges[-1][1] is None
         for (start, end), (next_start, _) in zip(ranges, ranges[1:]):
-            assert end == next_start and data[start - 1:start] in (b"", b"\n") and data[end - 1:end] == b"\n"
+            assert end == next_start and data[start - 1 : start] in (b"", b"\n") and data[end - 1 : end] == b"\n"
         pieces = [data[s:e] for s, e in ranges]
         assert b"".join(pieces) == data
 
@@ -96,6 +120,7 @@ def test_a_cut_inside_the_last_line_without_newline_is_not_a_range(tmp_path: Pat
 
 
 # --- fixtures and mutations: parallel == sequential ---------------------------------
+
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_every_fixture_cut_at_every_line(name: str, pool) -> None:
@@ -128,8 +153,11 @@ MUTATIONS = {
     "empty": lambda lines: [],
     "only newline": lambda lines: [b"\n"],
     "duplicate key": lambda lines: lines[:2] + [lines[2].replace(b'{"hash"', b'{"kind":"x","hash"', 1)] + lines[3:],
-    "foreign format line": lambda lines: lines[:2] + [orjson.dumps(orjson.loads(lines[2]), option=orjson.OPT_INDENT_2)
-                                                     .replace(b"\n", b" ") + b"\n"] + lines[3:],
+    "foreign format line": lambda lines: (
+        lines[:2]
+        + [orjson.dumps(orjson.loads(lines[2]), option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\n"]
+        + lines[3:]
+    ),
 }
 
 
@@ -163,7 +191,7 @@ def test_random_mutations_and_cuts(seed: int, data, tmp_path_factory, pool) -> N
         if op == "flip":
             raw[i] ^= 1 << rng.randrange(8)
         elif op == "delete":
-            del raw[i:i + rng.randint(1, 40)]
+            del raw[i : i + rng.randint(1, 40)]
         elif op == "insert_nl":
             raw[i:i] = b"\n"
         elif op == "crlf":
@@ -176,7 +204,7 @@ def test_random_mutations_and_cuts(seed: int, data, tmp_path_factory, pool) -> N
             j = raw.find(b"\n", i)
             k = raw.find(b"\n", j + 1) if j != -1 else -1
             if k != -1:
-                raw[k + 1:k + 1] = raw[j + 1:k + 1]
+                raw[k + 1 : k + 1] = raw[j + 1 : k + 1]
     path = tmp_path_factory.mktemp("mut") / "events.jsonl"
     path.write_bytes(bytes(raw))
     size = max(len(raw), 1)
@@ -190,7 +218,7 @@ def test_a_large_log_through_verify_file_with_jobs(tmp_path: Path, monkeypatch) 
     raw = bytearray(path.read_bytes())
     # plant a break near the middle so the verdict has findings to compare
     mid = raw.index(b"\n", len(raw) // 2) + 1
-    raw[mid + 40:mid + 41] = b"0" if raw[mid + 40:mid + 41] != b"0" else b"1"
+    raw[mid + 40 : mid + 41] = b"0" if raw[mid + 40 : mid + 41] != b"0" else b"1"
     path.write_bytes(bytes(raw))
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 200_000)  # this log is split, the fixtures go whole
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 64 << 10)
@@ -219,6 +247,7 @@ def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:
 
 # --- the fast path agrees with the reference path ------------------------------------
 
+
 def _lines(path: Path) -> list[bytes]:
     return [split_line_ending(line)[0] for line in path.read_bytes().splitlines(keepends=True)]
 
@@ -227,8 +256,9 @@ def _same_line_verdict(body: bytes, schema_version: int = 9) -> None:
     fast = analyze_line(body, schema_version)
     slow = analyze_line(body, schema_version, fast=False)
     assert (fast.event, fast.stored_hash, fast.parsed) == (slow.event, slow.stored_hash, slow.parsed)
-    assert [(p.code, p.message, p.expected, p.actual, p.severity) for p in fast.problems] == \
-           [(p.code, p.message, p.expected, p.actual, p.severity) for p in slow.problems]
+    assert [(p.code, p.message, p.expected, p.actual, p.severity) for p in fast.problems] == [
+        (p.code, p.message, p.expected, p.actual, p.severity) for p in slow.problems
+    ]
     if fast_analyze(body, schema_version) is not None:
         assert not slow.problems
 
@@ -241,18 +271,40 @@ def test_fast_path_agrees_on_fixture_lines(name: str) -> None:
 
 
 def _event_line(payload: object, kind: str = "tool.result", envelope: dict | None = None) -> bytes:
-    event = {"id": "ab" * 16, "run_id": "cd" * 16, "step_id": None, "parent_id": None,
-             "timestamp_ns": 1_764_000_000_000_000_000, "kind": kind, "payload": payload, "prev_hash": "0" * 64}
+    event = {
+        "id": "ab" * 16,
+        "run_id": "cd" * 16,
+        "step_id": None,
+        "parent_id": None,
+        "timestamp_ns": 1_764_000_000_000_000_000,
+        "kind": kind,
+        "payload": payload,
+        "prev_hash": "0" * 64,
+    }
     event.update(envelope or {})
     event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
     return jcs_exact(event)
 
 
 NUMBER_CASES = [
-    {"x": 2.0}, {"x": -0.0}, {"x": 1e16}, {"x": 1e21}, {"x": 1e-7}, {"x": 5e-6}, {"x": 0.000001}, {"x": 4.5},
-    {"x": 2**53}, {"x": 2**53 + 1}, {"x": 2**63 - 1}, {"x": -(2**63)}, {"x": 9_000_000_000_000_000_001},
-    {"x": [1.0, 2.5, {"y": 3.0}]}, {"x": "text with e+ and e- and .0, inside"}, {"x": "\ue000\U0001f600"},
-    {"\ue000": 1, "\U0001f600": 2}, {"x": "ünïcödé"},
+    {"x": 2.0},
+    {"x": -0.0},
+    {"x": 1e16},
+    {"x": 1e21},
+    {"x": 1e-7},
+    {"x": 5e-6},
+    {"x": 0.000001},
+    {"x": 4.5},
+    {"x": 2**53},
+    {"x": 2**53 + 1},
+    {"x": 2**63 - 1},
+    {"x": -(2**63)},
+    {"x": 9_000_000_000_000_000_001},
+    {"x": [1.0, 2.5, {"y": 3.0}]},
+    {"x": "text with e+ and e- and .0, inside"},
+    {"x": "\ue000\U0001f600"},
+    {"\ue000": 1, "\U0001f600": 2},
+    {"x": "ünïcödé"},
 ]
 
 
@@ -263,8 +315,18 @@ def test_fast_path_agrees_on_number_and_unicode_edges(payload: dict) -> None:
     assert analyze_line(body).problems == []  # each of these is a valid event
 
 
-@pytest.mark.parametrize("text", [b"9223372036854775808", b"18446744073709551615", b"18446744073709551616",
-                                  b"-9223372036854775809", b"1.0", b"1e400", b"NaN"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"9223372036854775808",
+        b"18446744073709551615",
+        b"18446744073709551616",
+        b"-9223372036854775809",
+        b"1.0",
+        b"1e400",
+        b"NaN",
+    ],
+)
 def test_fast_path_agrees_on_out_of_range_number_tokens(text: bytes) -> None:
     body = _event_line({"x": 1}).replace(b'"x":1', b'"x":' + text)
     _same_line_verdict(body)
@@ -272,9 +334,19 @@ def test_fast_path_agrees_on_out_of_range_number_tokens(text: bytes) -> None:
 
 
 ENVELOPE_CASES = [
-    {"id": "AB" * 16}, {"id": 5}, {"run_id": None}, {"step_id": "xyz"}, {"parent_id": "ab" * 15},
-    {"prev_hash": "0" * 63}, {"timestamp_ns": -1}, {"timestamp_ns": 1.5}, {"timestamp_ns": True},
-    {"kind": 7}, {"kind": "no.such.kind"}, {"payload": []}, {"extra": 1},
+    {"id": "AB" * 16},
+    {"id": 5},
+    {"run_id": None},
+    {"step_id": "xyz"},
+    {"parent_id": "ab" * 15},
+    {"prev_hash": "0" * 63},
+    {"timestamp_ns": -1},
+    {"timestamp_ns": 1.5},
+    {"timestamp_ns": True},
+    {"kind": 7},
+    {"kind": "no.such.kind"},
+    {"payload": []},
+    {"extra": 1},
 ]
 
 
@@ -293,7 +365,10 @@ def test_fast_payload_checks_equal_the_validators() -> None:
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=8),
     lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
     max_leaves=8,
@@ -313,11 +388,18 @@ def test_fast_payload_checks_property(kind: str, data) -> None:
 
 # --- the bounded-memory id set ------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(ids=st.lists(st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
-                    | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
-                    | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"), max_size=400),
-       small=st.sampled_from([1, 3, 50, 1 << 18]), start=st.sampled_from([2, 5, 4096]))
+@given(
+    ids=st.lists(
+        st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
+        | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
+        | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"),
+        max_size=400,
+    ),
+    small=st.sampled_from([1, 3, 50, 1 << 18]),
+    start=st.sampled_from([2, 5, 4096]),
+)
 def test_id_set_is_exact_before_and_after_it_spills(ids: list[str], small: int, start: int) -> None:
     from ract_cli.reader import _IdSet
 

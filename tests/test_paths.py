@@ -22,9 +22,16 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from hardening_support import ROOT, assert_no_traceback, command_argv, hang_guard, run_inprocess, run_subprocess, \
-    trace_commands, write_small_log
+from hardening_support import (
+    ROOT,
+    assert_no_traceback,
+    command_argv,
+    hang_guard,
+    run_inprocess,
+    run_subprocess,
+    trace_commands,
+    write_small_log,
+)
 
 from ract_cli.verify import verify_file
 
@@ -102,9 +109,25 @@ def make_case(kind: str, root: Path) -> Path:
 
 
 _SOCKETS: list[socket.socket] = []
-CASES = ["missing-file", "missing-dir", "dir-named-like-a-log", "dir-holding-only-a-dir-named-like-a-log", "empty-dir",
-         "symlink-loop", "symlink-loop-in-run-dir", "dangling-symlink", "fifo", "fifo-in-run-dir", "socket",
-         "dev-zero", "dev-null", "dev-urandom", "through-a-file", "name-too-long", "read-fails-eio"]
+CASES = [
+    "missing-file",
+    "missing-dir",
+    "dir-named-like-a-log",
+    "dir-holding-only-a-dir-named-like-a-log",
+    "empty-dir",
+    "symlink-loop",
+    "symlink-loop-in-run-dir",
+    "dangling-symlink",
+    "fifo",
+    "fifo-in-run-dir",
+    "socket",
+    "dev-zero",
+    "dev-null",
+    "dev-urandom",
+    "through-a-file",
+    "name-too-long",
+    "read-fails-eio",
+]
 # a directory holding only a link to itself has no log: also exit 5, and the walk must terminate
 CASES.append("dir-symlink-loop")
 
@@ -123,8 +146,10 @@ def test_hostile_path_every_command_inprocess(kind: str, tmp_path: Path) -> None
         assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing created (no .bak, no sidecar)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "fifo-in-run-dir", "dev-zero", "symlink-loop", "dir-named-like-a-log",
-                                  "read-fails-eio", "missing-file"])
+@pytest.mark.parametrize(
+    "kind",
+    ["fifo", "fifo-in-run-dir", "dev-zero", "symlink-loop", "dir-named-like-a-log", "read-fails-eio", "missing-file"],
+)
 def test_hostile_path_subprocess_verify(kind: str, tmp_path: Path) -> None:
     path = make_case(kind, tmp_path)
     proc = run_subprocess(["trace", "verify", "--format", "json", str(path)], timeout=30)
@@ -155,8 +180,18 @@ def test_one_bad_path_among_good_logs(tmp_path: Path) -> None:
     good.parent.mkdir()
     write_small_log(good)
     os.mkfifo(tmp_path / "fifo.jsonl")
-    proc = run_subprocess(["trace", "verify", "--format", "json", str(good), str(tmp_path / "fifo.jsonl"),
-                           str(tmp_path / "missing.jsonl")], timeout=30)
+    proc = run_subprocess(
+        [
+            "trace",
+            "verify",
+            "--format",
+            "json",
+            str(good),
+            str(tmp_path / "fifo.jsonl"),
+            str(tmp_path / "missing.jsonl"),
+        ],
+        timeout=30,
+    )
     assert proc.returncode == 5
     files = {f["path"]: f for f in json.loads(proc.stdout)["files"]}
     assert files[str(good)]["ok"] is True and files[str(good)]["events"] == 8
@@ -217,7 +252,7 @@ def _check_unreadable(root: Path, how: str) -> None:
                 try:
                     code, out, err = run_inprocess(_argv(command, log))
                     results[command] = [code, "Traceback" in err, err[-300:]]
-                except BaseException:  # noqa: BLE001 - reported to the parent
+                except BaseException:
                     import traceback as tb
 
                     results[command] = [-1, True, tb.format_exc()[-3000:]]

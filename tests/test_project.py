@@ -16,7 +16,13 @@ import pytest
 from ract_cli.errors import ExitCode
 from ract_cli.kinds import KINDS
 from ract_cli.project import (
-    FLAG_CODES, ProjectOptions, Projector, percentiles, project_events, project_file, project_paths,
+    FLAG_CODES,
+    ProjectOptions,
+    Projector,
+    percentiles,
+    project_events,
+    project_file,
+    project_paths,
 )
 from ract_cli.synth import fixture_path, fixture_run_id, write_aborted
 from ract_cli.writer import EventWriter
@@ -65,8 +71,15 @@ class Log:
         self.writer = EventWriter(path, run_id=run_id, fsync="never", new_id=lambda: f"{next(counter):032x}")
         self.path = path
 
-    def add(self, kind: str, payload: dict | None = None, *, step_id: str | None = None,
-            parent_id: str | None = None, dt: int = 1_000_000) -> dict:
+    def add(
+        self,
+        kind: str,
+        payload: dict | None = None,
+        *,
+        step_id: str | None = None,
+        parent_id: str | None = None,
+        dt: int = 1_000_000,
+    ) -> dict:
         self.ts += dt
         return self.writer.append(kind, payload or {}, step_id=step_id, parent_id=parent_id, timestamp_ns=self.ts)
 
@@ -82,8 +95,17 @@ def started_run(log: Log) -> dict:
 
 
 def predicate(log: Log, pid: str, *, ok: bool, required: bool = True) -> dict:
-    return log.add("predicate.evaluated", {"predicate_id": pid, "kind": "test", "required": required, "ok": ok,
-                                           "reason": "ok" if ok else "failing", "duration_ns": 5})
+    return log.add(
+        "predicate.evaluated",
+        {
+            "predicate_id": pid,
+            "kind": "test",
+            "required": required,
+            "ok": ok,
+            "reason": "ok" if ok else "failing",
+            "duration_ns": 5,
+        },
+    )
 
 
 # --- fixtures ---------------------------------------------------------------
@@ -111,7 +133,9 @@ def test_completed_fixture_counts_agree_with_the_events() -> None:
     # latency percentiles come from tool.result.duration_ns when present
     bash = report["tools"]["by_tool"]["bash"]
     assert bash["latency"]["source"] == "tool.result.duration_ns"
-    assert bash["latency"]["p50_ms"] <= bash["latency"]["p90_ms"] <= bash["latency"]["p99_ms"] <= bash["latency"]["max_ms"]
+    assert (
+        bash["latency"]["p50_ms"] <= bash["latency"]["p90_ms"] <= bash["latency"]["p99_ms"] <= bash["latency"]["max_ms"]
+    )
     assert report["tools"]["by_tool"]["curl"]["refused_by"] == {"sandbox": 1}
     assert report["tools"]["by_tool"]["rm"]["refused_by_gate"] == {"manifest": 1}
     assert report["sandbox"]["unenforced"]["count"] == 1
@@ -120,8 +144,13 @@ def test_completed_fixture_counts_agree_with_the_events() -> None:
     assert report["handshakes"]["by_status"] == {"approved": 1}
     assert report["process_reaps"]["by_reason"] == {"dispose_unsuccessful": 1, "postcondition_failed": 2}
     assert report["chain"]["head"] == report["chain"]["verified_head"]
-    for code in ("SANDBOX_UNENFORCED", "NEVER_PASSTHROUGH_DENIED", "ASSUMPTION_VIOLATED", "BUDGET_EXCEEDED",
-                 "ERROR_EVENT"):
+    for code in (
+        "SANDBOX_UNENFORCED",
+        "NEVER_PASSTHROUGH_DENIED",
+        "ASSUMPTION_VIOLATED",
+        "BUDGET_EXCEEDED",
+        "ERROR_EVENT",
+    ):
         assert code in codes(report)
     assert set(codes(report)) <= set(FLAG_CODES)
     lines = [f["line"] for f in report["audit_flags"]["items"]]
@@ -251,8 +280,12 @@ def _interrupted_then_repaired(path: Path) -> tuple[dict, dict, dict]:
     step = log.add("step.started", {"parent_snapshot": "a" * 40, "timeout_seconds": 60}, step_id=STEP)
     call = log.add("tool.called", {"tool": "pytest", "arguments": {}}, step_id=STEP)
     synth = {"synthesized": True, "reason": "interrupted"}
-    log.add("tool.result", {"tool": "pytest", "status": "unknown", "source_event_id": call["id"], **synth},
-            step_id=STEP, parent_id=call["id"])
+    log.add(
+        "tool.result",
+        {"tool": "pytest", "status": "unknown", "source_event_id": call["id"], **synth},
+        step_id=STEP,
+        parent_id=call["id"],
+    )
     log.add("step.rolled_back", {"source_event_id": step["id"], **synth}, step_id=STEP, parent_id=step["id"])
     log.add("run.aborted", {"source_event_id": run["id"], **synth}, parent_id=run["id"])
     log.close()
@@ -268,8 +301,11 @@ def test_repaired_status_wins_over_the_close(tmp_path: Path) -> None:
     assert any(f["code"] == "REPAIRED" for f in report["findings"])  # the reader's warning, carried
     assert report["outcome"]["closed_by"] == "run.aborted" and report["outcome"]["synthesized"] is True
     assert report["synthesized_closes"]["count"] == 3
-    assert [i["kind"] for i in report["synthesized_closes"]["items"]] == ["tool.result", "step.rolled_back",
-                                                                          "run.aborted"]
+    assert [i["kind"] for i in report["synthesized_closes"]["items"]] == [
+        "tool.result",
+        "step.rolled_back",
+        "run.aborted",
+    ]
     assert codes(report).count("SYNTHESIZED_CLOSE") == 3
     assert report["tools"]["by_tool"]["pytest"]["unknown"] == 1
     assert report["steps"]["rolled_back"] == 1 and report["steps"]["open"] == 0
@@ -296,10 +332,19 @@ def test_sandbox_signals_every_unenforced_and_nonzero_counters(tmp_path: Path) -
     started_run(log)
     for i in range(3):
         log.add("sandbox.unenforced", {"manifest_digest": f"d{i}", "reason": f"stub {i}", "details": {}})
-    log.add("sandbox.env_scrubbed", {"backend": "stub", "never_passthrough_denied": 0,
-                                     "credential_shaped_unblocked_count": 0, "scrubbed_count": 4})
-    log.add("sandbox.env_scrubbed", {"backend": "linux-bwrap", "never_passthrough_denied": 0,
-                                     "credential_shaped_unblocked_count": 2, "scrubbed_count": 1})
+    log.add(
+        "sandbox.env_scrubbed",
+        {"backend": "stub", "never_passthrough_denied": 0, "credential_shaped_unblocked_count": 0, "scrubbed_count": 4},
+    )
+    log.add(
+        "sandbox.env_scrubbed",
+        {
+            "backend": "linux-bwrap",
+            "never_passthrough_denied": 0,
+            "credential_shaped_unblocked_count": 2,
+            "scrubbed_count": 1,
+        },
+    )
     log.add("run.completed", {"final_decision": "accept"})
     log.close()
     report = project_file(log.path)
@@ -335,8 +380,14 @@ def test_latency_falls_back_to_gate_latency(tmp_path: Path) -> None:
     log.add("tool.invocation.bypassed", {"tool_id": "grep", "reason": "dry-run"})
     log.close()
     grep = project_file(log.path)["tools"]["by_tool"]["grep"]
-    assert grep["latency"] == {"source": "tool.invocation.post.latency_ms", "count": 4, "p50_ms": 2.0,
-                               "p90_ms": 4.0, "p99_ms": 4.0, "max_ms": 4.0}
+    assert grep["latency"] == {
+        "source": "tool.invocation.post.latency_ms",
+        "count": 4,
+        "p50_ms": 2.0,
+        "p90_ms": 4.0,
+        "p99_ms": 4.0,
+        "max_ms": 4.0,
+    }
     assert grep["refused"] == 1 and grep["refused_by_gate"] == {"budget": 1} and grep["bypassed"] == 1
 
 
@@ -444,8 +495,10 @@ def test_huge_and_negative_counters_stay_json_int64(tmp_path: Path) -> None:
     big = 2**63 - 1
     for _ in range(3):
         log.add("prompt.sent", {"provider": "p", "prompt_chars": big})
-        log.add("sandbox.env_scrubbed", {"scrubbed_count": big, "never_passthrough_denied": big,
-                                         "credential_shaped_unblocked_count": -5})
+        log.add(
+            "sandbox.env_scrubbed",
+            {"scrubbed_count": big, "never_passthrough_denied": big, "credential_shaped_unblocked_count": -5},
+        )
     log.close()
     report = project_file(log.path)
     orjson.dumps(report)  # raises on an integer outside 64 bits

@@ -46,8 +46,12 @@ def at_root(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_committed_goldens_match_a_fresh_build(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_goldens_project.py"), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gen_goldens_project.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     fresh = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     committed = {p.name: p.read_bytes() for p in GOLDEN.iterdir()}
@@ -264,16 +268,26 @@ def test_journals_get_a_journal_report(journal: Path, capsys: pytest.CaptureFixt
 
 
 def test_tampered_chained_journal_evidence_does_not_stand(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(["trace", "project", str(ROOT / "fixtures" / "journals" / "chained-tampered.jsonl"),
-                          "--format", "json"], capsys)
+    code, out, err = run(
+        ["trace", "project", str(ROOT / "fixtures" / "journals" / "chained-tampered.jsonl"), "--format", "json"], capsys
+    )
     data = json.loads(out)
     assert code == 1 and data["trusted"] is False and data["evidence"]["trust"] == "broken-chain"
     assert "not to be believed" in err
 
 
 def test_fleet_mixes_runs_and_journals(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["trace", "project", str(ROOT / "fixtures" / "journals" / "accepted.jsonl"),
-                        str(fixture_path(ROOT / "fixtures", "aborted")), "--format", "markdown"], capsys)
+    code, out, _ = run(
+        [
+            "trace",
+            "project",
+            str(ROOT / "fixtures" / "journals" / "accepted.jsonl"),
+            str(fixture_path(ROOT / "fixtures", "aborted")),
+            "--format",
+            "markdown",
+        ],
+        capsys,
+    )
     assert code == 0
     assert "(journal)" in out and "| aborted |" in out
 
@@ -301,8 +315,12 @@ def test_a_closed_pipe_is_not_a_traceback(tmp_path: Path) -> None:
     for i in range(40):  # ~700 KB of JSON: more than a pipe buffer
         (tmp_path / f"r{i}").mkdir()
         (tmp_path / f"r{i}" / "events.jsonl").write_bytes(src)
-    proc = subprocess.Popen([*RACT, "trace", "project", str(tmp_path), "--format", "json"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*RACT, "trace", "project", str(tmp_path), "--format", "json"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.read(1) == b"{"
     proc.stdout.close()  # like `| head -c 1`

@@ -12,6 +12,16 @@ from pathlib import Path
 
 import orjson
 import pytest
+from raxol_cases import (
+    CHAIN_BREAKS,
+    VIOLATIONS,
+    WARNINGS,
+    _chained,
+    final_payload,
+    rec,
+    valid_journal,
+    write_journal,
+)
 
 from ract_cli import raxol
 from ract_cli.errors import ExitCode, UsageError
@@ -33,22 +43,13 @@ from ract_cli.raxol import (
 )
 from ract_cli.reader import ChainReader
 from ract_cli.synth_raxol import JOURNAL_FIXTURES, journal_bytes, journal_path, write_journal_fixtures
-from raxol_cases import (
-    CHAIN_BREAKS,
-    VIOLATIONS,
-    WARNINGS,
-    _chained,
-    final_payload,
-    rec,
-    valid_journal,
-    write_journal,
-)
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
 
 # --- atom-likes used by the decode table --------------------------------------
+
 
 class Key(enum.Enum):
     evidence = "evidence"
@@ -107,8 +108,11 @@ DECODE = [
     # the key present is authoritative: wire strings
     ("string-accepted", {**FINAL, "evidence": "accepted", "refs": ["i3"]}, ACCEPTED),
     ("string-accepted-no-refs", {**FINAL, "evidence": "accepted"}, ACCEPTED),
-    ("string-rejected", {**FINAL, "evidence": "rejected",
-                         "evidence_rejected": {"refs": ["i3"], "reason": "not_evidence", "ref": 0}}, REJECTED),
+    (
+        "string-rejected",
+        {**FINAL, "evidence": "rejected", "evidence_rejected": {"refs": ["i3"], "reason": "not_evidence", "ref": 0}},
+        REJECTED,
+    ),
     ("string-rejected-bare", {**FINAL, "evidence": "rejected"}, REJECTED),
     ("string-absent", {**FINAL, "evidence": "absent"}, ABSENT),
     ("key-wins-over-refs-absent", {**FINAL, "evidence": "absent", "refs": ["i3"]}, ABSENT),
@@ -126,8 +130,11 @@ DECODE = [
     ("legacy-refs-int", {**FINAL, "refs": 3}, UNKNOWN),
     ("legacy-refs-dict", {**FINAL, "refs": {"i3": True}}, UNKNOWN),
     ("legacy-refs-true", {**FINAL, "refs": True}, UNKNOWN),
-    ("legacy-rejected-detail-only", {**FINAL, "evidence_rejected": {"refs": ["i3"], "reason": "missing_ref",
-                                                                    "ref": None}}, UNKNOWN),
+    (
+        "legacy-rejected-detail-only",
+        {**FINAL, "evidence_rejected": {"refs": ["i3"], "reason": "missing_ref", "ref": None}},
+        UNKNOWN,
+    ),
     # forged strings: never accepted
     ("forged-upper", {**FINAL, "evidence": "ACCEPTED", "refs": ["i3"]}, UNKNOWN),
     ("forged-capital", {**FINAL, "evidence": "Accepted"}, UNKNOWN),
@@ -165,8 +172,11 @@ DECODE = [
     ("garbage-named-int", {**FINAL, "evidence": Named(1)}, UNKNOWN),
     ("garbage-hostile-name", {**FINAL, "evidence": HostileName(), "refs": ["i3"]}, UNKNOWN),
     # atom-keyed and atom-valued payloads (live in-memory events)
-    ("atom-key-atom-value", {Atom("usage"): {}, Atom("final"): True, Atom("evidence"): Atom("accepted"),
-                             Atom("refs"): ["i3"]}, ACCEPTED),
+    (
+        "atom-key-atom-value",
+        {Atom("usage"): {}, Atom("final"): True, Atom("evidence"): Atom("accepted"), Atom("refs"): ["i3"]},
+        ACCEPTED,
+    ),
     ("atom-key-string-value", {Atom("evidence"): "rejected"}, REJECTED),
     ("string-key-atom-value", {"evidence": Atom("absent")}, ABSENT),
     ("enum-key-enum-value", {Key.evidence: Ev.accepted}, ACCEPTED),
@@ -216,6 +226,7 @@ def test_legacy_record_without_marker_is_never_absent() -> None:
 
 # --- sanitize_payload / encode_line -------------------------------------------------
 
+
 class Unencodable:
     def __repr__(self) -> str:
         return "<pid 0.123.0>"
@@ -262,18 +273,24 @@ def test_sanitize_payload_survives_a_cycle() -> None:
 
 
 def test_encode_line_is_one_canonical_json_line() -> None:
-    line = encode_line({"type": Atom("turn_completed"), "payload": {"usage": {"t": 1}, "final": True,
-                                                                   "evidence": Ev.accepted, "blob": Unencodable()}})
+    line = encode_line(
+        {
+            "type": Atom("turn_completed"),
+            "payload": {"usage": {"t": 1}, "final": True, "evidence": Ev.accepted, "blob": Unencodable()},
+        }
+    )
     assert line.endswith(b"\n") and line.count(b"\n") == 1
-    assert orjson.loads(line) == {"type": "turn_completed", "payload": {"usage": {"t": 1}, "final": True,
-                                                                       "evidence": "accepted",
-                                                                       "blob": "<pid 0.123.0>"}}
+    assert orjson.loads(line) == {
+        "type": "turn_completed",
+        "payload": {"usage": {"t": 1}, "final": True, "evidence": "accepted", "blob": "<pid 0.123.0>"},
+    }
     assert line == orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS) + b"\n"
 
 
 def test_chain_records_hash_the_record_without_hash() -> None:
-    records = chain_records([{"type": "turn_started", "payload": {"prompt": "p"}},
-                             {"type": "error", "payload": {"reason": "x"}}])
+    records = chain_records(
+        [{"type": "turn_started", "payload": {"prompt": "p"}}, {"type": "error", "payload": {"reason": "x"}}]
+    )
     assert records[0]["prev_hash"] == "0" * 64
     assert records[1]["prev_hash"] == records[0]["hash"]
     for r in records:
@@ -282,16 +299,20 @@ def test_chain_records_hash_the_record_without_hash() -> None:
 
 # --- dialect detection --------------------------------------------------------------
 
-@pytest.mark.parametrize(("record", "dialect"), [
-    ({"type": "turn_started", "payload": {}}, "raxol"),
-    ({"type": "x"}, "raxol"),
-    ({"type": "turn_started", "kind": "run.started", "payload": {}}, "ract"),
-    ({"kind": "run.started", "payload": {}}, "ract"),
-    ({}, "ract"),
-    (["type"], "ract"),
-    (None, "ract"),
-    ("type", "ract"),
-])
+
+@pytest.mark.parametrize(
+    ("record", "dialect"),
+    [
+        ({"type": "turn_started", "payload": {}}, "raxol"),
+        ({"type": "x"}, "raxol"),
+        ({"type": "turn_started", "kind": "run.started", "payload": {}}, "ract"),
+        ({"kind": "run.started", "payload": {}}, "ract"),
+        ({}, "ract"),
+        (["type"], "ract"),
+        (None, "ract"),
+        ("type", "ract"),
+    ],
+)
 def test_detect_dialect(record: object, dialect: str) -> None:
     assert detect_dialect(record) == dialect
 
@@ -326,6 +347,7 @@ def test_reader_dialect_option(tmp_path: Path) -> None:
 
 
 # --- the contract -------------------------------------------------------------------
+
 
 def read(path: Path, **kw: object) -> ChainReader:
     reader = ChainReader(path, **kw)
@@ -432,6 +454,7 @@ def test_summary_counts(tmp_path: Path) -> None:
 
 # --- chained journals ---------------------------------------------------------------
 
+
 def test_chained_journal_verifies(tmp_path: Path) -> None:
     path = write_journal(tmp_path / "c.jsonl", chain_records(valid_journal()))
     reader = read(path)
@@ -469,13 +492,17 @@ def test_events_after_a_break_are_untrusted(tmp_path: Path) -> None:
 
 # --- framing: the one reader's, same as RACT ----------------------------------------
 
+
 def test_journal_framing(tmp_path: Path) -> None:
     body = b"".join(encode_line(r) for r in valid_journal())
     cases = {
         "torn-tail": (body + b'{"type":"item_sta', "TORN_TAIL", ExitCode.INCOMPLETE),
         "malformed-line": (body[:50] + b"\n" + body, "MALFORMED_LINE", ExitCode.TAMPERED),
-        "duplicate-key": (b'{"type":"error","type":"error","payload":{"reason":"x"}}\n' + body, "DUPLICATE_KEY",
-                          ExitCode.TAMPERED),
+        "duplicate-key": (
+            b'{"type":"error","type":"error","payload":{"reason":"x"}}\n' + body,
+            "DUPLICATE_KEY",
+            ExitCode.TAMPERED,
+        ),
         "nan": (b'{"type":"error","payload":{"reason":NaN}}\n' + body, "MALFORMED_LINE", ExitCode.TAMPERED),
         "blank-line": (b"\n" + body, "MALFORMED_LINE", ExitCode.TAMPERED),
         "missing-final-newline": (body[:-1], "MISSING_FINAL_NEWLINE", ExitCode.OK),
@@ -504,6 +531,7 @@ def test_empty_journal(tmp_path: Path) -> None:
 
 # --- fixtures -----------------------------------------------------------------------
 
+
 def test_committed_journal_fixtures_match_the_generator(tmp_path: Path) -> None:
     written = write_journal_fixtures(tmp_path)
     assert sorted(p.name for p in (FIXTURES / "journals").glob("*.jsonl")) == sorted(p.name for p in written.values())
@@ -528,6 +556,7 @@ def test_journal_fixture_verdicts(name: str) -> None:
 
 
 # --- replay and project (library) ---------------------------------------------------
+
 
 def test_journal_replay_skips_deltas_and_stops_at_a_break(tmp_path: Path) -> None:
     from ract_cli.raxol_replay import JournalReplaySession
@@ -569,8 +598,12 @@ def test_journal_report_shape() -> None:
         assert report["trusted"] is (fixture.exit_code != 1)
         orjson.dumps(report)
     report = journal_report(read(journal_path(FIXTURES, "rejected")), "r")
-    assert report["evidence"]["rejected"] == {"reason": "stale_evidence", "ref": 1, "refs": ["i3", "i5"],
-                                              "refs_count": 2}
+    assert report["evidence"]["rejected"] == {
+        "reason": "stale_evidence",
+        "ref": 1,
+        "refs": ["i3", "i5"],
+        "refs_count": 2,
+    }
     assert report["journal"]["errors"]["count"] == 1
 
 
@@ -589,15 +622,32 @@ def test_deeply_nested_records_never_crash(tmp_path: Path, depth: int) -> None:
     assert reader.exit_code in (ExitCode.TAMPERED, ExitCode.SCHEMA)
     assert reader.state.summary().evidence in (UNKNOWN, None)
     chained = tmp_path / "deep-chained.jsonl"
-    chained.write_text('{"type":"error","payload":{"reason":%s},"prev_hash":"%s","hash":"%s"}\n'
-                       % (nested, "0" * 64, "0" * 64))
+    chained.write_text(
+        '{"type":"error","payload":{"reason":%s},"prev_hash":"%s","hash":"%s"}\n' % (nested, "0" * 64, "0" * 64)
+    )
     assert read(chained, dialect="raxol").exit_code == ExitCode.TAMPERED
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("1.1.0", (1, 1, 0)), ("1.0.0", (1, 0, 0)), ("2.10.3", (2, 10, 3)), ("1.1", (1, 1, 0)), ("v1.1.0", (1, 1, 0)),
-    ("1.1.0-rc1", (1, 1, 0)), ("1", (1, 0, 0)), (1.1, (1, 1, 0)), (2, (2, 0, 0)),
-    ("one", None), ("", None), ("1.1.0.0", None), (True, None), (None, None), ([1, 1, 0], None), (-1, None),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("1.1.0", (1, 1, 0)),
+        ("1.0.0", (1, 0, 0)),
+        ("2.10.3", (2, 10, 3)),
+        ("1.1", (1, 1, 0)),
+        ("v1.1.0", (1, 1, 0)),
+        ("1.1.0-rc1", (1, 1, 0)),
+        ("1", (1, 0, 0)),
+        (1.1, (1, 1, 0)),
+        (2, (2, 0, 0)),
+        ("one", None),
+        ("", None),
+        ("1.1.0.0", None),
+        (True, None),
+        (None, None),
+        ([1, 1, 0], None),
+        (-1, None),
+    ],
+)
 def test_parse_version(value: object, expected: tuple | None) -> None:
     assert raxol.parse_version(value) == expected

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from raxol_cases import CHAIN_BREAKS, VIOLATIONS, WARNINGS, _chained, valid_journal, write_journal
 
 from ract_cli.cli.app import main
-from raxol_cases import CHAIN_BREAKS, VIOLATIONS, WARNINGS, _chained, valid_journal, write_journal
 
 ROOT = Path(__file__).resolve().parent.parent
 JOURNALS = ROOT / "fixtures" / "journals"
@@ -32,6 +32,7 @@ def journal(tmp_path: Path, name: str) -> Path:
 
 
 # --- verify -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("mutate", [pytest.param(m, id=i) for i, m, _ in VIOLATIONS])
 def test_verify_contract_violation_exits_3(tmp_path: Path, capsys, mutate) -> None:
@@ -82,10 +83,20 @@ def test_verify_chained_and_tampered_fixtures(tmp_path: Path, capsys) -> None:
     assert code == 1 and "HASH_MISMATCH" in err and ":29:" in err
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("accepted", 0), ("rejected", 0), ("absent", 0), ("legacy-refs", 0), ("legacy-unknown", 0),
-    ("legacy-marker", 0), ("grown", 0), ("chained", 0), ("chained-tampered", 1),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("accepted", 0),
+        ("rejected", 0),
+        ("absent", 0),
+        ("legacy-refs", 0),
+        ("legacy-unknown", 0),
+        ("legacy-marker", 0),
+        ("grown", 0),
+        ("chained", 0),
+        ("chained-tampered", 1),
+    ],
+)
 def test_verify_every_journal_fixture(capsys, name: str, expected: int) -> None:
     assert ract(capsys, "verify", JOURNALS / f"{name}.jsonl")[0] == expected
 
@@ -108,8 +119,20 @@ def test_verify_journal_framing_codes(tmp_path: Path, capsys) -> None:
 
 
 def test_verify_a_real_subprocess(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "verify", str(journal(tmp_path, "chained")),
-                           str(journal(tmp_path, "chained-tampered"))], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ract_cli",
+            "trace",
+            "verify",
+            str(journal(tmp_path, "chained")),
+            str(journal(tmp_path, "chained-tampered")),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "PASS" in proc.stderr and "HASH_MISMATCH" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -143,22 +166,29 @@ def test_directory_search_takes_jsonl_journals_only_with_dialect_raxol(tmp_path:
     assert ract(capsys, "verify", tmp_path)[0] == 5  # no events.jsonl under it
     code, out, err = ract(capsys, "verify", "--dialect", "raxol", "--format", "json", tmp_path)
     assert code == 0
-    assert sorted(Path(f["path"]).name for f in json.loads(out)["files"]) == \
-        ["accepted.jsonl", "chained.jsonl", "rejected.jsonl"]
+    assert sorted(Path(f["path"]).name for f in json.loads(out)["files"]) == [
+        "accepted.jsonl",
+        "chained.jsonl",
+        "rejected.jsonl",
+    ]
     journal(tmp_path, "chained-tampered")
     assert ract(capsys, "verify", "--dialect", "raxol", tmp_path)[0] == 1
 
 
 # --- project --------------------------------------------------------------------
 
-@pytest.mark.parametrize(("name", "status", "stands_on"), [
-    ("accepted", "accepted", "only on trust in the journal"),
-    ("rejected", "rejected", "only on trust in the journal"),
-    ("absent", "absent", "only on trust in the journal"),
-    ("legacy-refs", "accepted", "only on trust in the journal"),
-    ("legacy-unknown", "unknown", "only on trust in the journal"),
-    ("chained", "accepted", "stands on a verified chain"),
-])
+
+@pytest.mark.parametrize(
+    ("name", "status", "stands_on"),
+    [
+        ("accepted", "accepted", "only on trust in the journal"),
+        ("rejected", "rejected", "only on trust in the journal"),
+        ("absent", "absent", "only on trust in the journal"),
+        ("legacy-refs", "accepted", "only on trust in the journal"),
+        ("legacy-unknown", "unknown", "only on trust in the journal"),
+        ("chained", "accepted", "stands on a verified chain"),
+    ],
+)
 def test_project_evidence_line(capsys, name: str, status: str, stands_on: str) -> None:
     path = JOURNALS / f"{name}.jsonl"
     code, out, err = ract(capsys, "project", "--format", "text", path)
@@ -201,8 +231,13 @@ def test_project_journal_counts(capsys) -> None:
     assert set(j["items_by_type"]) == {"message", "reasoning", "tool_result", "tool_use"}
     assert j["usage"]["input_tokens"] > 0 and j["deltas"] > 0
     assert report["evidence"]["rejected"]["reason"] == "stale_evidence"
-    assert report["chain"] == {"chained": False, "verified": False, "head": None, "events": 32,
-                               "durable_events": 32 - j["deltas"]}
+    assert report["chain"] == {
+        "chained": False,
+        "verified": False,
+        "head": None,
+        "events": 32,
+        "durable_events": 32 - j["deltas"],
+    }
 
 
 def test_project_tampered_journal_is_untrusted(capsys) -> None:
@@ -225,6 +260,7 @@ def test_project_fleet_of_journals(tmp_path: Path, capsys) -> None:
 
 # --- replay ---------------------------------------------------------------------
 
+
 def test_replay_skips_deltas(capsys) -> None:
     path = JOURNALS / "accepted.jsonl"
     code, out, err = ract(capsys, "replay", path)
@@ -238,8 +274,11 @@ def test_replay_skips_deltas(capsys) -> None:
 
 def test_replay_jsonl_is_the_durable_lines_byte_for_byte(tmp_path: Path) -> None:
     path = JOURNALS / "rejected.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "replay", "--format", "jsonl", str(path)],
-                          capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "replay", "--format", "jsonl", str(path)],
+        capture_output=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     durable = [ln for ln in path.read_bytes().splitlines(keepends=True) if b'"type":"item_delta"' not in ln]
     assert proc.stdout == b"".join(durable)
@@ -259,6 +298,7 @@ def test_replay_tampered_journal_stops_at_the_break(capsys) -> None:
 
 
 # --- grep -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("verify", [True, False])
 def test_grep_kind_matches_type(tmp_path: Path, verify: bool) -> None:
@@ -293,6 +333,7 @@ def test_grep_journal_directory_with_dialect_raxol(tmp_path: Path, capsys) -> No
 
 # --- repair ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("args", [(), ("--check",), ("--dialect", "raxol"), ("--dialect", "auto", "--no-backup")])
 def test_repair_refuses_journals(tmp_path: Path, capsys, args: tuple[str, ...]) -> None:
     path = journal(tmp_path, "accepted")
@@ -316,8 +357,14 @@ def test_journal_strings_are_escaped_on_terminals(tmp_path: Path, capsys) -> Non
     records.insert(6, {"schema_version": "1.1.0", "type": "error", "payload": {"reason": HOSTILE}})
     records.insert(7, {"schema_version": "1.1.0", "type": HOSTILE, "payload": {"x": HOSTILE}})
     path = write_journal(tmp_path / "hostile.jsonl", records)
-    for args in (("verify",), ("project", "--format", "text"), ("project", "--format", "markdown"), ("replay",),
-                 ("replay", "--until", "3"), ("grep", "--format", "table", "--kind", "*")):
+    for args in (
+        ("verify",),
+        ("project", "--format", "text"),
+        ("project", "--format", "markdown"),
+        ("replay",),
+        ("replay", "--until", "3"),
+        ("grep", "--format", "table", "--kind", "*"),
+    ):
         code, out, err = ract(capsys, *args, path)
         for stream in (out, err):
             assert "\x1b" not in stream and "\u202e" not in stream and "\r" not in stream, args

@@ -89,10 +89,16 @@ MALFORMED: list[LineCase] = [
     ("duplicate-key-top-level-other-value", lambda line, ev: line[:-1] + b',"kind":"run.started"}', "DUPLICATE_KEY"),
     ("duplicate-hash-key", lambda line, ev: line[:-1] + b',"hash":"' + b"0" * 64 + b'"}', "DUPLICATE_KEY"),
     ("duplicate-key-payload", lambda line, ev: _sub(line, b'"ok":true', b'"ok":true,"ok":false'), "DUPLICATE_KEY"),
-    ("duplicate-key-nested", lambda line, ev: _sub(line, b'"reason":"ok"', b'"reason":"ok","x":[{"a":1,"a":1}]'),
-     "DUPLICATE_KEY"),
-    ("duplicate-key-escaped-spelling", lambda line, ev: _sub(line, b'"ok":true', b'"ok":true,"\\u006fk":true'),
-     "DUPLICATE_KEY"),
+    (
+        "duplicate-key-nested",
+        lambda line, ev: _sub(line, b'"reason":"ok"', b'"reason":"ok","x":[{"a":1,"a":1}]'),
+        "DUPLICATE_KEY",
+    ),
+    (
+        "duplicate-key-escaped-spelling",
+        lambda line, ev: _sub(line, b'"ok":true', b'"ok":true,"\\u006fk":true'),
+        "DUPLICATE_KEY",
+    ),
     # integers outside the signed 64-bit range
     ("int-above-int64-top-level", lambda line, ev: _edit(ev, timestamp_ns=2**63), "MALFORMED_LINE"),
     ("int-above-uint64-top-level", lambda line, ev: _edit(ev, timestamp_ns=2**64), "MALFORMED_LINE"),
@@ -130,10 +136,16 @@ ENVELOPE += [
     ("extra-key", lambda line, ev: _edit(ev, extra=1), "ENVELOPE_ERROR"),
     ("extra-key-signature", lambda line, ev: _edit(ev, signature="deadbeef"), "ENVELOPE_ERROR"),
     ("empty-object", lambda line, ev: b"{}", "ENVELOPE_ERROR"),
-    ("timestamp-with-exponent", lambda line, ev: _sub(line, b'"timestamp_ns":1764000000002000000',
-                                                      b'"timestamp_ns":1.764000000002e18'), "ENVELOPE_ERROR"),
-    ("timestamp-with-fraction", lambda line, ev: _sub(line, b'"timestamp_ns":1764000000002000000',
-                                                      b'"timestamp_ns":1764000000002000000.0'), "ENVELOPE_ERROR"),
+    (
+        "timestamp-with-exponent",
+        lambda line, ev: _sub(line, b'"timestamp_ns":1764000000002000000', b'"timestamp_ns":1.764000000002e18'),
+        "ENVELOPE_ERROR",
+    ),
+    (
+        "timestamp-with-fraction",
+        lambda line, ev: _sub(line, b'"timestamp_ns":1764000000002000000', b'"timestamp_ns":1764000000002000000.0'),
+        "ENVELOPE_ERROR",
+    ),
 ]
 
 BAD_LINES = MALFORMED + ENVELOPE
@@ -335,37 +347,69 @@ def _flip_hex(text: str) -> str:
 
 ENVELOPE_MUTATIONS: list[Mutation] = [
     ("id-other", lambda ev, e: {**ev, "id": _flip_hex(ev["id"])}, {(H, 0)}, {BREAK_NEXT}),
-    ("id-duplicate", lambda ev, e: {**ev, "id": e["id"]}, {(H, 0), ("DUPLICATE_ID", 0)},
-     {("DUPLICATE_ID", 0), BREAK_NEXT}),
+    (
+        "id-duplicate",
+        lambda ev, e: {**ev, "id": e["id"]},
+        {(H, 0), ("DUPLICATE_ID", 0)},
+        {("DUPLICATE_ID", 0), BREAK_NEXT},
+    ),
     ("id-not-hex", _set("id", "x" * 32), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
-    ("run_id-foreign", lambda ev, e: {**ev, "run_id": _flip_hex(ev["run_id"])}, {(H, 0), ("FOREIGN_RUN_ID", 0)},
-     {("FOREIGN_RUN_ID", 0), BREAK_NEXT}),
+    (
+        "run_id-foreign",
+        lambda ev, e: {**ev, "run_id": _flip_hex(ev["run_id"])},
+        {(H, 0), ("FOREIGN_RUN_ID", 0)},
+        {("FOREIGN_RUN_ID", 0), BREAK_NEXT},
+    ),
     ("run_id-int", _set("run_id", 7), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
     ("step_id-other", lambda ev, e: {**ev, "step_id": _flip_hex(ev["step_id"])}, {(H, 0)}, {BREAK_NEXT}),
     ("step_id-null", _set("step_id", None), {(H, 0)}, {BREAK_NEXT}),
-    ("step_id-uppercase", lambda ev, e: {**ev, "step_id": ev["step_id"].upper()}, {("ENVELOPE_ERROR", 0)},
-     {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
+    (
+        "step_id-uppercase",
+        lambda ev, e: {**ev, "step_id": ev["step_id"].upper()},
+        {("ENVELOPE_ERROR", 0)},
+        {("ENVELOPE_ERROR", 0), BREAK_NEXT},
+    ),
     ("parent_id-set", lambda ev, e: {**ev, "parent_id": e["id"]}, {(H, 0)}, {BREAK_NEXT}),
     ("parent_id-int", _set("parent_id", 0), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
     ("timestamp-plus-1", lambda ev, e: {**ev, "timestamp_ns": ev["timestamp_ns"] + 1}, {(H, 0)}, {BREAK_NEXT}),
     ("timestamp-negative", _set("timestamp_ns", -1), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
-    ("timestamp-string", lambda ev, e: {**ev, "timestamp_ns": str(ev["timestamp_ns"])}, {("ENVELOPE_ERROR", 0)},
-     {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
+    (
+        "timestamp-string",
+        lambda ev, e: {**ev, "timestamp_ns": str(ev["timestamp_ns"])},
+        {("ENVELOPE_ERROR", 0)},
+        {("ENVELOPE_ERROR", 0), BREAK_NEXT},
+    ),
     ("kind-other-valid", _set("kind", "laziness.skipped"), {(H, 0)}, {BREAK_NEXT}),
-    ("kind-unknown", _set("kind", "state.budget_uncapped"), {(H, 0), ("UNKNOWN_KIND", 0)},
-     {("UNKNOWN_KIND", 0), BREAK_NEXT}),
+    (
+        "kind-unknown",
+        _set("kind", "state.budget_uncapped"),
+        {(H, 0), ("UNKNOWN_KIND", 0)},
+        {("UNKNOWN_KIND", 0), BREAK_NEXT},
+    ),
     ("kind-schema-conflict", _set("kind", "process.reaped"), {(H, 0)}, {BREAK_NEXT}),
     ("kind-null", _set("kind", None), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
     ("payload-array", _set("payload", []), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
     ("payload-empty", _set("payload", {}), {(H, 0)}, {BREAK_NEXT}),
-    ("prev_hash-other", lambda ev, e: {**ev, "prev_hash": _flip_hex(ev["prev_hash"])},
-     {(H, 0), ("CHAIN_BREAK", 0)}, {("CHAIN_BREAK", 0), BREAK_NEXT}),
-    ("prev_hash-genesis", _set("prev_hash", GENESIS_HASH), {(H, 0), ("CHAIN_BREAK", 0)},
-     {("CHAIN_BREAK", 0), BREAK_NEXT}),
+    (
+        "prev_hash-other",
+        lambda ev, e: {**ev, "prev_hash": _flip_hex(ev["prev_hash"])},
+        {(H, 0), ("CHAIN_BREAK", 0)},
+        {("CHAIN_BREAK", 0), BREAK_NEXT},
+    ),
+    (
+        "prev_hash-genesis",
+        _set("prev_hash", GENESIS_HASH),
+        {(H, 0), ("CHAIN_BREAK", 0)},
+        {("CHAIN_BREAK", 0), BREAK_NEXT},
+    ),
     ("prev_hash-short", _set("prev_hash", "ab"), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
     ("extra-key", _set("signature", "ok"), {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
-    ("missing-parent_id", lambda ev, e: {k: v for k, v in ev.items() if k != "parent_id"},
-     {("ENVELOPE_ERROR", 0)}, {("ENVELOPE_ERROR", 0), BREAK_NEXT}),
+    (
+        "missing-parent_id",
+        lambda ev, e: {k: v for k, v in ev.items() if k != "parent_id"},
+        {("ENVELOPE_ERROR", 0)},
+        {("ENVELOPE_ERROR", 0), BREAK_NEXT},
+    ),
 ]
 
 # state.budget_capped payload in the fixture: function=plan, cap_tokens=600, requested_tokens=872,
@@ -409,16 +453,18 @@ def _mutation_cases() -> list:
         cases.append(pytest.param(mutate, False, {(H, 0)} | extra, id=f"{label}-hash-kept"))
         cases.append(pytest.param(mutate, True, {BREAK_NEXT} | extra, id=f"{label}-hash-recomputed"))
     # the hash itself: changing it is a mismatch here, and the next line no longer links
-    cases.append(pytest.param(lambda ev, e: {**ev, "hash": _flip_hex(ev["hash"])}, False, {(H, 0), BREAK_NEXT},
-                              id="hash-other"))
+    cases.append(
+        pytest.param(lambda ev, e: {**ev, "hash": _flip_hex(ev["hash"])}, False, {(H, 0), BREAK_NEXT}, id="hash-other")
+    )
     cases.append(pytest.param(_set("hash", "A" * 64), False, {("ENVELOPE_ERROR", 0)}, id="hash-uppercase"))
     cases.append(pytest.param(_set("hash", None), False, {("ENVELOPE_ERROR", 0)}, id="hash-null"))
     return cases
 
 
 @pytest.mark.parametrize(("mutate", "recompute", "expected"), _mutation_cases())
-def test_single_field_mutation_of_a_fixture_line(logs, completed_copy: Path, mutate, recompute: bool,
-                                                 expected: set) -> None:
+def test_single_field_mutation_of_a_fixture_line(
+    logs, completed_copy: Path, mutate, recompute: bool, expected: set
+) -> None:
     lines = logs.lines(completed_copy)
     k = _line_index(lines, TARGET_KIND)
     event = json.loads(lines[k])
@@ -483,10 +529,14 @@ def test_every_field_of_every_fixture_line_is_covered_by_the_hash(repo_root: Pat
         for line in fixture_path(repo_root / "fixtures", name).read_bytes().splitlines():
             event = json.loads(line)
             assert analyze_line(line).problems == []
-            variants = [{**event, "payload": {**event["payload"], key: _other_value(value)}}
-                        for key, value in event["payload"].items()]
-            variants += [{**event, key: _other_value(event[key])}
-                         for key in ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "prev_hash")]
+            variants = [
+                {**event, "payload": {**event["payload"], key: _other_value(value)}}
+                for key, value in event["payload"].items()
+            ]
+            variants += [
+                {**event, key: _other_value(event[key])}
+                for key in ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "prev_hash")
+            ]
             for variant in variants:
                 codes = [p.code for p in analyze_line(jcs_exact(variant)).problems]
                 assert "HASH_MISMATCH" in codes, (variant["kind"], codes)
@@ -587,12 +637,14 @@ def test_malformed_line_leaves_the_next_linkage_unjudged(logs) -> None:
 
 
 def test_v9_kind_under_schema_version_8_is_unknown_kind(logs) -> None:
-    path = logs.write([
-        ("run.started", {}, None),
-        ("substrate.subagent.orphan_reaped", {"count": 1, "pids": [4242]}, None),
-        ("subagent.disposed", {"kind": "subprocess", "ok": True}, None),  # version 8: fine under 8
-        ("run.completed", {}, None),
-    ])
+    path = logs.write(
+        [
+            ("run.started", {}, None),
+            ("substrate.subagent.orphan_reaped", {"count": 1, "pids": [4242]}, None),
+            ("subagent.disposed", {"kind": "subprocess", "ok": True}, None),  # version 8: fine under 8
+            ("run.completed", {}, None),
+        ]
+    )
     assert logs.read(path).findings == []
     verdict = logs.read(path, schema_version=8)
     assert verdict.errors == [("UNKNOWN_KIND", 2)]
@@ -610,8 +662,10 @@ def test_unknown_schema_version_is_refused() -> None:
 
 
 def test_payload_invalid_is_exit_3(logs) -> None:
-    path = logs.write([("run.started", {}, None), ("probe.evaluated", {"score": 1.5}, None),
-                       ("run.completed", {}, None)], strict=False)
+    path = logs.write(
+        [("run.started", {}, None), ("probe.evaluated", {"score": 1.5}, None), ("run.completed", {}, None)],
+        strict=False,
+    )
     verdict = logs.read(path)
     assert verdict.errors == [("PAYLOAD_INVALID", 2)]
     assert verdict.exit_code == ExitCode.SCHEMA
@@ -654,19 +708,26 @@ def test_run_dir_mismatch(logs) -> None:
 
 
 def test_open_run_and_open_handles(logs) -> None:
-    path = logs.write([
-        ("run.started", {}, None),
-        ("step.started", {}, "a" * 32),
-        ("tool.called", {"tool": "pytest"}, "a" * 32),
-        ("prompt.sent", {"provider": "anthropic"}, "a" * 32),
-        ("handshake.requested", {"milestone_id": "m-1", "status": "pending"}, "a" * 32),
-        ("tool.called", {"tool": "bash"}, "a" * 32),
-        ("tool.result", {"tool": "bash", "ok": True}, "a" * 32),
-    ])
+    path = logs.write(
+        [
+            ("run.started", {}, None),
+            ("step.started", {}, "a" * 32),
+            ("tool.called", {"tool": "pytest"}, "a" * 32),
+            ("prompt.sent", {"provider": "anthropic"}, "a" * 32),
+            ("handshake.requested", {"milestone_id": "m-1", "status": "pending"}, "a" * 32),
+            ("tool.called", {"tool": "bash"}, "a" * 32),
+            ("tool.result", {"tool": "bash", "ok": True}, "a" * 32),
+        ]
+    )
     verdict = logs.read(path)
     assert verdict.errors == []
-    assert verdict.warnings == [("OPEN_HANDLE", 2), ("OPEN_HANDLE", 3), ("OPEN_HANDLE", 4), ("OPEN_HANDLE", 5),
-                                ("OPEN_RUN", 1)]
+    assert verdict.warnings == [
+        ("OPEN_HANDLE", 2),
+        ("OPEN_HANDLE", 3),
+        ("OPEN_HANDLE", 4),
+        ("OPEN_HANDLE", 5),
+        ("OPEN_RUN", 1),
+    ]
     assert [f.offset for f in verdict.findings] == [logs.offset(path, n) for n in (2, 3, 4, 5, 1)]
     assert verdict.exit_code == 0
     strict = logs.read(path, require_closed=True)
@@ -686,10 +747,17 @@ def test_repaired_log_is_reported(logs) -> None:
     with logs.writer(path) as w:
         run = w.append("run.started", {})
         step = w.append("step.started", {}, step_id="a" * 32)
-        w.append("step.rolled_back", {"synthesized": True, "reason": "interrupted", "source_event_id": step["id"]},
-                 step_id="a" * 32, parent_id=step["id"])
-        w.append("run.aborted", {"synthesized": True, "reason": "interrupted", "source_event_id": run["id"]},
-                 parent_id=run["id"])
+        w.append(
+            "step.rolled_back",
+            {"synthesized": True, "reason": "interrupted", "source_event_id": step["id"]},
+            step_id="a" * 32,
+            parent_id=step["id"],
+        )
+        w.append(
+            "run.aborted",
+            {"synthesized": True, "reason": "interrupted", "source_event_id": run["id"]},
+            parent_id=run["id"],
+        )
     verdict = logs.read(path)
     assert verdict.errors == []
     assert verdict.warnings == [("REPAIRED", None)]
@@ -847,7 +915,7 @@ def test_fifo_does_not_hang(tmp_path: Path) -> None:
     def run() -> None:
         try:
             _io(fifo)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
+        except BaseException as exc:
             error.append(exc)
         finally:
             done.set()
@@ -863,8 +931,10 @@ def test_fifo_does_not_hang(tmp_path: Path) -> None:
         raise error[0]
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
-                    reason="running as root: chmod 000 does not stop root from reading, so the file is readable")
+@pytest.mark.skipif(
+    hasattr(os, "geteuid") and os.geteuid() == 0,
+    reason="running as root: chmod 000 does not stop root from reading, so the file is readable",
+)
 def test_unreadable_file(logs) -> None:
     path = logs.five()
     path.chmod(0)
@@ -946,8 +1016,11 @@ def _codes_table(doc: str) -> dict[str, str]:
 def test_reader_doc_lists_every_finding_code(repo_root: Path) -> None:
     doc = (repo_root / "docs" / "reader.md").read_text(encoding="utf-8")
     table = _codes_table(doc)
-    missing = [f"| `{code}` | {int(x)} {x.name} | {meaning} |" for code, (x, meaning) in FINDING_CODES.items()
-               if code not in table]
+    missing = [
+        f"| `{code}` | {int(x)} {x.name} | {meaning} |"
+        for code, (x, meaning) in FINDING_CODES.items()
+        if code not in table
+    ]
     assert not missing, "docs/reader.md: add these rows to the finding-codes table:\n" + "\n".join(missing)
     for code, (exit_code, _) in FINDING_CODES.items():
         assert f"`{code}`" in doc

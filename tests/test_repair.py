@@ -137,7 +137,7 @@ def check_repaired(original: bytes, path: Path, result) -> None:
     plan = expected_close_plan(events)
     newline = b"\n" if plan and kept and not kept.endswith(b"\n") else b""
     assert data.startswith(kept + newline), "original complete lines must be kept byte for byte"
-    tail = data[len(kept + newline):]
+    tail = data[len(kept + newline) :]
     closes = [json.loads(line) for line in tail.splitlines()]
     assert [(c["kind"], c["payload"]["source_event_id"]) for c in closes] == plan
     assert [(c.close_kind, c.source_event_id) for c in result.closes] == plan
@@ -208,6 +208,7 @@ def cut_points(data: bytes) -> list[int]:
 
 # --- pure core ----------------------------------------------------------------
 
+
 def test_repair_id_is_spec_formula():
     src = "3fa85f6417174562b3fc2c963f66afa6"
     assert repair_id(src) == hashlib.sha256(b"ract.repair:" + src.encode()).hexdigest()[:32]
@@ -243,11 +244,15 @@ def test_synthesized_payloads_copy_only_valid_base_keys():
     assert by_kind["response.received"]["intent_id"] == opens["prompt.sent"]["intent_id"]
     assert by_kind["step.rolled_back"]["branch"] == opens["step.started"]["branch"]
     assert by_kind["step.rolled_back"]["parent_snapshot_before"] == opens["step.started"]["parent_snapshot"]
-    assert by_kind["run.aborted"] == {"synthesized": True, "reason": "interrupted",
-                                      "source_event_id": by_kind["run.aborted"]["source_event_id"]}
+    assert by_kind["run.aborted"] == {
+        "synthesized": True,
+        "reason": "interrupted",
+        "source_event_id": by_kind["run.aborted"]["source_event_id"],
+    }
 
 
 # --- every cut point ------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", ["interrupted", "completed", "aborted", "foreign-format"])
 def test_every_cut_point_repairs_to_exactly_the_open_handles(shm_tmp, name):
@@ -270,7 +275,18 @@ def test_every_cut_point_repairs_to_exactly_the_open_handles(shm_tmp, name):
 
 TOOLS = ("bash", "grep", "pytest")
 PROVIDERS = ("anthropic", "openai")
-ACTIONS = ("step", "end_step", "tool", "tool_result", "prompt", "response", "handshake", "resolve", "other", "close_run")
+ACTIONS = (
+    "step",
+    "end_step",
+    "tool",
+    "tool_result",
+    "prompt",
+    "response",
+    "handshake",
+    "resolve",
+    "other",
+    "close_run",
+)
 
 
 def write_generated_run(path: Path, actions: list[tuple[str, int, bool]], seed: int) -> None:
@@ -283,8 +299,9 @@ def write_generated_run(path: Path, actions: list[tuple[str, int, bool]], seed: 
         ts[0] += rng.randint(-5, 1000)  # sometimes backwards: CLOCK_REGRESSION is only a warning
         return ts[0]
 
-    with EventWriter(path, run_id=f"{rng.getrandbits(128):032x}", fsync=FsyncPolicy.NEVER,
-                     clock=clock, new_id=lambda: next(ids)) as w:
+    with EventWriter(
+        path, run_id=f"{rng.getrandbits(128):032x}", fsync=FsyncPolicy.NEVER, clock=clock, new_id=lambda: next(ids)
+    ) as w:
         w.append("run.started", {"intent_id": "i" * 8})
         steps: list[tuple[str, dict]] = []
         tools: list[dict] = []
@@ -294,8 +311,9 @@ def write_generated_run(path: Path, actions: list[tuple[str, int, bool]], seed: 
             step = steps[-1][0] if steps else None
             if action == "step":
                 sid = next(ids)
-                ev = w.append("step.started", {"parent_snapshot": "a" * 40, "branch": f"rootact/step/{sid}"},
-                              step_id=sid)
+                ev = w.append(
+                    "step.started", {"parent_snapshot": "a" * 40, "branch": f"rootact/step/{sid}"}, step_id=sid
+                )
                 steps.append((sid, ev))
             elif action == "end_step" and steps:
                 sid, ev = steps.pop(pick % len(steps))
@@ -305,22 +323,36 @@ def write_generated_run(path: Path, actions: list[tuple[str, int, bool]], seed: 
                 tools.append(w.append("tool.called", {"tool": TOOLS[pick % 3], "arguments": {}}, step_id=step))
             elif action == "tool_result" and tools:
                 ev = tools.pop(pick % len(tools))
-                w.append("tool.result", {"tool": ev["payload"]["tool"], "ok": True}, step_id=ev["step_id"],
-                         parent_id=ev["id"] if by_parent else None)
+                w.append(
+                    "tool.result",
+                    {"tool": ev["payload"]["tool"], "ok": True},
+                    step_id=ev["step_id"],
+                    parent_id=ev["id"] if by_parent else None,
+                )
             elif action == "prompt":
-                prompts.append(w.append("prompt.sent", {"provider": PROVIDERS[pick % 2], "intent_id": "i" * 8},
-                                        step_id=step))
+                prompts.append(
+                    w.append("prompt.sent", {"provider": PROVIDERS[pick % 2], "intent_id": "i" * 8}, step_id=step)
+                )
             elif action == "response" and prompts:
                 ev = prompts.pop(pick % len(prompts))
-                w.append("response.received", {"provider": ev["payload"]["provider"], "intent_id": "i" * 8},
-                         step_id=ev["step_id"], parent_id=ev["id"] if by_parent else None)
+                w.append(
+                    "response.received",
+                    {"provider": ev["payload"]["provider"], "intent_id": "i" * 8},
+                    step_id=ev["step_id"],
+                    parent_id=ev["id"] if by_parent else None,
+                )
             elif action == "handshake":
-                handshakes.append(w.append("handshake.requested", {"milestone_id": f"m{pick % 3}",
-                                                                   "status": "pending"}, step_id=step))
+                handshakes.append(
+                    w.append("handshake.requested", {"milestone_id": f"m{pick % 3}", "status": "pending"}, step_id=step)
+                )
             elif action == "resolve" and handshakes:
                 ev = handshakes.pop(pick % len(handshakes))
-                w.append("handshake.resolved", {"milestone_id": ev["payload"]["milestone_id"], "status": "approved"},
-                         step_id=step, parent_id=ev["id"] if by_parent else None)
+                w.append(
+                    "handshake.resolved",
+                    {"milestone_id": ev["payload"]["milestone_id"], "status": "approved"},
+                    step_id=step,
+                    parent_id=ev["id"] if by_parent else None,
+                )
             elif action == "other":
                 w.append("laziness.skipped", {"reason": "docs-only", "diff_summary": "x" * (pick % 50)}, step_id=step)
             elif action == "close_run":
@@ -354,6 +386,7 @@ def test_any_cut_of_any_run_repairs_verifies_and_is_idempotent(shm_tmp, actions,
 
 
 # --- what it keeps and where it puts things -------------------------------------
+
 
 def test_interrupted_fixture_torn_bytes_go_to_sidecar_and_original_to_backup(tmp_path):
     data = fixture_bytes("interrupted")
@@ -496,8 +529,12 @@ def test_log_without_run_started_closes_what_it_can(tmp_path):
         lines.append(encode_line(ev))
     path.write_bytes(b"".join(lines))
     result = repair_file(path)
-    assert [c.close_kind for c in result.closes] == ["handshake.resolved", "tool.result", "response.received",
-                                                     "step.rolled_back"]
+    assert [c.close_kind for c in result.closes] == [
+        "handshake.resolved",
+        "tool.result",
+        "response.received",
+        "step.rolled_back",
+    ]
     reader = verify(path)
     assert reader.exit_code == ExitCode.OK and "OPEN_RUN" in {f.code for f in reader.findings}
     assert not repair_file(path).changed
@@ -515,8 +552,15 @@ def _chain(events: list[dict]) -> bytes:
 
 
 def _event(n: int, kind: str, payload: dict, *, step_id=None, parent_id=None) -> dict:
-    return {"id": f"{n:032x}", "run_id": "ab" * 16, "step_id": step_id, "parent_id": parent_id,
-            "timestamp_ns": 1000 + n, "kind": kind, "payload": payload}
+    return {
+        "id": f"{n:032x}",
+        "run_id": "ab" * 16,
+        "step_id": step_id,
+        "parent_id": parent_id,
+        "timestamp_ns": 1000 + n,
+        "kind": kind,
+        "payload": payload,
+    }
 
 
 def test_second_run_started_is_closed_by_the_one_run_close(tmp_path):
@@ -532,7 +576,8 @@ def test_torn_tail_found_even_past_the_findings_cap(tmp_path):
     # 80 clock regressions (warnings) come before the torn tail's finding: the reader keeps only
     # the first findings, yet the torn bytes must still be found and moved, not dropped.
     events = [_event(1, "run.started", {})] + [
-        dict(_event(n, "laziness.skipped", {"reason": "x"}), timestamp_ns=10_000 - n) for n in range(2, 82)]
+        dict(_event(n, "laziness.skipped", {"reason": "x"}), timestamp_ns=10_000 - n) for n in range(2, 82)
+    ]
     data = _chain(events) + b'{"hash":"deadbeef'
     path = tmp_path / "events.jsonl"
     path.write_bytes(data)
@@ -558,21 +603,32 @@ def test_fifo_fallback_pairing_closes_the_oldest_matching_open(tmp_path):
         _event(11, "handshake.requested", {"milestone_id": "m2", "status": "pending"}),
         _event(12, "handshake.resolved", {"milestone_id": "m2", "status": "approved"}),  # -> event 11
         # a close naming a source_event_id without being synthesized pairs by parent_id, not by it
-        _event(13, "tool.result", {"tool": "grep", "ok": True, "source_event_id": f"{4:032x}"}, step_id=s,
-               parent_id=f"{5:032x}"),
+        _event(
+            13,
+            "tool.result",
+            {"tool": "grep", "ok": True, "source_event_id": f"{4:032x}"},
+            step_id=s,
+            parent_id=f"{5:032x}",
+        ),
     ]
     path = tmp_path / "events.jsonl"
     path.write_bytes(_chain(events))
     result = repair_file(path)
     assert [(c.close_kind, int(c.source_event_id, 16)) for c in result.closes] == [
-        ("handshake.resolved", 10), ("response.received", 7), ("tool.result", 4), ("step.rolled_back", 2),
-        ("run.aborted", 1)]
+        ("handshake.resolved", 10),
+        ("response.received", 7),
+        ("tool.result", 4),
+        ("step.rolled_back", 2),
+        ("run.aborted", 1),
+    ]
     assert [(k, int(s, 16)) for k, s in expected_close_plan(events)] == [
-        (c.close_kind, int(c.source_event_id, 16)) for c in result.closes]
+        (c.close_kind, int(c.source_event_id, 16)) for c in result.closes
+    ]
     assert verify(path).exit_code == ExitCode.OK
 
 
 # --- refusals -------------------------------------------------------------------
+
 
 def _lines(name: str) -> list[bytes]:
     return fixture_bytes(name).splitlines(keepends=True)
@@ -592,17 +648,22 @@ REFUSALS = {
     "blank middle line": lambda: b"".join(_lines("interrupted")[:5] + [b"\n"] + _lines("interrupted")[5:]),
     "malformed last line with newline": lambda: b"".join(_lines("interrupted")[:-1]) + b'{"hash":"12\n',
     "middle event edited and re-hashed (next link breaks)": lambda: b"".join(
-        _lines("interrupted")[:4] + [_rehash(_lines("interrupted")[4], timestamp_ns=1)] + _lines("interrupted")[5:]),
+        _lines("interrupted")[:4] + [_rehash(_lines("interrupted")[4], timestamp_ns=1)] + _lines("interrupted")[5:]
+    ),
     "schema error (re-hashed invalid payload)": lambda: _chain(
         [dict(json.loads(_lines("completed")[0]), payload={"predicate_count": "four"})]
-        + [json.loads(x) for x in _lines("completed")[1:4]]),
+        + [json.loads(x) for x in _lines("completed")[1:4]]
+    ),
     "unknown kind (re-hashed)": lambda: _chain(
-        [json.loads(x) for x in _lines("completed")[:3]] + [dict(json.loads(_lines("completed")[3]), kind="x.y")]),
+        [json.loads(x) for x in _lines("completed")[:3]] + [dict(json.loads(_lines("completed")[3]), kind="x.y")]
+    ),
     "foreign run_id (re-chained)": lambda: _chain(
-        [json.loads(x) for x in _lines("completed")[:3]] + [dict(json.loads(_lines("completed")[3]), run_id="c" * 32)]),
+        [json.loads(x) for x in _lines("completed")[:3]] + [dict(json.loads(_lines("completed")[3]), run_id="c" * 32)]
+    ),
     "duplicate id (re-chained)": lambda: _chain(
         [json.loads(x) for x in _lines("completed")[:3]]
-        + [dict(json.loads(_lines("completed")[3]), id=json.loads(_lines("completed")[1])["id"])]),
+        + [dict(json.loads(_lines("completed")[3]), id=json.loads(_lines("completed")[1])["id"])]
+    ),
     "missing genesis": lambda: b"".join(_lines("interrupted")[1:]),
     "envelope extra key": lambda: _lines("completed")[0].replace(b'{"hash"', b'{"extra":1,"hash"', 1),
 }
@@ -636,8 +697,10 @@ def test_refused_tampered_log_with_torn_tail_writes_no_sidecar(tmp_path):
 
 def test_raxol_journal_is_refused(tmp_path):
     path = tmp_path / "journal.jsonl"
-    data = (b'{"type":"turn_started","payload":{"turn_id":"t1"}}\n'
-            b'{"type":"item_started","payload":{"turn_id":"t1","item_id":"i1"}}\n')
+    data = (
+        b'{"type":"turn_started","payload":{"turn_id":"t1"}}\n'
+        b'{"type":"item_started","payload":{"turn_id":"t1","item_id":"i1"}}\n'
+    )
     path.write_bytes(data)
     with pytest.raises(RepairRefused, match="Raxol"):
         repair_file(path)

@@ -52,10 +52,10 @@ def test_repair_interrupted_then_nothing_to_repair(tmp_path, capsys):
     assert "repaired" in err and "events.jsonl.torn" in err and "events.jsonl.bak" in err
     kept = original[: original.rindex(b"\n") + 1]
     assert path.read_bytes().startswith(kept)
-    closes = [json.loads(line) for line in path.read_bytes()[len(kept):].splitlines()]
+    closes = [json.loads(line) for line in path.read_bytes()[len(kept) :].splitlines()]
     assert closes and closes[-1]["kind"] == "run.aborted"
     for close in closes:  # each synthesized close is reported with its source event
-        assert f'{close["payload"]["source_event_id"]} ' in err and close["kind"] in err
+        assert f"{close['payload']['source_event_id']} " in err and close["kind"] in err
     assert names(path.parent) == ["events.jsonl", "events.jsonl.bak", "events.jsonl.torn"]
     repaired = path.read_bytes()
 
@@ -198,8 +198,9 @@ def test_locked_by_another_process_is_exit_5(tmp_path, capsys):
     data = path.read_bytes()
     path.write_bytes(data[: data.rstrip(b"\n").rindex(b"\n") + 1])
     before = path.read_bytes()
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         assert run(capsys, path)[0] == 5
@@ -233,8 +234,13 @@ def test_help_names_the_options(capsys):
 
 def test_subprocess_cli_repairs_and_prints_nothing_on_stdout(tmp_path):
     path = log(tmp_path, "interrupted")
-    proc = subprocess.run([str(RACT), "trace", "repair", str(path)], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "COLUMNS": "200"})
+    proc = subprocess.run(
+        [str(RACT), "trace", "repair", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert proc.returncode == 0 and proc.stdout == "" and "repaired" in proc.stderr
     verify = subprocess.run([str(RACT), "trace", "verify", str(path)], capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0 and "REPAIRED" in verify.stderr

@@ -56,8 +56,13 @@ def interrupted_log(tmp_path_factory) -> tuple[bytes, bytes, bytes]:
 
 
 def _spawn(path: Path) -> subprocess.Popen:
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(path)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert child.stdout.readline().strip() == "ready"
     return child
 
@@ -115,7 +120,8 @@ def test_sigkill_during_repair_leaves_original_or_repaired(tmp_path, interrupted
                 outcomes["original"] += 1
             for name in directory:
                 assert name in ("events.jsonl", "events.jsonl.torn", "events.jsonl.bak") or (
-                    name.startswith(".events.jsonl.") and name.endswith(".repair.tmp")), name
+                    name.startswith(".events.jsonl.") and name.endswith(".repair.tmp")
+                ), name
             # recovery: repairing again always ends at the repaired bytes
             repair_file(path, RepairOptions(backup=False))
             assert path.read_bytes() == repaired

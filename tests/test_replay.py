@@ -10,8 +10,8 @@ import pytest
 from ract_cli.errors import ExitCode, UsageError
 from ract_cli.replay import (
     MAX_PACE_SLEEP_S,
-    ReplayOptions,
     Replayer,
+    ReplayOptions,
     ResponsesExhausted,
     find_initial_snapshot,
     format_elapsed,
@@ -48,6 +48,7 @@ def file_events(path: Path) -> list[dict]:
 
 # --- state at each point of the interrupted fixture ----------------------
 
+
 def snapshots(path: Path) -> dict[int, dict]:
     return {s.index: s.state.to_dict() for s in Replayer(path)}
 
@@ -75,7 +76,10 @@ def test_interrupted_state_at_several_points() -> None:
     assert states[idx[prompts[0]] + 1]["prompts"] == []
     # a tool call in flight between tool.called and tool.result
     s = states[idx[tools[0]]]
-    assert ids(s["tool_calls"]) == [tools[0]] and s["tool_calls"][0]["tool"] == events[idx[tools[0]] - 1]["payload"]["tool"]
+    assert (
+        ids(s["tool_calls"]) == [tools[0]]
+        and s["tool_calls"][0]["tool"] == events[idx[tools[0]] - 1]["payload"]["tool"]
+    )
     assert states[idx[tools[0]] + 1]["tool_calls"] == []
     # the committed step closes: nothing open but the run
     committed = next(i + 1 for i, e in enumerate(events) if e["kind"] == "step.committed")
@@ -84,7 +88,10 @@ def test_interrupted_state_at_several_points() -> None:
     assert [p["predicate_id"] for p in s["predicates"]] == ["tests-pass", "types-check"]
     # the interrupted step accumulates what the kill left open
     s = states[idx[second_step]]
-    assert ids(s["open_steps"]) == [second_step] and s["open_steps"][0]["step_id"] == events[idx[second_step] - 1]["step_id"]
+    assert (
+        ids(s["open_steps"]) == [second_step]
+        and s["open_steps"][0]["step_id"] == events[idx[second_step] - 1]["step_id"]
+    )
     assert s["prompts"] == [] and s["tool_calls"] == []
     s = states[len(events)]
     assert ids(s["open_steps"]) == [second_step]
@@ -108,17 +115,23 @@ def test_completed_fixture_ends_closed() -> None:
 
 def test_assumptions_and_predicates(logs) -> None:
     a1, a2, a3 = "1" * 32, "2" * 32, "3" * 32
-    path = logs.write([
-        ("run.started", {"intent_id": INTENT_A}, None),
-        ("assumption.proposed", {"assumption_id": a1, "digest": "d", "text": "api stable"}, None),
-        ("assumption.proposed", {"assumption_id": a2, "digest": "d", "text": "db up"}, None),
-        ("assumption.accepted", {"assumption_id": a1, "evidence_digest": "e"}, None),
-        ("predicate.evaluated", {"predicate_id": "tests", "ok": False, "required": True, "reason": "2 failing"}, None),
-        ("assumption.violated", {"assumption_id": a2, "root_id": a3}, None),
-        ("predicate.evaluated", {"predicate_id": "types", "ok": True, "required": False, "reason": "ok"}, None),
-        ("predicate.evaluated", {"predicate_id": "tests", "ok": True, "required": True, "reason": "fixed"}, None),
-        ("assumption.discharged", {"assumption_id": a1, "digest": "d"}, None),
-    ])
+    path = logs.write(
+        [
+            ("run.started", {"intent_id": INTENT_A}, None),
+            ("assumption.proposed", {"assumption_id": a1, "digest": "d", "text": "api stable"}, None),
+            ("assumption.proposed", {"assumption_id": a2, "digest": "d", "text": "db up"}, None),
+            ("assumption.accepted", {"assumption_id": a1, "evidence_digest": "e"}, None),
+            (
+                "predicate.evaluated",
+                {"predicate_id": "tests", "ok": False, "required": True, "reason": "2 failing"},
+                None,
+            ),
+            ("assumption.violated", {"assumption_id": a2, "root_id": a3}, None),
+            ("predicate.evaluated", {"predicate_id": "types", "ok": True, "required": False, "reason": "ok"}, None),
+            ("predicate.evaluated", {"predicate_id": "tests", "ok": True, "required": True, "reason": "fixed"}, None),
+            ("assumption.discharged", {"assumption_id": a1, "digest": "d"}, None),
+        ]
+    )
     states = snapshots(path)
     live = lambda i: [(a["assumption_id"], a["status"]) for a in states[i]["assumptions"]["live"]]  # noqa: E731
     violated = lambda i: [(a["assumption_id"], a["root_id"]) for a in states[i]["assumptions"]["violated"]]  # noqa: E731
@@ -132,12 +145,15 @@ def test_assumptions_and_predicates(logs) -> None:
 
 
 def test_hostile_payload_types_do_not_crash(logs) -> None:
-    path = logs.write([
-        ("run.started", {}, None),
-        ("predicate.evaluated", {"predicate_id": ["not", "a", "string"], "ok": "maybe"}, None),
-        ("assumption.violated", {"assumption_id": {"x": 1}}, None),
-        ("tool.called", {"tool": None, "arguments": "???"}, STEP),
-    ], strict=False)
+    path = logs.write(
+        [
+            ("run.started", {}, None),
+            ("predicate.evaluated", {"predicate_id": ["not", "a", "string"], "ok": "maybe"}, None),
+            ("assumption.violated", {"assumption_id": {"x": 1}}, None),
+            ("tool.called", {"tool": None, "arguments": "???"}, STEP),
+        ],
+        strict=False,
+    )
     replayer = Replayer(path)
     final = [s.state.to_dict() for s in replayer][-1]
     assert final["predicates"][0]["predicate_id"] == '["not","a","string"]'
@@ -147,6 +163,7 @@ def test_hostile_payload_types_do_not_crash(logs) -> None:
 
 
 # --- integrity: stop at the break ---------------------------------------
+
 
 def test_tampered_fixture_stops_before_the_break() -> None:
     path = fixture("tampered")
@@ -209,6 +226,7 @@ def test_exclude_hook_skips_events_and_their_index(logs) -> None:
 
 # --- --until -----------------------------------------------------------
 
+
 def test_until_index_stops_and_keeps_the_state_there() -> None:
     path = fixture("interrupted")
     session = replay(path, ReplayOptions(until=20, workspace=None))
@@ -259,6 +277,7 @@ def test_parse_until() -> None:
 
 # --- pacing and formatting ---------------------------------------------
 
+
 def test_parse_pace() -> None:
     assert parse_pace("realtime") == 1.0 and parse_pace("2x") == 2.0 and parse_pace("0.5x") == 0.5
     assert parse_pace("1000X") == 1000.0
@@ -285,8 +304,11 @@ def test_format_elapsed() -> None:
 
 
 def test_summarize() -> None:
-    ev = {"kind": "tool.result", "step_id": STEP, "payload": {"tool": "pytest", "ok": False, "duration_ns": 12,
-                                                               "status": "unknown", "synthesized": True}}
+    ev = {
+        "kind": "tool.result",
+        "step_id": STEP,
+        "payload": {"tool": "pytest", "ok": False, "duration_ns": 12, "status": "unknown", "synthesized": True},
+    }
     assert summarize(ev) == "[synthesized] tool=pytest ok=false status=unknown duration_ns=12"
     ev = {"kind": "step.started", "step_id": STEP, "payload": {"parent_snapshot": "c" * 40}}
     assert summarize(ev) == f"step={STEP[:12]} parent_snapshot={'c' * 12}"
@@ -297,6 +319,7 @@ def test_summarize() -> None:
 
 
 # --- the initial snapshot and recorded responses ---------------------------
+
 
 def test_initial_snapshot_is_the_first_step_started() -> None:
     path = fixture("completed")
@@ -322,11 +345,27 @@ def test_recorded_responses_in_order_per_intent(logs) -> None:
     events = [("run.started", {"intent_id": INTENT_A}, None)]
     for n, intent in enumerate([INTENT_A, INTENT_B, INTENT_A, INTENT_A, INTENT_B]):
         events.append(("prompt.sent", {"provider": "p", "intent_id": intent, "prompt_chars": n}, STEP))
-        events.append(("response.received", {"provider": "p", "intent_id": intent, "response_type": "text",
-                                             "preview": f"answer {n}"}, STEP))
-    events.append(("response.received", {"provider": "p", "intent_id": INTENT_B, "status": "timed_out",
-                                          "synthesized": True, "reason": "interrupted",
-                                          "source_event_id": "9" * 32}, STEP))
+        events.append(
+            (
+                "response.received",
+                {"provider": "p", "intent_id": intent, "response_type": "text", "preview": f"answer {n}"},
+                STEP,
+            )
+        )
+    events.append(
+        (
+            "response.received",
+            {
+                "provider": "p",
+                "intent_id": INTENT_B,
+                "status": "timed_out",
+                "synthesized": True,
+                "reason": "interrupted",
+                "source_event_id": "9" * 32,
+            },
+            STEP,
+        )
+    )
     path = logs.write(events)
     responses = recorded_responses(path)
     assert [r.preview for r in responses.by_intent[INTENT_A]] == ["answer 0", "answer 2", "answer 3"]
@@ -373,9 +412,18 @@ def test_deeply_nested_payload_replays(logs) -> None:
     deep: object = 1
     for _ in range(400):  # deeper than orjson writes (255), shallower than the reader's limit
         deep = {"d": deep}
-    event = logs.rehash({"id": "f" * 32, "run_id": "1a2b3c4d5e6f708192a3b4c5d6e7f809", "step_id": None,
-                         "parent_id": None, "timestamp_ns": 5, "kind": "laziness.skipped",
-                         "payload": {"reason": "deep", "nested": deep}, "prev_hash": "0" * 64})
+    event = logs.rehash(
+        {
+            "id": "f" * 32,
+            "run_id": "1a2b3c4d5e6f708192a3b4c5d6e7f809",
+            "step_id": None,
+            "parent_id": None,
+            "timestamp_ns": 5,
+            "kind": "laziness.skipped",
+            "payload": {"reason": "deep", "nested": deep},
+            "prev_hash": "0" * 64,
+        }
+    )
     path = logs.path()
     path.write_bytes(logs.line_of(event))
     steps = list(Replayer(path))
@@ -385,14 +433,16 @@ def test_deeply_nested_payload_replays(logs) -> None:
 
 def test_current_step_follows_opens_and_closes(logs) -> None:
     s1, s2 = "1" * 32, "2" * 32
-    path = logs.write([
-        ("run.started", {}, None),
-        ("step.started", {}, s1),
-        ("step.started", {}, s2),
-        ("step.committed", {}, s2),
-        ("tool.called", {"tool": "x"}, s1),
-        ("step.rolled_back", {}, s1),
-    ])
+    path = logs.write(
+        [
+            ("run.started", {}, None),
+            ("step.started", {}, s1),
+            ("step.started", {}, s2),
+            ("step.committed", {}, s2),
+            ("tool.called", {"tool": "x"}, s1),
+            ("step.rolled_back", {}, s1),
+        ]
+    )
     assert [s.state.current_step_id for s in Replayer(path)] == [None, s1, s2, s1, s1, None]
 
 
@@ -432,7 +482,7 @@ _ABORTED = fixture("aborted").read_bytes()
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(0, len(_ABORTED) - 1), st.integers(1, 255), st.booleans())
 def test_any_flip_or_cut_replays_only_a_verified_prefix(tmp_path_factory, pos: int, xor: int, cut: bool) -> None:
-    data = _ABORTED[:pos] if cut else _ABORTED[:pos] + bytes([_ABORTED[pos] ^ xor]) + _ABORTED[pos + 1:]
+    data = _ABORTED[:pos] if cut else _ABORTED[:pos] + bytes([_ABORTED[pos] ^ xor]) + _ABORTED[pos + 1 :]
     path = tmp_path_factory.mktemp("flip") / "events.jsonl"
     path.write_bytes(data)
     session = replay(path, ReplayOptions(workspace=None))

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from git_support import GitRepo
+
 from ract_cli.cli.app import main
 from ract_cli.synth import FIXTURES, fixture_path
 
@@ -68,14 +68,18 @@ def run_log(logs, before: str, after: str, *, steps: list[tuple[str, str]] | Non
             ("step.started", {"parent_snapshot": b, "branch": f"rootact/step/{sid}", "timeout_seconds": 60}, sid),
             ("tool.called", {"tool": "bash", "arguments": {"argv": ["make"]}}, sid),
             ("tool.result", {"tool": "bash", "ok": True, "duration_ns": 5}, sid),
-            ("step.committed", {"outcome": "COMMITTED", "parent_snapshot_before": b, "parent_snapshot_after": a,
-                                "reason": "ok"}, sid),
+            (
+                "step.committed",
+                {"outcome": "COMMITTED", "parent_snapshot_before": b, "parent_snapshot_after": a, "reason": "ok"},
+                sid,
+            ),
         ]
     events.append(("run.completed", {"final_decision": "accept"}, None))
     return logs.write(events)
 
 
 # --- the determinism precondition against real repositories -----------------
+
 
 def test_head_at_snapshot_no_warning(logs, repo: GitRepo) -> None:
     first = repo.head()
@@ -133,8 +137,13 @@ def test_default_workspace_is_the_current_directory(logs, repo: GitRepo) -> None
     first = repo.head()
     second = repo.commit("b.txt")
     log = run_log(logs, first, second)
-    done = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "replay", str(log), "--strict-head"],
-                          cwd=repo.root, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "replay", str(log), "--strict-head"],
+        cwd=repo.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 6 and first in done.stderr and second in done.stderr
     assert "Traceback" not in done.stderr
 
@@ -146,6 +155,7 @@ def test_missing_workspace_is_a_usage_error(logs, tmp_path: Path) -> None:
 
 
 # --- --check-commits -----------------------------------------------------
+
 
 def test_check_commits_descending(logs, repo: GitRepo) -> None:
     c1 = repo.head()
@@ -197,6 +207,7 @@ def test_tampered_log_lowest_code_wins_over_6(logs, repo: GitRepo) -> None:
 
 # --- integrity while walking ---------------------------------------------
 
+
 def test_tampered_fixture_stops_at_the_break(plain_dir: Path) -> None:
     path = fixture("tampered")
     code, out, err = run(str(path), "--workspace", str(plain_dir))
@@ -233,12 +244,14 @@ def test_schema_violation_replays_and_exits_3(logs, plain_dir: Path) -> None:
 
 def test_hostile_strings_are_escaped(logs, plain_dir: Path) -> None:
     evil = "\x1b[31mPASS\x1b[0m [bold red]ok[/] \u202e\r\n\x07"
-    log = logs.write([
-        ("run.started", {"intent_id": evil}, None),
-        ("tool.called", {"tool": evil, "arguments": {"x": evil}}, STEP),
-        ("laziness.skipped", {"reason": evil, "diff_summary": evil}, None),
-        ("run.completed", {"final_decision": evil}, None),
-    ])
+    log = logs.write(
+        [
+            ("run.started", {"intent_id": evil}, None),
+            ("tool.called", {"tool": evil, "arguments": {"x": evil}}, STEP),
+            ("laziness.skipped", {"reason": evil, "diff_summary": evil}, None),
+            ("run.completed", {"final_decision": evil}, None),
+        ]
+    )
     code, out, err = run(str(log), "--workspace", str(plain_dir), "--until", "2")
     assert code == 0
     text = out.decode()
@@ -250,10 +263,11 @@ def test_hostile_strings_are_escaped(logs, plain_dir: Path) -> None:
 
 # --- --until -------------------------------------------------------------
 
+
 def state_block(stdout: bytes) -> dict[str, list[str]]:
     """Parse the state block into {section title: item lines}."""
     text = stdout.decode()
-    block = text[text.index("== state after"):].splitlines()
+    block = text[text.index("== state after") :].splitlines()
     sections: dict[str, list[str]] = {"header": [block[0]], "run": [block[1]]}
     current = None
     for line in block[2:]:
@@ -294,9 +308,12 @@ def test_state_at_until_on_the_interrupted_fixture(index: int, plain_dir: Path) 
 
     assert listed("open steps") == [e["id"] for e in open_of("step.started")]
     assert listed("tool calls in flight") == [e["id"] for e in open_of("tool.called")]
-    assert listed("unanswered prompts") == [e["id"] for e in upto if e["kind"] == "prompt.sent"
-                                            and not any(r["kind"] == "response.received"
-                                                        and r["parent_id"] == e["id"] for r in upto)]
+    assert listed("unanswered prompts") == [
+        e["id"]
+        for e in upto
+        if e["kind"] == "prompt.sent"
+        and not any(r["kind"] == "response.received" and r["parent_id"] == e["id"] for r in upto)
+    ]
     assert listed("pending handshakes") == [e["id"] for e in open_of("handshake.requested")]
     assert len(s["latest predicate verdicts"]) == 2
 
@@ -306,11 +323,14 @@ def test_state_at_until_exact_for_the_kill_point(plain_dir: Path) -> None:
     code, out, _ = run(str(fixture("interrupted")), "--workspace", str(plain_dir), "--until", "22")
     s = state_block(out)
     step, prompt, tool, hs = events[18], events[19], events[20], events[21]
-    assert s["open steps"] == [f"step {step['step_id']}  line 19  snapshot {step['payload']['parent_snapshot']}  "
-                               f"branch {step['payload']['branch']}  id {step['id']}"]
+    assert s["open steps"] == [
+        f"step {step['step_id']}  line 19  snapshot {step['payload']['parent_snapshot']}  "
+        f"branch {step['payload']['branch']}  id {step['id']}"
+    ]
     assert s["tool calls in flight"] == [f"pytest  step {step['step_id']}  line 21  id {tool['id']}"]
-    assert s["unanswered prompts"] == [f"anthropic  intent {prompt['payload']['intent_id']}  step {step['step_id']}  "
-                                       f"line 20  id {prompt['id']}"]
+    assert s["unanswered prompts"] == [
+        f"anthropic  intent {prompt['payload']['intent_id']}  step {step['step_id']}  line 20  id {prompt['id']}"
+    ]
     assert s["pending handshakes"] == [f'm-merge  "merge to main"  line 22  id {hs["id"]}']
     assert s["live assumptions"] == [] and s["violated assumptions"] == []
 
@@ -341,6 +361,7 @@ def test_until_past_the_break_exits_1_without_state(plain_dir: Path) -> None:
 
 # --- --format jsonl ------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_jsonl_is_the_original_lines_byte_for_byte(name: str, plain_dir: Path) -> None:
     path = fixture(name)
@@ -364,8 +385,7 @@ def test_jsonl_with_until(plain_dir: Path) -> None:
 @pytest.mark.skipif(shutil.which("jq") is None, reason="jq not installed")
 def test_jsonl_pipes_into_jq(plain_dir: Path) -> None:
     path = fixture("foreign-format")
-    cmd = (f"{sys.executable} -m ract_cli trace replay {path} --format jsonl --workspace {plain_dir}"
-           f" | jq -c .kind")
+    cmd = f"{sys.executable} -m ract_cli trace replay {path} --format jsonl --workspace {plain_dir} | jq -c .kind"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     kinds = [json.loads(line) for line in done.stdout.splitlines()]
@@ -374,10 +394,13 @@ def test_jsonl_pipes_into_jq(plain_dir: Path) -> None:
 
 # --- --pace --------------------------------------------------------------
 
+
 def test_pace_fast_gives_the_same_timeline(plain_dir: Path) -> None:
     path = fixture("aborted")
-    assert run(str(path), "--workspace", str(plain_dir), "--pace", "1000x")[:2] == \
-        run(str(path), "--workspace", str(plain_dir))[:2]
+    assert (
+        run(str(path), "--workspace", str(plain_dir), "--pace", "1000x")[:2]
+        == run(str(path), "--workspace", str(plain_dir))[:2]
+    )
 
 
 def test_pace_waits_for_the_scaled_gap(logs, plain_dir: Path) -> None:
@@ -396,6 +419,7 @@ def test_pace_bad_value_is_usage(bad: str, plain_dir: Path) -> None:
 
 
 # --- golden timelines ------------------------------------------------------
+
 
 def _load_generator():
     spec = importlib.util.spec_from_file_location("gen_goldens_replay", ROOT / "scripts" / "gen_goldens_replay.py")
@@ -421,8 +445,12 @@ def test_goldens_cover_every_fixture() -> None:
 
 def test_real_subprocess_no_traceback_and_stdout_only_data(plain_dir: Path) -> None:
     env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "replay", str(fixture("completed")),
-                           "--workspace", str(plain_dir)], capture_output=True, timeout=60, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "replay", str(fixture("completed")), "--workspace", str(plain_dir)],
+        capture_output=True,
+        timeout=60,
+        env=env,
+    )
     assert done.returncode == 0 and b"Traceback" not in done.stderr
     assert done.stdout == (GOLDEN / "completed.txt").read_bytes()  # no wrapping, no warnings on stdout
     assert b"PRECONDITION_UNCHECKED" in done.stderr
@@ -430,29 +458,35 @@ def test_real_subprocess_no_traceback_and_stdout_only_data(plain_dir: Path) -> N
 
 def test_interleaved_steps_are_tagged(logs, plain_dir: Path) -> None:
     s1, s2 = "1" * 32, "2" * 32
-    log = logs.write([
-        ("run.started", {}, None),
-        ("step.started", {}, s1),
-        ("tool.called", {"tool": "one"}, s1),
-        ("step.started", {}, s2),
-        ("tool.called", {"tool": "two"}, s2),
-        ("tool.result", {"tool": "one", "ok": True}, s1),
-        ("step.committed", {}, s2),
-        ("step.committed", {}, s1),
-        ("run.completed", {}, None),
-    ])
+    log = logs.write(
+        [
+            ("run.started", {}, None),
+            ("step.started", {}, s1),
+            ("tool.called", {"tool": "one"}, s1),
+            ("step.started", {}, s2),
+            ("tool.called", {"tool": "two"}, s2),
+            ("tool.result", {"tool": "one", "ok": True}, s1),
+            ("step.committed", {}, s2),
+            ("step.committed", {}, s1),
+            ("run.completed", {}, None),
+        ]
+    )
     code, out, _ = run(str(log), "--workspace", str(plain_dir))
     lines = out.decode().splitlines()
     assert code == 0 and len(lines) == 9
     assert re.search(r"\+\d\.\d{3}s    tool\.called  tool=one$", lines[2])  # nested under its step
     assert re.search(r"\+\d\.\d{3}s    tool\.called  tool=two$", lines[4])
     assert f"    [step {s1[:12]}] tool.result  tool=one" in lines[5]  # not the innermost open step
-    assert re.search(r"\+\d\.\d{3}s  step\.committed", lines[6]) and re.search(r"\+\d\.\d{3}s  run\.completed", lines[8])
+    assert re.search(r"\+\d\.\d{3}s  step\.committed", lines[6]) and re.search(
+        r"\+\d\.\d{3}s  run\.completed", lines[8]
+    )
 
 
 def test_broken_pipe_is_quiet(plain_dir: Path) -> None:
-    cmd = (f"{sys.executable} -m ract_cli trace replay {fixture('completed')} --format jsonl "
-           f"--workspace {plain_dir} | head -c 10")
+    cmd = (
+        f"{sys.executable} -m ract_cli trace replay {fixture('completed')} --format jsonl "
+        f"--workspace {plain_dir} | head -c 10"
+    )
     done = subprocess.run(["bash", "-c", cmd], capture_output=True, timeout=60)
     assert len(done.stdout) == 10 and b"Traceback" not in done.stderr and b"BrokenPipe" not in done.stderr
 
@@ -484,8 +518,11 @@ def test_tampered_journal_stops_at_its_break(plain_dir: Path) -> None:
     code, out, err = run(str(path), "--workspace", str(plain_dir), "--format", "jsonl")
     mismatch = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
     assert code == 1
-    kept = [ln for ln in path.read_bytes().splitlines(keepends=True)[: mismatch - 2]  # the record before is unconfirmed
-            if json.loads(ln).get("type") != "item_delta"]
+    kept = [
+        ln
+        for ln in path.read_bytes().splitlines(keepends=True)[: mismatch - 2]  # the record before is unconfirmed
+        if json.loads(ln).get("type") != "item_delta"
+    ]
     assert out == b"".join(kept)
 
 

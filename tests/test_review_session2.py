@@ -26,8 +26,9 @@ STEP_ID = "b" * 32
 
 def ract(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """``python -m ract_cli ARGS`` as a user runs it (its own process, its own stack)."""
-    return subprocess.run([sys.executable, "-m", "ract_cli", *args], stdout=stdout, stderr=subprocess.PIPE,
-                          cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", *args], stdout=stdout, stderr=subprocess.PIPE, cwd=cwd, timeout=120
+    )
 
 
 def write_log(path: Path, deep: int | None = None) -> Path:
@@ -40,9 +41,18 @@ def write_log(path: Path, deep: int | None = None) -> Path:
         w.append("run.started", {"intent_id": "x", "predicate_count": 1})
         head = w.head
     if deep is not None:
-        body = ('{"id":"' + "c" * 32 + '","kind":"tool.result","parent_id":null,"payload":{"deep":'
-                + "[" * deep + "]" * deep + ',"ok":true,"tool":"x"},"prev_hash":"' + head + '","run_id":"'
-                + RUN_ID + '","step_id":null,"timestamp_ns":5}').encode()
+        body = (
+            '{"id":"'
+            + "c" * 32
+            + '","kind":"tool.result","parent_id":null,"payload":{"deep":'
+            + "[" * deep
+            + "]" * deep
+            + ',"ok":true,"tool":"x"},"prev_hash":"'
+            + head
+            + '","run_id":"'
+            + RUN_ID
+            + '","step_id":null,"timestamp_ns":5}'
+        ).encode()
         digest = hashlib.sha256(body).hexdigest()
         with open(path, "ab") as f:
             f.write(b'{"hash":"' + digest.encode() + b'",' + body[1:] + b"\n")
@@ -50,6 +60,7 @@ def write_log(path: Path, deep: int | None = None) -> Path:
 
 
 # --- 1. the verdict on a deeply nested line depends on the Python stack depth --------------
+
 
 def test_deep_payload_verdict_does_not_depend_on_jobs_or_command(tmp_path: Path) -> None:
     disagreements = []
@@ -61,8 +72,12 @@ def test_deep_payload_verdict_does_not_depend_on_jobs_or_command(tmp_path: Path)
         two = ract("trace", "grep", "-c", "--kind", "tool.result", "--jobs", "2", str(tree))
         verify = ract("trace", "verify", "-q", str(tree / "a" / "events.jsonl"))
         verify_two = ract("trace", "verify", "-q", "--jobs", "2", str(tree))
-        verdicts = (one.returncode, two.returncode, 0 if verify.returncode == 0 else 1,
-                    0 if verify_two.returncode == 0 else 1)
+        verdicts = (
+            one.returncode,
+            two.returncode,
+            0 if verify.returncode == 0 else 1,
+            0 if verify_two.returncode == 0 else 1,
+        )
         if len(set(verdicts)) > 1 or one.stdout != two.stdout:
             disagreements.append((depth, verdicts))
     assert disagreements == []
@@ -70,12 +85,14 @@ def test_deep_payload_verdict_does_not_depend_on_jobs_or_command(tmp_path: Path)
 
 # --- 2. grep --no-verify: a payload nested past ~985 levels crashes the table and JSON ------
 
+
 @pytest.mark.parametrize("fmt", ["table", "json"])
 def test_no_verify_deep_payload_is_not_a_traceback(tmp_path: Path, fmt: str) -> None:
     log = tmp_path / "events.jsonl"
     # 510 levels inside the line's object: at MAX_NESTING (512), shown; 1000: MALFORMED_LINE (exit 1), no traceback
-    log.write_text('{"kind":"k","payload":' + "[" * 510 + "]" * 510 + "}\n"
-                   '{"kind":"k","payload":' + "[" * 1000 + "]" * 1000 + "}\n")
+    log.write_text(
+        '{"kind":"k","payload":' + "[" * 510 + "]" * 510 + '}\n{"kind":"k","payload":' + "[" * 1000 + "]" * 1000 + "}\n"
+    )
     proc = ract("trace", "grep", "--no-verify", "--format", fmt, str(log))
     assert b"Traceback" not in proc.stderr
     assert proc.returncode == 1 and b"MALFORMED_LINE" in proc.stderr
@@ -84,17 +101,22 @@ def test_no_verify_deep_payload_is_not_a_traceback(tmp_path: Path, fmt: str) -> 
 
 # --- 3. -q with stdout closed: a traceback, exit 1 (verify -q exits 0) ----------------------
 
+
 @pytest.mark.parametrize("command", [["grep"], ["project"], ["replay"]])
 def test_quiet_needs_no_stdout(command: list[str]) -> None:
     args = ["trace", *command, "-q", str(FIXTURE / "events.jsonl")]
     expected = ract(*args).returncode
-    closed = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "ract_cli", *args],
-                            stderr=subprocess.PIPE, timeout=120)
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "ract_cli", *args],
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
     assert b"Traceback" not in closed.stderr
     assert closed.returncode == expected
 
 
 # --- 4. grep --format table into a closed pipe exits 1 (TAMPERED), not 141 -------------------
+
 
 @pytest.mark.parametrize("fmt", ["table", "jsonl", "json"])
 def test_broken_pipe_exit_code_is_141_for_every_format(fmt: str) -> None:
@@ -109,13 +131,19 @@ def test_broken_pipe_exit_code_is_141_for_every_format(fmt: str) -> None:
 
 # --- 5. replay: a second repair's .bak.1 / .torn.1 count as WORKTREE_DIRTY ------------------
 
+
 def test_second_repair_is_not_worktree_dirt(tmp_path: Path) -> None:
     if shutil.which("git") is None:
         pytest.skip("git not installed")
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-c", "user.email=r@e.v", "-c", "user.name=rev", *args], cwd=tmp_path,
-                              check=True, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-c", "user.email=r@e.v", "-c", "user.name=rev", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
 
     git("init", "-q")
     (tmp_path / "f").write_text("x\n")
@@ -138,6 +166,7 @@ def test_second_repair_is_not_worktree_dirt(tmp_path: Path) -> None:
 
 
 # --- 6. usage errors: a value holding a quote keeps click's wording --------------------------
+
 
 @pytest.mark.parametrize("value", ["it's", "'" + "x" * 200])
 def test_bad_integer_with_a_quote_is_reworded(value: str) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
 from kind_examples import H32, INVARIANT_INVALID, all_field_invalid_cases, all_valid_cases, merged
+
 from ract_cli.kinds import KINDS, KINDS_BY_NAME
 from ract_cli.model import GENESIS_HASH
 from ract_cli.schema_export import envelope_schema, export, kind_schema, main, render
@@ -21,8 +21,11 @@ STALE = "docs/schemas/ is stale: run `make schemas` and commit the result"
 def _files(directory: Path) -> dict[str, bytes]:
     # *-report.json are the commands' JSON report schemas (e.g. project-report.json),
     # hand-written and checked by their commands' tests, not exported from kinds.py.
-    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())
-            if p.is_file() and not p.name.endswith("-report.json")}
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(directory.iterdir())
+        if p.is_file() and not p.name.endswith("-report.json")
+    }
 
 
 @pytest.fixture(scope="module")

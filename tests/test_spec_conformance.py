@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 import rfc8785
-
 from git_support import two_commit_repo
 from independent_jcs import T0, ZERO, chain, event, jcs, line, new_id, rhash
+
 from ract_cli.cli.app import main as ract_main
 
 RUN = "ab" * 16
@@ -122,12 +122,20 @@ def _bad_variants():
         "array": good[0] + b"[1,2]\n" + b"".join(good[1:]),
         "bare value": good[0] + b"42\n" + b"".join(good[1:]),
         "bare string": good[0] + b'"x"\n' + b"".join(good[1:]),
-        "invalid utf8": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":"\xff\xfe",', 1) + b"".join(good[2:]),
-        "lone surrogate": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":"\\ud800",', 1) + b"".join(good[2:]),
+        "invalid utf8": good[0]
+        + good[1].replace(b'"payload":{', b'"payload":{"s":"\xff\xfe",', 1)
+        + b"".join(good[2:]),
+        "lone surrogate": good[0]
+        + good[1].replace(b'"payload":{', b'"payload":{"s":"\\ud800",', 1)
+        + b"".join(good[2:]),
         "NaN": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":NaN,', 1) + b"".join(good[2:]),
         "Infinity": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":-Infinity,', 1) + b"".join(good[2:]),
-        "int above int64": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":9223372036854775808,', 1) + b"".join(good[2:]),
-        "int below int64": good[0] + good[1].replace(b'"payload":{', b'"payload":{"s":-9223372036854775809,', 1) + b"".join(good[2:]),
+        "int above int64": good[0]
+        + good[1].replace(b'"payload":{', b'"payload":{"s":9223372036854775808,', 1)
+        + b"".join(good[2:]),
+        "int below int64": good[0]
+        + good[1].replace(b'"payload":{', b'"payload":{"s":-9223372036854775809,', 1)
+        + b"".join(good[2:]),
         "duplicate key top": good[0] + good[1].replace(b'{"hash"', b'{"kind":"x","hash"', 1) + b"".join(good[2:]),
         "duplicate key nested": good[0] + dup_nested + b"".join(good[2:]),
         "non-parsing followed by newline": good[0] + good[1][:40] + b"\n" + b"".join(good[2:]),
@@ -277,7 +285,7 @@ def test_foreign_formatting_verifies(tmp_path, capsys):
         "small": 1e-7,
         "e16": 1e16,
         "half": 4.5,
-        "text": "caf\u00e9 \u2028 \U0001f600 \"q\" \\ \x01",
+        "text": 'caf\u00e9 \u2028 \U0001f600 "q" \\ \x01',
         "\U0001f600": "astral key",
         "\ufb01": "bmp key above surrogates",
         "nested": {"z": [1, 2.0, {"y": None}], "a": True},
@@ -375,7 +383,9 @@ def test_expect_head_catches_truncation_subprocess(tmp_path):
 def test_two_independent_breaks_two_findings(tmp_path, capsys):
     evs = []
     for i in range(8):
-        evs.append(ev("tool.called" if i not in (0, 7) else ("run.started" if i == 0 else "run.completed"), {"tool": "t"}))
+        evs.append(
+            ev("tool.called" if i not in (0, 7) else ("run.started" if i == 0 else "run.completed"), {"tool": "t"})
+        )
     chain(evs)
     evs[2]["payload"]["tool"] = "edited"  # break 1 (hash mismatch on line 3)
     evs[5]["payload"]["tool"] = "edited"  # break 2 (line 6)
@@ -482,7 +492,9 @@ PAYLOAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize("kind,payload,want", PAYLOAD_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PAYLOAD_CASES)])
+@pytest.mark.parametrize(
+    "kind,payload,want", PAYLOAD_CASES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(PAYLOAD_CASES)]
+)
 def test_payload_types(tmp_path, capsys, kind, payload, want):
     evs = chain([ev("run.started", {}), ev(kind, payload), ev("run.completed", {})])
     rc, rep = verify_json(capsys, write(logpath(tmp_path), evs))
@@ -624,7 +636,7 @@ def test_repair_open_run(tmp_path, capsys):
     data = p.read_bytes()
     assert data.startswith(original)  # original lines byte for byte
     assert Path(str(p) + ".bak").read_bytes() == original
-    new = _read(p)[len(evs):]
+    new = _read(p)[len(evs) :]
     assert [e["kind"] for e in new] == [
         "handshake.resolved",
         "response.received",
@@ -691,7 +703,7 @@ def test_repair_pairs_existing_closes(tmp_path, capsys):
     evs = chain([run, step, t1, t2, r1, p1, p1c])
     p = write(logpath(tmp_path), evs)
     assert ract(capsys, "repair", p)[0] == 0
-    new = _read(p)[len(evs):]
+    new = _read(p)[len(evs) :]
     assert [(e["kind"], e["payload"]["source_event_id"]) for e in new] == [
         ("tool.result", t2["id"]),
         ("step.rolled_back", step["id"]),
@@ -1194,7 +1206,15 @@ def test_timestamp_with_fraction_or_exponent_is_envelope_error(tmp_path, capsys,
 
 @pytest.mark.parametrize(
     "token,value",
-    [("-0", 0), ("1E2", 100.0), ("1.5e-7", 1.5e-7), ("5e-324", 5e-324), ("0.1", 0.1), (str(2**60), 2**60), ("100.000", 100)],
+    [
+        ("-0", 0),
+        ("1E2", 100.0),
+        ("1.5e-7", 1.5e-7),
+        ("5e-324", 5e-324),
+        ("0.1", 0.1),
+        (str(2**60), 2**60),
+        ("100.000", 100),
+    ],
 )
 def test_number_spellings_hash_by_value(tmp_path, capsys, token, value):
     evs = chain([ev("run.started", {"v": value}), ev("run.completed", {})])
@@ -1278,9 +1298,10 @@ def test_canonical_library_matches_corpus_and_rfc8785():
     for inp in sorted((corpora / "input").glob("*.json")):
         out = corpora / "output" / inp.name
         if out.exists():
-            assert canonical_bytes(json.loads(inp.read_bytes())) == out.read_bytes().rstrip(b"\n") or canonical_bytes(
-                json.loads(inp.read_bytes())
-            ) == out.read_bytes(), inp.name
+            assert (
+                canonical_bytes(json.loads(inp.read_bytes())) == out.read_bytes().rstrip(b"\n")
+                or canonical_bytes(json.loads(inp.read_bytes())) == out.read_bytes()
+            ), inp.name
     rnd = random.Random(8785)
 
     def value(depth=0):
@@ -1291,7 +1312,12 @@ def test_canonical_library_matches_corpus_and_rfc8785():
                     rnd.randint(-(2**53), 2**53),
                     rnd.uniform(-1e30, 1e30),
                     rnd.random() * 10 ** rnd.randint(-30, 30),
-                    "".join(chr(rnd.choice([rnd.randint(0, 0x7F), rnd.randint(0x80, 0xD7FF), rnd.randint(0xE000, 0x10FFFF)])) for _ in range(rnd.randint(0, 6))),
+                    "".join(
+                        chr(
+                            rnd.choice([rnd.randint(0, 0x7F), rnd.randint(0x80, 0xD7FF), rnd.randint(0xE000, 0x10FFFF)])
+                        )
+                        for _ in range(rnd.randint(0, 6))
+                    ),
                     True,
                     None,
                 ]
@@ -1299,7 +1325,10 @@ def test_canonical_library_matches_corpus_and_rfc8785():
         if r < 0.6:
             return [value(depth + 1) for _ in range(rnd.randint(0, 4))]
         return {
-            "".join(chr(rnd.choice([rnd.randint(0x20, 0x7F), rnd.randint(0xE000, 0xFFFF), rnd.randint(0x10000, 0x10FFFF)])) for _ in range(rnd.randint(0, 3))): value(depth + 1)
+            "".join(
+                chr(rnd.choice([rnd.randint(0x20, 0x7F), rnd.randint(0xE000, 0xFFFF), rnd.randint(0x10000, 0x10FFFF)]))
+                for _ in range(rnd.randint(0, 3))
+            ): value(depth + 1)
             for _ in range(rnd.randint(0, 4))
         }
 
@@ -1355,7 +1384,10 @@ def test_published_schemas_agree_with_verifier(tmp_path, capsys):
 # more §3 / §4 / §5 / §6 / §7
 # --------------------------------------------------------------------------
 def test_grep_lowest_nonzero(tmp_path, capsys):
-    schema = write(tmp_path / "s" / RUN / "events.jsonl", chain([ev("run.started", {}), ev("no.such", {}), ev("run.completed", {})]))
+    schema = write(
+        tmp_path / "s" / RUN / "events.jsonl",
+        chain([ev("run.started", {}), ev("no.such", {}), ev("run.completed", {})]),
+    )
     assert ract(capsys, "grep", "-q", "--kind", "tool.called", schema)[0] == 3  # not 7: the chain had a finding
     ok = write(tmp_path / "o" / RUN / "events.jsonl", closed_run())
     good = _good_lines()
@@ -1395,7 +1427,12 @@ def test_grep_table_on_terminal(tmp_path):
     p = write(logpath(tmp_path), closed_run())
     master, slave = pty.openpty()
     try:
-        r = subprocess.run([sys.executable, "-m", "ract_cli", "trace", "grep", "--kind", "*", str(p)], stdout=slave, stderr=subprocess.PIPE, timeout=60)
+        r = subprocess.run(
+            [sys.executable, "-m", "ract_cli", "trace", "grep", "--kind", "*", str(p)],
+            stdout=slave,
+            stderr=subprocess.PIPE,
+            timeout=60,
+        )
         os.close(slave)
         out = b""
         while True:
@@ -1429,7 +1466,10 @@ def test_project_report_sections(tmp_path, capsys):
             ev("tool.result", {"tool": "bash", "ok": False, "duration_ns": 10**6}, step=s, parent=t1["id"]),
             ev("tool.refused", {"tool": "net", "refused_by": "sandbox", "reason": "r"}, step=s),
             ev("sandbox.unenforced", {"reason": "win"}),
-            ev("sandbox.env_scrubbed", {"backend": "stub", "never_passthrough_denied": 2, "credential_shaped_unblocked_count": 1}),
+            ev(
+                "sandbox.env_scrubbed",
+                {"backend": "stub", "never_passthrough_denied": 2, "credential_shaped_unblocked_count": 1},
+            ),
             ev("process.reaped", {"reason": "timeout", "pid": 5}),
             ev("assumption.violated", {"assumption_id": "a"}),
             ev("memory.probe_scheduler_error", {}),
@@ -1575,7 +1615,10 @@ def test_writer_second_writer_refused_and_flush_per_event(tmp_path, capsys):
     assert len(evs) == 3 and all(e["hash"] == ehash(e) for e in evs)
 
 
-@pytest.mark.parametrize("kind,since", [("tool.invocation.pre", 4), ("whisperer.contract_violation", 4), ("budget.declared", 1), ("run.started", 1)])
+@pytest.mark.parametrize(
+    "kind,since",
+    [("tool.invocation.pre", 4), ("whisperer.contract_violation", 4), ("budget.declared", 1), ("run.started", 1)],
+)
 def test_schema_version_sections(tmp_path, capsys, kind, since):
     evs = chain([ev("run.started", {}), ev(kind, {}), ev("run.completed", {})])
     p = write(logpath(tmp_path), evs)
@@ -1625,8 +1668,20 @@ def _fin(**kw):
 RAXOL_MARKER_CASES = [
     ("no schema_version (legacy 1.0.0) with a marker", None, _fin(evidence="accepted", refs=["i1"]), 0, True),
     ("1.0.0 with a marker", "1.0.0", _fin(evidence="absent"), 0, True),
-    ("ref must be an offset or null", "1.1.0", _fin(evidence="rejected", evidence_rejected={"refs": ["x"], "reason": "missing_ref", "ref": "x"}), 3, False),
-    ("refs must be a list", "1.1.0", _fin(evidence="rejected", evidence_rejected={"refs": "x", "reason": "missing_ref", "ref": None}), 3, False),
+    (
+        "ref must be an offset or null",
+        "1.1.0",
+        _fin(evidence="rejected", evidence_rejected={"refs": ["x"], "reason": "missing_ref", "ref": "x"}),
+        3,
+        False,
+    ),
+    (
+        "refs must be a list",
+        "1.1.0",
+        _fin(evidence="rejected", evidence_rejected={"refs": "x", "reason": "missing_ref", "ref": None}),
+        3,
+        False,
+    ),
     ("error type is in the vocabulary", "1.1.0", {"type": "error", "payload": {"reason": "boom"}}, 0, False),
 ]
 
@@ -1712,7 +1767,17 @@ def test_raxol_item_ids_turn_scoped_and_delta_never_replayed(tmp_path, capsys):
     its = {"type": "item_started", "payload": {"item_id": "i1", "item_type": "message"}}
     itc = {"type": "item_completed", "payload": {"item_id": "i1", "item_type": "message"}}
     dl = {"type": "item_delta", "payload": {"item_id": "i1", "chunk": "c"}}
-    recs = [ts, its, dl, itc, {"type": "turn_completed", "payload": {"usage": {}, "iteration": 1, "final": False}}, ts, its, itc, _fin(evidence="absent")]
+    recs = [
+        ts,
+        its,
+        dl,
+        itc,
+        {"type": "turn_completed", "payload": {"usage": {}, "iteration": 1, "final": False}},
+        ts,
+        its,
+        itc,
+        _fin(evidence="absent"),
+    ]
     recs = [dict(r, schema_version="1.1.0") for r in recs]
     j = _journal(tmp_path, recs)
     assert ract(capsys, "verify", "-q", j)[0] == 0  # i1 again in a new turn is fine
@@ -1736,10 +1801,16 @@ def _pairing_cases():
         # parent_id names no open: the step pairs by step_id
         "step by step_id": ([run, st, ev("step.committed", {"outcome": "COMMITTED"}, step=s, parent=new_id())], [run]),
         # parent_id wins over FIFO
-        "tool by parent_id": ([run, st, t1, t2, ev("tool.result", {"tool": "a", "ok": True}, step=s, parent=t2["id"])], [t1, st, run]),
+        "tool by parent_id": (
+            [run, st, t1, t2, ev("tool.result", {"tool": "a", "ok": True}, step=s, parent=t2["id"])],
+            [t1, st, run],
+        ),
         # FIFO is per (step_id, tool): a result for tool b leaves tool a open
         "tool FIFO per tool": ([run, st, t1, ev("tool.result", {"tool": "b", "ok": True}, step=s)], [t1, st, run]),
-        "handshake by milestone": ([run, h1, h2, ev("handshake.resolved", {"milestone_id": "m1", "status": "approved"})], [h2, run]),
+        "handshake by milestone": (
+            [run, h1, h2, ev("handshake.resolved", {"milestone_id": "m1", "status": "approved"})],
+            [h2, run],
+        ),
         "run already closed": ([run, t4, ev("run.completed", {})], [t4]),
     }
 
@@ -1750,7 +1821,7 @@ def test_repair_pairing_rules(tmp_path, capsys, name):
     evs = chain([dict(e) for e in evs])
     p = write(logpath(tmp_path), evs)
     assert ract(capsys, "repair", "-q", p)[0] == 0
-    new = _read(p)[len(evs):]
+    new = _read(p)[len(evs) :]
     assert [e["payload"]["source_event_id"] for e in new] == [o["id"] for o in opens]
 
 

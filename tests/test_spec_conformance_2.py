@@ -175,7 +175,9 @@ def verify_json(capsys, *args):
 
 
 def sub(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "ract_cli", "trace", *map(str, args)], capture_output=True, cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", *map(str, args)], capture_output=True, cwd=cwd, timeout=120
+    )
 
 
 def errors(report, i=0):
@@ -233,19 +235,59 @@ MALFORMED = {
     "form feed as whitespace": (lambda L: L[:2] + [b"{\x0c" + L[2][1:]] + L[3:], 3, {"MALFORMED_LINE"}),
     "vertical tab as whitespace": (lambda L: L[:2] + [b"{\x0b" + L[2][1:]] + L[3:], 3, {"MALFORMED_LINE"}),
     "no-break space as whitespace": (lambda L: L[:2] + [b"{\xc2\xa0" + L[2][1:]] + L[3:], 3, {"MALFORMED_LINE"}),
-    "duplicate key three deep": (lambda L: L[:2] + [_in_payload(L[2], b'"a":{"b":{"c":1,"c":1}},')] + L[3:], 3, {"DUPLICATE_KEY", "MALFORMED_LINE"}),
-    "duplicate key inside an array": (lambda L: L[:2] + [_in_payload(L[2], b'"l":[{"a":1},{"a":1,"a":1}],')] + L[3:], 3, {"DUPLICATE_KEY", "MALFORMED_LINE"}),
-    "duplicate empty key": (lambda L: L[:2] + [_in_payload(L[2], b'"":1,"":2,')] + L[3:], 3, {"DUPLICATE_KEY", "MALFORMED_LINE"}),
-    "duplicate key via escaped slash": (lambda L: L[:2] + [_in_payload(L[2], b'"a/b":1,"a\\/b":1,')] + L[3:], 3, {"DUPLICATE_KEY", "MALFORMED_LINE"}),
-    "duplicate envelope key": (lambda L: L[:2] + [L[2].replace(b'"kind":', b'"kind":"x","kind":', 1)] + L[3:], 3, {"DUPLICATE_KEY", "MALFORMED_LINE"}),
-    "2^64 nested in arrays": (lambda L: L[:2] + [_in_payload(L[2], b'"a":[[18446744073709551616]],')] + L[3:], 3, {"MALFORMED_LINE"}),
-    "-2^63-1 in an object": (lambda L: L[:2] + [_in_payload(L[2], b'"a":{"b":-9223372036854775809},')] + L[3:], 3, {"MALFORMED_LINE"}),
+    "duplicate key three deep": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":{"b":{"c":1,"c":1}},')] + L[3:],
+        3,
+        {"DUPLICATE_KEY", "MALFORMED_LINE"},
+    ),
+    "duplicate key inside an array": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"l":[{"a":1},{"a":1,"a":1}],')] + L[3:],
+        3,
+        {"DUPLICATE_KEY", "MALFORMED_LINE"},
+    ),
+    "duplicate empty key": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"":1,"":2,')] + L[3:],
+        3,
+        {"DUPLICATE_KEY", "MALFORMED_LINE"},
+    ),
+    "duplicate key via escaped slash": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a/b":1,"a\\/b":1,')] + L[3:],
+        3,
+        {"DUPLICATE_KEY", "MALFORMED_LINE"},
+    ),
+    "duplicate envelope key": (
+        lambda L: L[:2] + [L[2].replace(b'"kind":', b'"kind":"x","kind":', 1)] + L[3:],
+        3,
+        {"DUPLICATE_KEY", "MALFORMED_LINE"},
+    ),
+    "2^64 nested in arrays": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":[[18446744073709551616]],')] + L[3:],
+        3,
+        {"MALFORMED_LINE"},
+    ),
+    "-2^63-1 in an object": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":{"b":-9223372036854775809},')] + L[3:],
+        3,
+        {"MALFORMED_LINE"},
+    ),
     "lone low surrogate": (lambda L: L[:2] + [_in_payload(L[2], b'"a":"\\udc00",')] + L[3:], 3, {"MALFORMED_LINE"}),
-    "high surrogate then a letter": (lambda L: L[:2] + [_in_payload(L[2], b'"a":"\\ud83dx",')] + L[3:], 3, {"MALFORMED_LINE"}),
+    "high surrogate then a letter": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":"\\ud83dx",')] + L[3:],
+        3,
+        {"MALFORMED_LINE"},
+    ),
     "lone surrogate in a key": (lambda L: L[:2] + [_in_payload(L[2], b'"\\udbff":1,')] + L[3:], 3, {"MALFORMED_LINE"}),
     "invalid UTF-8 in a key": (lambda L: L[:2] + [_in_payload(L[2], b'"\xff":1,')] + L[3:], 3, {"MALFORMED_LINE"}),
-    "UTF-8 above U+10FFFF": (lambda L: L[:2] + [_in_payload(L[2], b'"a":"\xf4\x90\x80\x80",')] + L[3:], 3, {"MALFORMED_LINE"}),
-    "truncated UTF-8 mid line": (lambda L: L[:2] + [_in_payload(L[2], b'"a":"\xe2\x82",')] + L[3:], 3, {"MALFORMED_LINE"}),
+    "UTF-8 above U+10FFFF": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":"\xf4\x90\x80\x80",')] + L[3:],
+        3,
+        {"MALFORMED_LINE"},
+    ),
+    "truncated UTF-8 mid line": (
+        lambda L: L[:2] + [_in_payload(L[2], b'"a":"\xe2\x82",')] + L[3:],
+        3,
+        {"MALFORMED_LINE"},
+    ),
     "NaN": (lambda L: L[:2] + [_in_payload(L[2], b'"a":NaN,')] + L[3:], 3, {"MALFORMED_LINE"}),
     "Infinity": (lambda L: L[:2] + [_in_payload(L[2], b'"a":Infinity,')] + L[3:], 3, {"MALFORMED_LINE"}),
     "unparsable line ending in newline, last": (lambda L: L + [L[0][:50] + b"\n"], 5, {"MALFORMED_LINE"}),
@@ -302,12 +344,24 @@ def _tail_cases():
     return {
         # name: (raw, exit, code expected on the last line, its line, offset)
         "missing final newline": (body[:-1], 0, "MISSING_FINAL_NEWLINE", 4, len(body) - len(L[-1])),
-        "missing final newline after CRLF lines (ends in CR)": (crlf[:-1], 0, "MISSING_FINAL_NEWLINE", 4, len(crlf) - len(L[-1]) - 1),
+        "missing final newline after CRLF lines (ends in CR)": (
+            crlf[:-1],
+            0,
+            "MISSING_FINAL_NEWLINE",
+            4,
+            len(crlf) - len(L[-1]) - 1,
+        ),
         "torn: half a line": (body + L[0][:60], 4, "TORN_TAIL", 5, len(body)),
         "torn: one brace": (body + b"{", 4, "TORN_TAIL", 5, len(body)),
         "torn: only blanks": (body + b"  ", 4, "TORN_TAIL", 5, len(body)),
         "torn: a lone CR": (body + b"\r", 4, "TORN_TAIL", 5, len(body)),
-        "torn: cut inside a UTF-8 character": (b"".join(L[:-1]) + cut_mid_char, 4, "TORN_TAIL", 4, len(body) - len(L[-1])),
+        "torn: cut inside a UTF-8 character": (
+            b"".join(L[:-1]) + cut_mid_char,
+            4,
+            "TORN_TAIL",
+            4,
+            len(body) - len(L[-1]),
+        ),
         "torn: the only line": (L[0][:30], 4, "TORN_TAIL", 1, 0),
         "unparsable last line WITH newline is malformed": (body + L[0][:60] + b"\n", 1, "MALFORMED_LINE", 5, len(body)),
         "complete object without newline whose hash is wrong": (
@@ -339,7 +393,9 @@ def test_torn_tail_does_not_hide_an_earlier_break_or_schema_error(tmp_path, caps
     schema = chain([ev("run.started", {}), ev("no.such.kind", {}), ev("run.completed", {})])
     rc, rep = verify_json(capsys, write(logpath(tmp_path, "s"), raw=b"".join(line(e) for e in schema) + b'{"id'))
     assert rc == 3 and [c for c, _, _ in errors(rep)] == ["UNKNOWN_KIND", "TORN_TAIL"]
-    rc, rep = verify_json(capsys, write(logpath(tmp_path, "o"), raw=line(chain([ev("run.started", {})])[0]) + b'{"id'), "--require-closed")
+    rc, rep = verify_json(
+        capsys, write(logpath(tmp_path, "o"), raw=line(chain([ev("run.started", {})])[0]) + b'{"id'), "--require-closed"
+    )
     assert rc == 4 and sorted(c for c, _, _ in errors(rep)) == ["OPEN_RUN", "TORN_TAIL"]
 
 
@@ -411,9 +467,23 @@ def _reanchor_cases():
         chain(evs)
         return evs, [("FOREIGN_RUN_ID", 4)]
 
-    return {f.__name__: f for f in (edit_kept_hash, edit_rehashed, deleted, swapped, linked_forgery_inserted,
-                                     unlinked_forgery_inserted, two_edits, adjacent_edits, genesis_deleted,
-                                     second_genesis_appended, duplicate_id, foreign_run_id)}
+    return {
+        f.__name__: f
+        for f in (
+            edit_kept_hash,
+            edit_rehashed,
+            deleted,
+            swapped,
+            linked_forgery_inserted,
+            unlinked_forgery_inserted,
+            two_edits,
+            adjacent_edits,
+            genesis_deleted,
+            second_genesis_appended,
+            duplicate_id,
+            foreign_run_id,
+        )
+    }
 
 
 @pytest.mark.parametrize("name", sorted(_reanchor_cases()))
@@ -456,8 +526,32 @@ def test_max_findings_caps_the_list_per_file_not_the_verdict(tmp_path, capsys):
 # --------------------------------------------------------------------------
 # §2.3 canonical hashing: a randomized property against this file's JCS
 # --------------------------------------------------------------------------
-_CHARS = ["a", "Z", "\u00e9", "\u2028", "\ufb01", "\ue000", "\uffff", "\U0001f600", "\U0010ffff", "\x00", "\x1f",
-          "\x7f", '"', "\\", "/", "\b", "\f", "\n", "\r", "\t", "\u0080", "\u00ad", "\ufeff", " "]
+_CHARS = [
+    "a",
+    "Z",
+    "\u00e9",
+    "\u2028",
+    "\ufb01",
+    "\ue000",
+    "\uffff",
+    "\U0001f600",
+    "\U0010ffff",
+    "\x00",
+    "\x1f",
+    "\x7f",
+    '"',
+    "\\",
+    "/",
+    "\b",
+    "\f",
+    "\n",
+    "\r",
+    "\t",
+    "\u0080",
+    "\u00ad",
+    "\ufeff",
+    " ",
+]
 
 
 def _random_value(rnd, depth=0):
@@ -480,7 +574,10 @@ def _random_value(rnd, depth=0):
         return rnd.choice([True, False, None])
     if c < 0.75:
         return [_random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 3))]
-    return {"".join(rnd.choice(_CHARS) for _ in range(rnd.randint(0, 3))): _random_value(rnd, depth + 1) for _ in range(rnd.randint(0, 4))}
+    return {
+        "".join(rnd.choice(_CHARS) for _ in range(rnd.randint(0, 3))): _random_value(rnd, depth + 1)
+        for _ in range(rnd.randint(0, 4))
+    }
 
 
 def _shuffled(rnd, v):
@@ -496,7 +593,10 @@ def _shuffled(rnd, v):
 @pytest.mark.parametrize("seed", [1, 2])
 def test_random_payloads_hash_by_value_in_any_spelling(tmp_path, capsys, seed):
     rnd = random.Random(seed)
-    evs = [ev("run.started", {"r": _random_value(rnd), **{"k%d" % i: _random_value(rnd) for i in range(3)}}) for _ in range(600)]
+    evs = [
+        ev("run.started", {"r": _random_value(rnd), **{"k%d" % i: _random_value(rnd) for i in range(3)}})
+        for _ in range(600)
+    ]
     evs.append(ev("run.completed", {}))
     chain(evs)
     canon = write(logpath(tmp_path, "canon"), evs)
@@ -505,7 +605,8 @@ def test_random_payloads_hash_by_value_in_any_spelling(tmp_path, capsys, seed):
     assert rep["files"][0]["head"] == evs[-1]["hash"] and rep["files"][0]["events"] == len(evs)
     # another writer: insertion order shuffled, spaces, \u escapes on some lines, Python float forms (1e+20, -0.0, 2.0)
     raw = b"".join(
-        json.dumps(_shuffled(rnd, e), ensure_ascii=rnd.random() < 0.5, separators=(", ", ": ")).encode("utf-8") + b"\n" for e in evs
+        json.dumps(_shuffled(rnd, e), ensure_ascii=rnd.random() < 0.5, separators=(", ", ": ")).encode("utf-8") + b"\n"
+        for e in evs
     )
     rc, rep = verify_json(capsys, write(logpath(tmp_path, "foreign"), raw=raw))
     assert (rc, errors(rep)) == (0, []), errors(rep)[:3]
@@ -558,7 +659,10 @@ def test_every_kind_against_every_schema_version(tmp_path, capsys):
         rid = hashlib.md5(k.encode()).hexdigest()
         by_run[rid] = k
         # an empty payload is valid for every kind: documented keys may be absent (§2.6)
-        write(tmp_path / rid / "events.jsonl", chain([ev("run.started", {}, run=rid), ev(k, {}, run=rid), ev("run.completed", {}, run=rid)]))
+        write(
+            tmp_path / rid / "events.jsonl",
+            chain([ev("run.started", {}, run=rid), ev(k, {}, run=rid), ev("run.completed", {}, run=rid)]),
+        )
     for version in range(1, 10):
         rc, rep = verify_json(capsys, "--schema-version", version, tmp_path)
         assert len(rep["files"]) == 64
@@ -567,7 +671,10 @@ def test_every_kind_against_every_schema_version(tmp_path, capsys):
             if version >= since[k]:
                 assert f["exit_code"] == 0 and errors({"files": [f]}) == [], (version, k, f["findings"])
             else:
-                assert f["exit_code"] == 3 and [c for c, _, _ in errors({"files": [f]})] == ["UNKNOWN_KIND"], (version, k)
+                assert f["exit_code"] == 3 and [c for c, _, _ in errors({"files": [f]})] == ["UNKNOWN_KIND"], (
+                    version,
+                    k,
+                )
         assert rc == (0 if version == 9 else 3)
 
 
@@ -638,7 +745,9 @@ def test_bad_command_lines_exit_2_before_reading(tmp_path, capsys, args):
 
 def test_lowest_nonzero_code_within_one_file_and_across_files(tmp_path, capsys):
     torn = write(logpath(tmp_path, "torn"), raw=b"".join(line(e) for e in closed_run()) + b'{"i')
-    schema = write(logpath(tmp_path, "schema"), chain([ev("run.started", {}), ev("no.such", {}), ev("run.completed", {})]))
+    schema = write(
+        logpath(tmp_path, "schema"), chain([ev("run.started", {}), ev("no.such", {}), ev("run.completed", {})])
+    )
     opened = write(logpath(tmp_path, "open"), chain([ev("run.started", {})]))
     bad = closed_run()
     _edit(bad[1], x=1)
@@ -685,7 +794,13 @@ def test_json_report_shape(tmp_path, capsys):
     assert type(f["first_ts"]) is int  # exact, not a double
     [x] = f["findings"]
     offset = sum(len(line(e)) for e in evs[:3])
-    assert (x["code"], x["severity"], x["line"], x["offset"], x["event_id"]) == ("HASH_MISMATCH", "error", 4, offset, evs[3]["id"])
+    assert (x["code"], x["severity"], x["line"], x["offset"], x["event_id"]) == (
+        "HASH_MISMATCH",
+        "error",
+        4,
+        offset,
+        evs[3]["id"],
+    )
     assert x["actual"] == evs[3]["hash"] and x["expected"] == ehash(evs[3])
     m = by_path[str(missing)]
     assert (m["ok"], m["exit_code"], m["events"], m["head"]) == (False, 5, 0, None)
@@ -712,15 +827,35 @@ def _grep_run(t0=T0, run=RUN):
     evs = [
         ev("run.started", {"intent_id": "x"}, run=run),
         ev("step.started", {"parent_snapshot": "a" * 40}, step=s, run=run),
-        ev("tool.called", {"tool": "bash", "arguments": {"cmd": "ls", "limits": {"mem_mb": 512}, "list": [1, 2, 3]}}, step=s, run=run),
+        ev(
+            "tool.called",
+            {"tool": "bash", "arguments": {"cmd": "ls", "limits": {"mem_mb": 512}, "list": [1, 2, 3]}},
+            step=s,
+            run=run,
+        ),
         ev("tool.result", {"tool": "bash", "ok": False, "duration_ns": 2**60 + 1}, step=s, run=run),
-        ev("process.reaped", {"pid": 123, "argv0": "pytest", "argv_len": 3, "reason": "dispose_unsuccessful", "reap_latency_ms": 1500}, step=s, run=run),
-        ev("process.reaped", {"pid": -1, "argv0": "", "argv_len": 0, "reason": "commit_failed", "reap_latency_ms": 0}, step=s, run=run),
+        ev(
+            "process.reaped",
+            {"pid": 123, "argv0": "pytest", "argv_len": 3, "reason": "dispose_unsuccessful", "reap_latency_ms": 1500},
+            step=s,
+            run=run,
+        ),
+        ev(
+            "process.reaped",
+            {"pid": -1, "argv0": "", "argv_len": 0, "reason": "commit_failed", "reap_latency_ms": 0},
+            step=s,
+            run=run,
+        ),
         ev("tool.called", {"tool": "git", "arguments": {"cmd": "caf\u00e9 \u2028 x"}}, step=s, run=run),
         ev("tool.result", {"tool": "git", "ok": True, "duration_ns": 5}, step=s, run=run),
         ev("step.committed", {"outcome": "COMMITTED"}, step=s, run=run),
         ev("step.started", {"parent_snapshot": "b" * 40}, step=s2, run=run),
-        ev("process.reaped", {"pid": 7, "argv0": "make", "argv_len": 1, "reason": "postcondition_failed", "reap_latency_ms": 1000}, step=s2, run=run),
+        ev(
+            "process.reaped",
+            {"pid": 7, "argv0": "make", "argv_len": 1, "reason": "postcondition_failed", "reap_latency_ms": 1000},
+            step=s2,
+            run=run,
+        ),
         ev("step.committed", {"outcome": "COMMITTED"}, step=s2, run=run),
         ev("run.completed", {"final_decision": "done"}, run=run),
     ]
@@ -778,17 +913,51 @@ def _holds(e, expr):
 
 
 WHERE = [
-    "payload.ok=false", "payload.ok=0", 'payload.ok="false"', "payload.ok==true", "payload.tool=bash", 'payload.tool="bash"',
-    "payload.tool!=bash", "payload.reap_latency_ms>1000", "payload.reap_latency_ms>=1000", "payload.reap_latency_ms<1000",
-    "payload.reap_latency_ms<=0", "payload.reap_latency_ms=1500.0", "payload.reap_latency_ms=1.5e3", "payload.pid<0",
-    "payload.pid=-1", 'payload.pid="123"', "payload.reason~^dispose", "payload.reason~fail", "payload.reason!~fail",
-    "payload.step_id?", "step_id?", "parent_id=null", "step_id=null", "payload.arguments.limits.mem_mb=512",
-    "payload.arguments.list.1=2", "payload.arguments.list=[1,2,3]", "payload.arguments.list=[1, 2, 3]",
-    'payload.arguments.limits={"mem_mb":512}', "payload.duration_ns=1152921504606846977",
-    "payload.duration_ns>1152921504606846976", "payload.duration_ns=1152921504606846976", "timestamp_ns>=1764000005000000000",
-    'payload.argv0=""', "payload.arguments.cmd~caf\u00e9", "payload.arguments.cmd~l?s", "kind=process.reaped",
-    "kind~^tool\\.", "payload.tool>b", "payload.tool<c", 'payload.pid>"a"', "payload.reason.x?", "payload.arguments.list.5?",
-    "payload.intent_id!=y", "payload.x=a=b", "hash~^[0-9a-f]{64}$",
+    "payload.ok=false",
+    "payload.ok=0",
+    'payload.ok="false"',
+    "payload.ok==true",
+    "payload.tool=bash",
+    'payload.tool="bash"',
+    "payload.tool!=bash",
+    "payload.reap_latency_ms>1000",
+    "payload.reap_latency_ms>=1000",
+    "payload.reap_latency_ms<1000",
+    "payload.reap_latency_ms<=0",
+    "payload.reap_latency_ms=1500.0",
+    "payload.reap_latency_ms=1.5e3",
+    "payload.pid<0",
+    "payload.pid=-1",
+    'payload.pid="123"',
+    "payload.reason~^dispose",
+    "payload.reason~fail",
+    "payload.reason!~fail",
+    "payload.step_id?",
+    "step_id?",
+    "parent_id=null",
+    "step_id=null",
+    "payload.arguments.limits.mem_mb=512",
+    "payload.arguments.list.1=2",
+    "payload.arguments.list=[1,2,3]",
+    "payload.arguments.list=[1, 2, 3]",
+    'payload.arguments.limits={"mem_mb":512}',
+    "payload.duration_ns=1152921504606846977",
+    "payload.duration_ns>1152921504606846976",
+    "payload.duration_ns=1152921504606846976",
+    "timestamp_ns>=1764000005000000000",
+    'payload.argv0=""',
+    "payload.arguments.cmd~caf\u00e9",
+    "payload.arguments.cmd~l?s",
+    "kind=process.reaped",
+    "kind~^tool\\.",
+    "payload.tool>b",
+    "payload.tool<c",
+    'payload.pid>"a"',
+    "payload.reason.x?",
+    "payload.arguments.list.5?",
+    "payload.intent_id!=y",
+    "payload.x=a=b",
+    "hash~^[0-9a-f]{64}$",
 ]
 
 

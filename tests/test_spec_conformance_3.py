@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 import rfc8785
-
 from git_support import git as _git
 from git_support import two_commit_repo
 from independent_jcs import T0, ZERO, chain, event, jcs, line, new_id, rhash
+
 from ract_cli.cli.app import main as ract_main
 
 RUN = "cd" * 16
@@ -136,7 +136,7 @@ def test_repair_pairing_and_order(tmp_path, capsys, name):
     p = put(tmp_path, evs)
     rc, out, err = ract(capsys, "repair", p)
     assert rc == 0, err
-    new = read(p)[len(evs):]
+    new = read(p)[len(evs) :]
     assert [e["payload"]["source_event_id"] for e in new] == [o["id"] for o in opens]
     assert [e["id"] for e in new] == [repair_id(o["id"]) for o in opens]
     prev = evs[-1]["hash"]
@@ -159,7 +159,7 @@ def test_repair_interleaved_steps_close_in_reverse_opening_order(tmp_path, capsy
     )
     p = put(tmp_path, evs)
     assert ract(capsys, "repair", "-q", p)[0] == 0
-    new = read(p)[len(evs):]
+    new = read(p)[len(evs) :]
     assert [e["payload"]["source_event_id"] for e in new] == [e["id"] for e in reversed(evs)]
     assert [e["step_id"] for e in new] == [e["step_id"] for e in reversed(evs)]
 
@@ -172,12 +172,16 @@ def test_repair_payloads_never_invent_values(tmp_path, capsys):
             ev("step.started", {"branch": "rootact/step/x", "timeout_seconds": 5}, step=s),
             ev("tool.called", {"tool": "t", "arguments": {"a": 1}, "undocumented": 1}, step=s),
             ev("prompt.sent", {"provider": "p", "intent_id": "I", "prompt_chars": 3}, step=s),
-            ev("handshake.requested", {"milestone_id": "m", "status": "pending", "description": "d", "reason": "r"}, step=s),
+            ev(
+                "handshake.requested",
+                {"milestone_id": "m", "status": "pending", "description": "d", "reason": "r"},
+                step=s,
+            ),
         ]
     )
     p = put(tmp_path, evs)
     assert ract(capsys, "repair", "-q", p)[0] == 0
-    by_kind = {e["kind"]: e["payload"] for e in read(p)[len(evs):]}
+    by_kind = {e["kind"]: e["payload"] for e in read(p)[len(evs) :]}
     base = {"synthesized", "reason", "source_event_id"}
     # the reference's example synthesized run.aborted: the three repair keys only
     assert set(by_kind["run.aborted"]) == base
@@ -244,7 +248,10 @@ def test_repair_refusals(tmp_path, capsys, name, breakage, args, want):
     if breakage == "two":
         extra = [put(tmp_path, evs, name="y")]
     if breakage and breakage.startswith("journal"):
-        recs = [{"type": "turn_started", "payload": {"prompt": "p"}}, {"type": "item_started", "payload": {"item_id": "i1", "item_type": "message"}}]
+        recs = [
+            {"type": "turn_started", "payload": {"prompt": "p"}},
+            {"type": "item_started", "payload": {"item_id": "i1", "item_type": "message"}},
+        ]
         raw = b"".join(json.dumps(r).encode() + b"\n" for r in recs)
         p = tmp_path / "journal.jsonl"
         p.write_bytes(raw + (b'{"type":"item_compl' if breakage == "journal-torn" else b""))
@@ -355,7 +362,9 @@ JSONL_BYTES = [
 def test_replay_jsonl_is_byte_for_byte(tmp_path, name, mutate, want, expect):
     p, evs = _snap_log(tmp_path, "a" * 40)
     if mutate is None:
-        raw = b"".join(json.dumps(e, indent=None, separators=(" , ", " : "), ensure_ascii=True).encode() + b"\n" for e in evs)
+        raw = b"".join(
+            json.dumps(e, indent=None, separators=(" , ", " : "), ensure_ascii=True).encode() + b"\n" for e in evs
+        )
         expect = lambda r: r  # noqa: E731
     else:
         raw = mutate(lines(evs))
@@ -429,7 +438,16 @@ def _rich_run():
     latencies_ms = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10]
     for i, ms in enumerate(latencies_ms):
         c = ev("tool.called", {"tool": "bash"}, step=s1, ts=T0 + 10**9 + i)
-        evs += [c, ev("tool.result", {"tool": "bash", "ok": i % 3 != 0, "duration_ns": ms * 10**6}, step=s1, parent=c["id"], ts=T0 + 10**9 + i)]
+        evs += [
+            c,
+            ev(
+                "tool.result",
+                {"tool": "bash", "ok": i % 3 != 0, "duration_ns": ms * 10**6},
+                step=s1,
+                parent=c["id"],
+                ts=T0 + 10**9 + i,
+            ),
+        ]
     pr = ev("prompt.sent", {"provider": "anth", "intent_id": "I", "prompt_chars": 100}, step=s1, ts=T0 + 2 * 10**9)
     t = T0 + 4 * 10**9
     evs += [
@@ -445,8 +463,16 @@ def _rich_run():
         ev("handshake.requested", {"milestone_id": "m2", "status": "pending"}, ts=t),
         ev("handshake.resolved", {"milestone_id": "m2", "status": "deferred"}, ts=t),
         ev("budget.exceeded", {"function": "plan", "section_name": "x", "delta": 5, "boundary": "hard_ceiling"}, ts=t),
-        ev("process.reaped", {"pid": 1, "argv0": "a", "argv_len": 1, "reason": "commit_failed", "reap_latency_ms": 3}, ts=t),
-        ev("process.reaped", {"pid": 2, "argv0": "a", "argv_len": 1, "reason": "dispose_unsuccessful", "reap_latency_ms": 3}, ts=t),
+        ev(
+            "process.reaped",
+            {"pid": 1, "argv0": "a", "argv_len": 1, "reason": "commit_failed", "reap_latency_ms": 3},
+            ts=t,
+        ),
+        ev(
+            "process.reaped",
+            {"pid": 2, "argv0": "a", "argv_len": 1, "reason": "dispose_unsuccessful", "reap_latency_ms": 3},
+            ts=t,
+        ),
         ev("laziness.gate_error", {"error_kind": "E", "message": "m"}, ts=t),
         ev("predicate.evaluated", {"predicate_id": "p", "kind": "test", "required": True, "ok": False}, ts=t),
         ev("step.rolled_back", {"outcome": "ROLLED_BACK"}, step=s2, ts=T0 + 5 * 10**9),
@@ -476,7 +502,11 @@ def test_project_report_numbers(tmp_path, capsys):
     assert rc == 0, err
     d = json.loads(out)
     assert d["status"] == "completed" and d["outcome"]["final_decision"] == "ship"
-    assert (d["timing"]["start_ns"], d["timing"]["end_ns"], d["timing"]["duration_ns"]) == (T0, T0 + 6 * 10**9, 6 * 10**9)
+    assert (d["timing"]["start_ns"], d["timing"]["end_ns"], d["timing"]["duration_ns"]) == (
+        T0,
+        T0 + 6 * 10**9,
+        6 * 10**9,
+    )
     bash = d["tools"]["by_tool"]["bash"]
     assert (bash["called"], bash["ok"], bash["failed"]) == (10, 6, 4)
     # nearest-rank percentiles over 1..10 ms
@@ -618,9 +648,26 @@ def _rej(reason, ref=None):
 
 CONTRACT = [
     ("clean", [TS, IS, IC, _fin(evidence="accepted", refs=["i1"])], 0),
-    ("marker on a non-final turn_completed", [TS, _r("turn_completed", {"usage": {}, "iteration": 1, "final": False, "evidence": "absent"}), TS, _fin(evidence="absent")], 3),
-    ("evidence_rejected without evidence", [TS, _fin(evidence_rejected={"refs": [], "reason": "missing_ref", "ref": None})], 3),
-    ("evidence_rejected with absent", [TS, _fin(evidence="absent", evidence_rejected={"refs": [], "reason": "missing_ref", "ref": None})], 3),
+    (
+        "marker on a non-final turn_completed",
+        [
+            TS,
+            _r("turn_completed", {"usage": {}, "iteration": 1, "final": False, "evidence": "absent"}),
+            TS,
+            _fin(evidence="absent"),
+        ],
+        3,
+    ),
+    (
+        "evidence_rejected without evidence",
+        [TS, _fin(evidence_rejected={"refs": [], "reason": "missing_ref", "ref": None})],
+        3,
+    ),
+    (
+        "evidence_rejected with absent",
+        [TS, _fin(evidence="absent", evidence_rejected={"refs": [], "reason": "missing_ref", "ref": None})],
+        3,
+    ),
     ("record after the final turn_completed", [TS, _fin(evidence="absent"), TS], 3),
     ("item completed but never started", [TS, IC, _fin(evidence="absent")], 3),
     ("evidence value outside the enum", [TS, _fin(evidence="unknown")], 3),
@@ -628,7 +675,10 @@ CONTRACT = [
     ("error record", [TS, _r("error", {"reason": "x"}), _fin(evidence="absent")], 0),
     ("extra top-level keys tolerated", [dict(TS, seq=1, at_ms=5), _fin(evidence="absent")], 0),
     ("no final: open run, warning", [TS, _r("turn_completed", {"usage": {}, "iteration": 1, "final": False})], 0),
-] + [(f"rejected reason {r}", [TS, _rej(r, 0)], 0) for r in ("missing_ref", "not_evidence", "foreign_turn", "stale_evidence", "mutation_echo")]
+] + [
+    (f"rejected reason {r}", [TS, _rej(r, 0)], 0)
+    for r in ("missing_ref", "not_evidence", "foreign_turn", "stale_evidence", "mutation_echo")
+]
 
 
 def _journal(tmp_path, recs, name="j.jsonl"):
@@ -671,7 +721,11 @@ CHAIN_MUTATIONS = [
     ("intact", lambda r: r, 0),
     ("bad genesis", _genesis, 1),
     ("deleted record", lambda r: r[:1] + r[2:], 1),
-    ("record without hash", lambda r: r[:2] + [{k: v for k, v in r[2].items() if k not in ("hash", "prev_hash")}] + r[3:], 1),
+    (
+        "record without hash",
+        lambda r: r[:2] + [{k: v for k, v in r[2].items() if k not in ("hash", "prev_hash")}] + r[3:],
+        1,
+    ),
     ("edited evidence", lambda r: r[:3] + [dict(r[3], payload=dict(r[3]["payload"], evidence="accepted"))], 1),
     ("edited top-level key", lambda r: [dict(r[0], schema_version="1.2.0")] + r[1:], 1),
 ]
@@ -799,9 +853,14 @@ def test_writer_lock_seen_by_other_processes(tmp_path):
     probe = "import fcntl,sys\nf=open(sys.argv[1],'rb')\ntry:\n fcntl.flock(f,fcntl.LOCK_EX|fcntl.LOCK_NB); print('free')\nexcept OSError: print('held')\n"
     with EventWriter(p, run_id=RUN) as w:
         w.append("run.started", {})
-        assert subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True).stdout.strip() == "held"
+        assert (
+            subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True).stdout.strip()
+            == "held"
+        )
         assert sub("repair", "--check", p).returncode == 5
-    assert subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True).stdout.strip() == "free"
+    assert (
+        subprocess.run([sys.executable, "-c", probe, str(p)], capture_output=True, text=True).stdout.strip() == "free"
+    )
 
 
 def test_writer_redaction_patterns_and_fields_from_yaml(tmp_path, capsys, monkeypatch):

@@ -23,7 +23,6 @@ import termios
 from pathlib import Path
 
 import pytest
-
 from hardening_support import RACT, ROOT, assert_no_traceback, run_on_pty, trace_commands, write_small_log
 
 from ract_cli.writer import EventWriter, FsyncPolicy
@@ -54,8 +53,18 @@ PAYLOAD_TEXT = "".join(HOSTILE)
 _SGR = re.compile(rb"\x1b\[[0-9;]*m")
 _FORBIDDEN_BYTES = re.compile(rb"[\x00-\x08\x0b-\x1f\x7f]")  # \t and \n allowed
 _FORBIDDEN_CHARS = re.compile("[\u0080-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
-LOG_SEQUENCES = [b"\x1b[2J", b"\x1b[H", b"\x1b]0;", b"\x07", b"\x1b[38;5;201m", b"\x1b]8;", b"\xc2\x9b", b"\xc2\x9d",
-                 b"\r", b"\x08"]
+LOG_SEQUENCES = [
+    b"\x1b[2J",
+    b"\x1b[H",
+    b"\x1b]0;",
+    b"\x07",
+    b"\x1b[38;5;201m",
+    b"\x1b]8;",
+    b"\xc2\x9b",
+    b"\xc2\x9d",
+    b"\r",
+    b"\x08",
+]
 
 
 def assert_terminal_safe(shown: bytes, context: object, *, failing: bool) -> None:
@@ -64,18 +73,21 @@ def assert_terminal_safe(shown: bytes, context: object, *, failing: bool) -> Non
         assert seq not in shown, f"{context}: log sequence {seq!r} reached the terminal:\n{shown[-2000:]!r}"
     plain = _SGR.sub(b"", shown)
     bad = _FORBIDDEN_BYTES.search(plain)
-    assert bad is None, f"{context}: control byte {bad.group()!r} reached the terminal near {plain[max(0, bad.start() - 80):bad.end() + 80]!r}"
+    assert bad is None, (
+        f"{context}: control byte {bad.group()!r} reached the terminal near {plain[max(0, bad.start() - 80) : bad.end() + 80]!r}"
+    )
     text = plain.decode("utf-8", "replace")
     bad_char = _FORBIDDEN_CHARS.search(text)
     assert bad_char is None, f"{context}: control character U+{ord(bad_char.group()):04X} reached the terminal"
     if failing:
         for m in re.finditer("PASS", text):
-            before = text[max(0, m.start() - 16):m.start()]
+            before = text[max(0, m.start() - 16) : m.start()]
             line_start = text.rfind("\n", 0, m.start()) + 1
-            assert text[line_start:m.start()].strip() != "", f"{context}: a line starts with PASS for a failing log"
+            assert text[line_start : m.start()].strip() != "", f"{context}: a line starts with PASS for a failing log"
             # the log's own text, visibly escaped: a backslash escape or the literal markup before it
-            assert "\\" in before or "]" in before, \
-                f"{context}: 'PASS' shown without visible escaping: {text[max(0, m.start() - 60):m.end() + 20]!r}"
+            assert "\\" in before or "]" in before, (
+                f"{context}: 'PASS' shown without visible escaping: {text[max(0, m.start() - 60) : m.end() + 20]!r}"
+            )
 
 
 def write_hostile_log(path: Path, *, kind_text: bool = False) -> None:
@@ -83,23 +95,41 @@ def write_hostile_log(path: Path, *, kind_text: bool = False) -> None:
     step = "7" * 32
     with EventWriter(path, run_id="ab" * 16, fsync=FsyncPolicy.NEVER) as w:
         run = w.append("run.started", {"intent_id": "1" * 32, "compiler_version": PAYLOAD_TEXT})
-        started = w.append("step.started", {"parent_snapshot": "c" * 40, "branch": PAYLOAD_TEXT,
-                                            "timeout_seconds": 60}, step_id=step)
-        prompt = w.append("prompt.sent", {"provider": PAYLOAD_TEXT, "response_shape": PAYLOAD_TEXT,
-                                          "intent_id": "1" * 32}, step_id=step)
-        w.append("response.received", {"provider": PAYLOAD_TEXT, "intent_id": "1" * 32, "response_type": "x",
-                                        "preview": PAYLOAD_TEXT[:200]}, step_id=step, parent_id=prompt["id"])
-        call = w.append("tool.called", {"tool": PAYLOAD_TEXT, "arguments": {PAYLOAD_TEXT: PAYLOAD_TEXT}},
-                        step_id=step)
-        w.append("tool.result", {"tool": PAYLOAD_TEXT, "ok": False, "duration_ns": 5}, step_id=step,
-                 parent_id=call["id"])
-        w.append("predicate.evaluated", {"predicate_id": PAYLOAD_TEXT, "kind": "test", "required": True,
-                                         "ok": False, "reason": PAYLOAD_TEXT}, step_id=step)
-        w.append("step.rolled_back", {"outcome": "ROLLED_BACK", "parent_snapshot_before": "c" * 40,
-                                      "parent_snapshot_after": "c" * 40, "reason": PAYLOAD_TEXT},
-                 step_id=step, parent_id=started["id"])
-        w.append("run.aborted", {"termination_cause": PAYLOAD_TEXT, "reason": PAYLOAD_TEXT},
-                 parent_id=run["id"])
+        started = w.append(
+            "step.started", {"parent_snapshot": "c" * 40, "branch": PAYLOAD_TEXT, "timeout_seconds": 60}, step_id=step
+        )
+        prompt = w.append(
+            "prompt.sent",
+            {"provider": PAYLOAD_TEXT, "response_shape": PAYLOAD_TEXT, "intent_id": "1" * 32},
+            step_id=step,
+        )
+        w.append(
+            "response.received",
+            {"provider": PAYLOAD_TEXT, "intent_id": "1" * 32, "response_type": "x", "preview": PAYLOAD_TEXT[:200]},
+            step_id=step,
+            parent_id=prompt["id"],
+        )
+        call = w.append("tool.called", {"tool": PAYLOAD_TEXT, "arguments": {PAYLOAD_TEXT: PAYLOAD_TEXT}}, step_id=step)
+        w.append(
+            "tool.result", {"tool": PAYLOAD_TEXT, "ok": False, "duration_ns": 5}, step_id=step, parent_id=call["id"]
+        )
+        w.append(
+            "predicate.evaluated",
+            {"predicate_id": PAYLOAD_TEXT, "kind": "test", "required": True, "ok": False, "reason": PAYLOAD_TEXT},
+            step_id=step,
+        )
+        w.append(
+            "step.rolled_back",
+            {
+                "outcome": "ROLLED_BACK",
+                "parent_snapshot_before": "c" * 40,
+                "parent_snapshot_after": "c" * 40,
+                "reason": PAYLOAD_TEXT,
+            },
+            step_id=step,
+            parent_id=started["id"],
+        )
+        w.append("run.aborted", {"termination_cause": PAYLOAD_TEXT, "reason": PAYLOAD_TEXT}, parent_id=run["id"])
     if kind_text:  # hostile kinds: re-chained by a foreign writer, unknown to the vocabulary (exit 3)
         from hardening_support import chain_events, log_events
 
@@ -170,8 +200,14 @@ def hostile_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Pa
     return logs
 
 
-CASES = ["hostile-values-verified", "hostile-values-forged", "hostile-kinds", "hostile-dirname-forged",
-         "hostile-filename-verified", "hostile-journal"]
+CASES = [
+    "hostile-values-verified",
+    "hostile-values-forged",
+    "hostile-kinds",
+    "hostile-dirname-forged",
+    "hostile-filename-verified",
+    "hostile-journal",
+]
 MULTI_PATH = {"verify", "grep", "project"}  # take many paths: one run per group of logs
 
 
@@ -197,8 +233,10 @@ def test_directory_argument_and_human_formats(hostile_logs: dict) -> None:
     commands = trace_commands()
     argvs = [(["trace", "verify", str(root)], False)]
     if "grep" in commands:
-        argvs += [(["trace", "grep", "--format", "table", str(root)], False),
-                  (["trace", "grep", "--count", "-H", str(root)], False)]
+        argvs += [
+            (["trace", "grep", "--format", "table", str(root)], False),
+            (["trace", "grep", "--count", "-H", str(root)], False),
+        ]
     if "project" in commands:
         argvs += [(["trace", "project", "--format", "text", str(forged)], True)]
     if "replay" in commands:

@@ -50,6 +50,7 @@ def write_events(path: Path, events: list[dict]) -> Path:
 
 # --- one builder per finding class: (path, extra args) -------------------------------
 
+
 def edit_line(logs, line: int, edit: Callable[[bytes], bytes]) -> Path:
     path = logs.five()
     lines = logs.lines(path)
@@ -199,8 +200,12 @@ def b_repaired(logs):
     path = logs.five()
     events = logs.events(path)
     started = events[1]
-    events[3] = {**events[3], "kind": "step.rolled_back", "parent_id": started["id"],
-                 "payload": {"synthesized": True, "reason": "interrupted", "source_event_id": started["id"]}}
+    events[3] = {
+        **events[3],
+        "kind": "step.rolled_back",
+        "parent_id": started["id"],
+        "payload": {"synthesized": True, "reason": "interrupted", "source_event_id": started["id"]},
+    }
     return write_events(path, rechain(events)), []
 
 
@@ -217,8 +222,14 @@ CASES = {
     "DUPLICATE_ID": (b_duplicate_id, 1, "DUPLICATE_ID", "error", 3, "already appears earlier in this file"),
     "HEAD_MISMATCH": (b_head_mismatch, 1, "HEAD_MISMATCH", "error", None, "chain head differs from --expect-head"),
     "UNKNOWN_KIND": (b_unknown_kind, 3, "UNKNOWN_KIND", "error", 3, "'no.such.kind' is not in the vocabulary"),
-    "UNKNOWN_KIND for --schema-version": (b_unknown_kind_for_version, 3, "UNKNOWN_KIND", "error", 3,
-                                          "added in schema version 8 (schema version 7)"),
+    "UNKNOWN_KIND for --schema-version": (
+        b_unknown_kind_for_version,
+        3,
+        "UNKNOWN_KIND",
+        "error",
+        3,
+        "added in schema version 8 (schema version 7)",
+    ),
     "PAYLOAD_INVALID": (b_payload_invalid, 3, "PAYLOAD_INVALID", "error", 3, "predicate.evaluated: ok must be boolean"),
     "TORN_TAIL": (b_torn_tail, 4, "TORN_TAIL", "error", 6, "torn tail"),
     "OPEN_RUN": (b_open_run, 0, "OPEN_RUN", "warning", 1, "run was never closed"),
@@ -230,8 +241,14 @@ CASES = {
     "IO_ERROR fifo": (b_io_fifo, 5, "IO_ERROR", "error", None, "not a regular file"),
     "MISSING_FINAL_NEWLINE": (b_missing_final_newline, 0, "MISSING_FINAL_NEWLINE", "warning", 5, "final newline"),
     "CLOCK_REGRESSION": (b_clock_regression, 0, "CLOCK_REGRESSION", "warning", 3, "timestamp goes backwards"),
-    "RUN_DIR_MISMATCH": (b_run_dir_mismatch, 0, "RUN_DIR_MISMATCH", "warning", None,
-                         f"directory name 'not-the-run-id' differs from run_id {RUN_ID}"),
+    "RUN_DIR_MISMATCH": (
+        b_run_dir_mismatch,
+        0,
+        "RUN_DIR_MISMATCH",
+        "warning",
+        None,
+        f"directory name 'not-the-run-id' differs from run_id {RUN_ID}",
+    ),
     "OPEN_HANDLE": (b_open_handle, 0, "OPEN_HANDLE", "warning", 2, "step.started was never closed"),
     "REPAIRED": (b_repaired, 0, "REPAIRED", "warning", None, "1 synthesized close(s) written by repair"),
 }
@@ -241,8 +258,11 @@ ELSEWHERE = {
     "CONTRACT_VIOLATION": "tests/test_raxol_cli.py (journal dialect)",
     "UNKNOWN_TYPE": "tests/test_raxol_cli.py (journal dialect)",
     "CONTRACT_WARNING": "tests/test_raxol_cli.py (journal dialect)",
-    "HEAD_DIVERGED": "replay only", "COMMIT_MISSING": "replay only", "COMMIT_UNRELATED": "replay only",
-    "WORKTREE_DIRTY": "replay only", "PRECONDITION_UNCHECKED": "replay only",
+    "HEAD_DIVERGED": "replay only",
+    "COMMIT_MISSING": "replay only",
+    "COMMIT_UNRELATED": "replay only",
+    "WORKTREE_DIRTY": "replay only",
+    "PRECONDITION_UNCHECKED": "replay only",
 }
 
 
@@ -302,16 +322,19 @@ def test_every_independent_break_is_reported(logs, capsys) -> None:
     path.write_bytes(b"".join(lines))
     code, out, _ = ract(capsys, "--format", "json", path)
     assert code == 1
-    assert [(f["code"], f["line"]) for f in json.loads(out)["files"][0]["findings"]] == \
-           [("HASH_MISMATCH", 2), ("HASH_MISMATCH", 5)]
+    assert [(f["code"], f["line"]) for f in json.loads(out)["files"][0]["findings"]] == [
+        ("HASH_MISMATCH", 2),
+        ("HASH_MISMATCH", 5),
+    ]
 
 
 def test_lowest_nonzero_code_wins_across_files(logs, capsys) -> None:
     schema = logs.root / "other" / RUN_ID / "events.jsonl"
     schema.parent.mkdir(parents=True)
     logs.write(path=schema)
-    write_events(schema, rechain([{**e, "kind": "no.such.kind"} if i == 2 else e
-                                  for i, e in enumerate(logs.events(schema))]))
+    write_events(
+        schema, rechain([{**e, "kind": "no.such.kind"} if i == 2 else e for i, e in enumerate(logs.events(schema))])
+    )
     torn, _ = b_torn_tail(logs)
     missing = logs.root / "missing.jsonl"
     assert ract(capsys, torn, missing)[0] == 4
@@ -361,11 +384,27 @@ def test_json_report_shape(capsys) -> None:
     assert re.fullmatch("[0-9a-f]{64}", completed["head"])
     assert completed["first_ts"] <= completed["last_ts"]
     assert tampered["exit_code"] == 1 and tampered["findings"][0]["code"] == "HASH_MISMATCH"
-    assert missing == {"path": "nowhere", "ok": False, "exit_code": 5, "events": 0, "head": None, "first_ts": None,
-                       "last_ts": None, "suppressed_findings": 0,
-                       "findings": [{"code": "IO_ERROR", "severity": "error", "path": "nowhere", "line": None,
-                                     "offset": None, "event_id": None,
-                                     "message": "no such file or directory: nowhere"}]}
+    assert missing == {
+        "path": "nowhere",
+        "ok": False,
+        "exit_code": 5,
+        "events": 0,
+        "head": None,
+        "first_ts": None,
+        "last_ts": None,
+        "suppressed_findings": 0,
+        "findings": [
+            {
+                "code": "IO_ERROR",
+                "severity": "error",
+                "path": "nowhere",
+                "line": None,
+                "offset": None,
+                "event_id": None,
+                "message": "no such file or directory: nowhere",
+            }
+        ],
+    }
 
 
 # --- fixtures, directories, several paths -------------------------------------------
@@ -393,8 +432,9 @@ def test_directory_is_searched_recursively(capsys) -> None:
     code, out, err = ract(capsys, "--format", "json", ROOT / "fixtures")
     report = json.loads(out)
     assert code == 1
-    assert sorted(f["path"] for f in report["files"]) == sorted(str(fixture_path(ROOT / "fixtures", n))
-                                                                for n in FIXTURES)
+    assert sorted(f["path"] for f in report["files"]) == sorted(
+        str(fixture_path(ROOT / "fixtures", n)) for n in FIXTURES
+    )
     assert ract(capsys, "--jobs", "2", "--format", "json", ROOT / "fixtures")[1] == out
 
 
@@ -409,11 +449,14 @@ def test_text_verdict_line(logs, capsys) -> None:
     events = logs.events(five)
     code, _, err = ract(capsys, five)
     assert code == 0
-    assert err == (f"PASS {five}  5 events  2025-11-24T16:00:00.000000Z .. 2025-11-24T16:00:00.004000Z  "
-                   f"head {events[-1]['hash']}\n")
+    assert err == (
+        f"PASS {five}  5 events  2025-11-24T16:00:00.000000Z .. 2025-11-24T16:00:00.004000Z  "
+        f"head {events[-1]['hash']}\n"
+    )
 
 
 # --- --expect-head and usage errors ----------------------------------------------------
+
 
 def test_expect_head(logs, capsys) -> None:
     five = logs.five()
@@ -425,17 +468,20 @@ def test_expect_head(logs, capsys) -> None:
     assert code == 1 and f"{five}: HEAD_MISMATCH chain head differs from --expect-head" in err
 
 
-@pytest.mark.parametrize("args", [
-    ["--expect-head", "ab" * 32, "A", "B"],
-    ["--expect-head", "AB" * 32, "A"],
-    ["--expect-head", "ab", "A"],
-    ["--schema-version", "10", "A"],
-    ["--schema-version", "0", "A"],
-    ["--jobs", "0", "A"],
-    ["--max-findings", "0", "A"],
-    ["--format", "xml", "A"],
-    [],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--expect-head", "ab" * 32, "A", "B"],
+        ["--expect-head", "AB" * 32, "A"],
+        ["--expect-head", "ab", "A"],
+        ["--schema-version", "10", "A"],
+        ["--schema-version", "0", "A"],
+        ["--jobs", "0", "A"],
+        ["--max-findings", "0", "A"],
+        ["--format", "xml", "A"],
+        [],
+    ],
+)
 def test_usage_errors_exit_2(args: list[str], logs, capsys) -> None:
     a = logs.five()
     b = logs.root / "b" / RUN_ID / "events.jsonl"
@@ -452,6 +498,7 @@ def test_expect_head_with_a_directory_of_several_logs_is_usage(capsys) -> None:
 
 
 # --- hostile text never reaches the terminal raw -----------------------------------------
+
 
 def test_log_derived_text_is_escaped(logs, capsys) -> None:
     path = edit_event(logs, 3, lambda e: e.update(kind="\x1b[32mPASS\x1b[0m\u202e"))
@@ -470,11 +517,13 @@ def test_github_escapes_percent_and_property_separators(tmp_path: Path, logs, ca
     code, out, _ = ract(capsys, "--format", "github", odd)
     escaped = str(odd).replace("%", "%25").replace(":", "%3A").replace(",", "%2C")
     assert code == 0
-    assert out.splitlines() == [f"::warning file={escaped},line=5::MISSING_FINAL_NEWLINE last event lacks its final "
-                                f"newline"]
+    assert out.splitlines() == [
+        f"::warning file={escaped},line=5::MISSING_FINAL_NEWLINE last event lacks its final newline"
+    ]
 
 
 # --- docs that cannot drift --------------------------------------------------------------
+
 
 def test_exit_codes_doc_lists_every_finding_code_with_its_exit_code() -> None:
     from ract_cli.errors import ExitCode
@@ -493,8 +542,24 @@ def test_verify_doc_names_every_option_of_the_command(capsys) -> None:
     help_text = capsys.readouterr().out
     options = set(re.findall(r"(?<![\w-])(--[a-z][a-z-]+)", help_text)) - {"--help"}
     assert options and all(f"`{o}" in text for o in options), options - {o for o in options if f"`{o}" in text}
-    for key in ("exit_code", "files", "path", "ok", "events", "head", "first_ts", "last_ts", "findings",
-                "suppressed_findings", "code", "severity", "line", "offset", "event_id", "message"):
+    for key in (
+        "exit_code",
+        "files",
+        "path",
+        "ok",
+        "events",
+        "head",
+        "first_ts",
+        "last_ts",
+        "findings",
+        "suppressed_findings",
+        "code",
+        "severity",
+        "line",
+        "offset",
+        "event_id",
+        "message",
+    ):
         assert f"`{key}`" in text or f"`files[].{key}`" in text or f"`findings[].{key}`" in text, key
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from git_support import GitRepo
+
 from ract_cli.errors import ExitCode
 from ract_cli.findings import FINDING_CODES, exit_code_for
 from ract_cli.workspace import DIVERGE_NOTE, CommittedStep, check_commits, check_head, full_sha
@@ -140,6 +140,7 @@ def test_workspace_in_a_subdirectory_finds_the_repository(repo: GitRepo) -> None
 
 
 # --- --check-commits ------------------------------------------------------
+
 
 def step(before: object, after: object, line: int = 7) -> CommittedStep:
     return CommittedStep(line=line, offset=100, event_id="e" * 32, before=before, after=after)

@@ -26,8 +26,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from kind_examples import VALID
+
 from ract_cli.canonical import canonical_bytes, jcs_exact
 from ract_cli.errors import ExitCode, LogIOError, RactError, WriterLockedError
 from ract_cli.handles import CLOSE_FOR_OPEN
@@ -45,10 +45,14 @@ from ract_cli.writer import (
 )
 
 
-
 def hyp(max_examples: int) -> settings:
-    return settings(max_examples=max_examples, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
 HEX32 = st.text("0123456789abcdef", min_size=32, max_size=32)
 
 
@@ -57,7 +61,7 @@ HEX32 = st.text("0123456789abcdef", min_size=32, max_size=32)
 _text = st.one_of(
     st.text(),  # any code point, lone surrogates included: sanitize_payload turns those into repr text
     st.text(st.characters(codec="utf-8")),
-    st.text(st.sampled_from("\ue000\uf8ff\uffee\U0001f600\U00010000é\"\\\n\x00\x1f"), max_size=6),
+    st.text(st.sampled_from('\ue000\uf8ff\uffee\U0001f600\U00010000é"\\\n\x00\x1f'), max_size=6),
 )
 _extra_values = st.recursive(
     st.one_of(st.none(), st.booleans(), st.floats(), st.integers(-(2**70), 2**70), _text),
@@ -142,8 +146,16 @@ def test_lines_are_canonical_and_chained(logs) -> None:
 
 
 def test_encode_line_and_event_hash() -> None:
-    event = {"id": "a" * 32, "run_id": "b" * 32, "step_id": None, "parent_id": None, "timestamp_ns": 2**62,
-             "kind": "run.started", "payload": {"x": 1.0, "é": [2.5, None]}, "prev_hash": GENESIS_HASH}
+    event = {
+        "id": "a" * 32,
+        "run_id": "b" * 32,
+        "step_id": None,
+        "parent_id": None,
+        "timestamp_ns": 2**62,
+        "kind": "run.started",
+        "payload": {"x": 1.0, "é": [2.5, None]},
+        "prev_hash": GENESIS_HASH,
+    }
     digest = event_hash(event)
     assert digest == event_hash({**event, "hash": "whatever"})  # hash never covers itself
     assert encode_line({**event, "hash": digest}) == jcs_exact({**event, "hash": digest}) + b"\n"
@@ -153,8 +165,14 @@ def test_encode_line_and_event_hash() -> None:
 def test_append_returns_the_written_event(logs) -> None:
     path = logs.path()
     with logs.writer(path) as w:
-        ev = w.append("tool.called", {"tool": "bash", "when": float("nan")}, step_id="a" * 32,
-                      parent_id="b" * 32, timestamp_ns=42, event_id="d" * 32)
+        ev = w.append(
+            "tool.called",
+            {"tool": "bash", "when": float("nan")},
+            step_id="a" * 32,
+            parent_id="b" * 32,
+            timestamp_ns=42,
+            event_id="d" * 32,
+        )
         assert w.head == ev["hash"]
     assert ev == logs.events(path)[0]
     assert ev["payload"] == {"tool": "bash", "when": "nan"}  # sanitized before hashing
@@ -301,8 +319,9 @@ _CONTENDER = textwrap.dedent("""
 
 
 def _python(code: str, *args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", code, *args], text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw
+    )
 
 
 def test_lock_holds_against_another_process(logs) -> None:
@@ -372,18 +391,47 @@ class EqualsEverything:
 
 
 _hostile_leaves = st.one_of(
-    st.none(), st.booleans(), st.floats(), st.integers(), st.integers(-(2**200), 2**200),
-    st.text(), st.binary(max_size=8), st.builds(bytearray, st.binary(max_size=4)),
-    st.sampled_from([math.nan, math.inf, -math.inf, 9.3e18, -9.223372036854776e18, Ellipsis, 1j, sum, type,
-                     Path("/tmp"), "\ud800", "\udfff x \ud800"]),
+    st.none(),
+    st.booleans(),
+    st.floats(),
+    st.integers(),
+    st.integers(-(2**200), 2**200),
+    st.text(),
+    st.binary(max_size=8),
+    st.builds(bytearray, st.binary(max_size=4)),
+    st.sampled_from(
+        [
+            math.nan,
+            math.inf,
+            -math.inf,
+            9.3e18,
+            -9.223372036854776e18,
+            Ellipsis,
+            1j,
+            sum,
+            type,
+            Path("/tmp"),
+            "\ud800",
+            "\udfff x \ud800",
+        ]
+    ),
     # built lazily: hypothesis must be able to repr its own strategies
     st.sampled_from([ReprRaises, ReprNotStr, ReprSurrogate, ReprRecursion, EqualsEverything, object]).map(
-        lambda cls: cls()),
+        lambda cls: cls()
+    ),
     st.sampled_from([5000, -5000]).map(lambda e: (1 if e > 0 else -1) * 10 ** abs(e)),
     st.frozensets(st.integers(), max_size=3),
 )
-_hostile_keys = st.one_of(st.text(), st.integers(), st.none(), st.booleans(), st.floats(),
-                          st.tuples(st.integers()), st.frozensets(st.integers(), max_size=2), st.binary(max_size=3))
+_hostile_keys = st.one_of(
+    st.text(),
+    st.integers(),
+    st.none(),
+    st.booleans(),
+    st.floats(),
+    st.tuples(st.integers()),
+    st.frozensets(st.integers(), max_size=2),
+    st.binary(max_size=3),
+)
 _hostile = st.recursive(
     _hostile_leaves,
     lambda inner: st.one_of(
@@ -450,9 +498,22 @@ def _self_referencing() -> list:
         None,
         10**5000,
     ],
-    ids=["deep-5000", "deep-199", "deep-300-hostile-leaf", "self-reference", "nested-self-reference",
-         "non-str-keys", "lone-surrogates", "non-json-values", "defaultdict", "ordereddict", "list", "str",
-         "none", "int-too-big-to-print"],
+    ids=[
+        "deep-5000",
+        "deep-199",
+        "deep-300-hostile-leaf",
+        "self-reference",
+        "nested-self-reference",
+        "non-str-keys",
+        "lone-surrogates",
+        "non-json-values",
+        "defaultdict",
+        "ordereddict",
+        "list",
+        "str",
+        "none",
+        "int-too-big-to-print",
+    ],
 )
 def test_sanitize_payload_examples(logs, value: object) -> None:
     clean = sanitize_payload(value)
@@ -506,12 +567,18 @@ def test_redaction_profile_from_ract_yaml(logs, tmp_path: Path) -> None:
     secret = "sk-" + "A1b2C3d4" * 3
     path = logs.path()
     with logs.writer(path, redaction=profile) as w:
-        ev = w.append("tool.called", {
-            "tool": "curl",
-            "arguments": {"argv": ["curl", "-H", f"Bearer {secret}"], "password": "hunter2",
-                          "nested": [{"api_key": {"deep": "value"}, "ssn": "SSN 123-45-6789 on file"}]},
-            "authorization": 12345,
-        })
+        ev = w.append(
+            "tool.called",
+            {
+                "tool": "curl",
+                "arguments": {
+                    "argv": ["curl", "-H", f"Bearer {secret}"],
+                    "password": "hunter2",
+                    "nested": [{"api_key": {"deep": "value"}, "ssn": "SSN 123-45-6789 on file"}],
+                },
+                "authorization": 12345,
+            },
+        )
     data = path.read_bytes()
     for leaked in (secret.encode(), b"hunter2", b"123-45-6789", b'"deep"', b"12345"):
         assert leaked not in data
@@ -575,8 +642,9 @@ def test_disabled_profile_is_ignored(logs) -> None:
 
 
 @pytest.mark.parametrize(("policy", "expected_fsyncs"), [("every", 5), ("close", 1), ("never", 0)])
-def test_fsync_policies_write_logs_that_verify(logs, monkeypatch: pytest.MonkeyPatch, policy: str,
-                                               expected_fsyncs: int) -> None:
+def test_fsync_policies_write_logs_that_verify(
+    logs, monkeypatch: pytest.MonkeyPatch, policy: str, expected_fsyncs: int
+) -> None:
     calls: list[int] = []
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real_fsync(fd))[1])
@@ -610,8 +678,19 @@ def test_unknown_fsync_policy_is_refused(logs) -> None:
         ({"timestamp_ns": True}, ExitCode.USAGE),
         ({"kind": ["run.started"]}, ExitCode.USAGE),
     ],
-    ids=["unknown-kind", "invalid-payload", "bad-step-id", "bad-parent-id", "bad-event-id", "uppercase-event-id",
-         "negative-timestamp", "timestamp-too-big", "float-timestamp", "bool-timestamp", "kind-not-a-string"],
+    ids=[
+        "unknown-kind",
+        "invalid-payload",
+        "bad-step-id",
+        "bad-parent-id",
+        "bad-event-id",
+        "uppercase-event-id",
+        "negative-timestamp",
+        "timestamp-too-big",
+        "float-timestamp",
+        "bool-timestamp",
+        "kind-not-a-string",
+    ],
 )
 def test_append_refuses_what_would_not_verify(logs, kwargs: dict, exit_code: ExitCode) -> None:
     path = logs.path()
@@ -665,7 +744,9 @@ def test_redacting_a_typed_field_is_written_not_refused(logs) -> None:
     path = logs.path()
     with logs.writer(path, redaction=profile) as w:
         assert w.append("tool.result", {"tool": "pytest", "ok": True})["payload"] == {
-            "tool": "pytest", "ok": "[REDACTED]"}
+            "tool": "pytest",
+            "ok": "[REDACTED]",
+        }
         with pytest.raises(RactError) as info:  # a caller error in an untouched key is still refused
             w.append("tool.result", {"tool": 5, "ok": True})
         assert info.value.exit_code == ExitCode.SCHEMA
@@ -685,7 +766,7 @@ def test_writer_on_a_fifo_is_an_io_error_not_a_hang(tmp_path: Path) -> None:
         try:
             EventWriter(fifo)
             outcome.append(None)
-        except BaseException as exc:  # noqa: BLE001 - inspected below
+        except BaseException as exc:
             outcome.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)
@@ -706,8 +787,12 @@ RUN_ID = "1a2b3c4d5e6f708192a3b4c5d6e7f809"  # the directory name is the run id:
 def _verify_json(path: Path, *args: str) -> dict:
     import json
 
-    done = subprocess.run([str(RACT), "trace", "verify", "--format", "json", *args, str(path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [str(RACT), "trace", "verify", "--format", "json", *args, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     report = json.loads(done.stdout)
     assert report["exit_code"] == done.returncode
     return report
@@ -733,10 +818,14 @@ SANITIZED_TYPED_FIELDS = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "payload", "key", "text"), SANITIZED_TYPED_FIELDS,
-                         ids=[f"{k}.{key}:{i}" for i, (k, _, key, _t) in enumerate(SANITIZED_TYPED_FIELDS)])
-def test_strict_writer_writes_what_sanitizing_replaced(logs, kind: str, payload: dict, key: str,
-                                                       text: str | None) -> None:
+@pytest.mark.parametrize(
+    ("kind", "payload", "key", "text"),
+    SANITIZED_TYPED_FIELDS,
+    ids=[f"{k}.{key}:{i}" for i, (k, _, key, _t) in enumerate(SANITIZED_TYPED_FIELDS)],
+)
+def test_strict_writer_writes_what_sanitizing_replaced(
+    logs, kind: str, payload: dict, key: str, text: str | None
+) -> None:
     """The repr text is written (never a crash, never a refusal); verify reports a wrong type as SCHEMA."""
     path = logs.path()
     with logs.writer(path) as w:  # strict=True (the default)
@@ -785,7 +874,8 @@ _typed_payloads = st.sampled_from(sorted(VALID)).flatmap(
     lambda kind: st.tuples(
         st.just(kind),
         st.dictionaries(st.sampled_from(sorted(VALID[kind]) or ["x_none"]), _hostile, max_size=3).map(
-            lambda hostile, kind=kind: {**VALID[kind], **hostile}),
+            lambda hostile, kind=kind: {**VALID[kind], **hostile}
+        ),
     )
 )
 
@@ -826,7 +916,9 @@ def test_strict_writer_refuses_exactly_the_callers_errors(logs, case: tuple[str,
     clean = sanitize_payload(payload)
     callers_own = {k: clean[k] for k, v in payload.items() if _plain_json(v)}
     # a container sanitizing reached into is still the caller's choice of container type
-    callers_own.update({k: type(clean[k])() for k in payload if k not in callers_own and type(clean[k]) in (dict, list)})
+    callers_own.update(
+        {k: type(clean[k])() for k in payload if k not in callers_own and type(clean[k]) in (dict, list)}
+    )
     path = logs.path(run_id="e" * 32)
     if path.exists():
         path.unlink()
@@ -846,19 +938,34 @@ def test_strict_writer_refuses_exactly_the_callers_errors(logs, case: tuple[str,
 @pytest.mark.parametrize(
     ("yaml_text", "kind", "payload", "key", "expected"),
     [
-        ("trace: {redaction: {fields: [arguments]}}\n", "tool.called", {"tool": "t", "arguments": {"k": "v"}},
-         "arguments", "[REDACTED]"),
+        (
+            "trace: {redaction: {fields: [arguments]}}\n",
+            "tool.called",
+            {"tool": "t", "arguments": {"k": "v"}},
+            "arguments",
+            "[REDACTED]",
+        ),
         ("trace: {redaction: {fields: [ok]}}\n", "tool.result", {"tool": "t", "ok": False}, "ok", "[REDACTED]"),
-        ("trace: {redaction: {fields: duration_ns, replacement: '-'}}\n", "tool.result",
-         {"tool": "t", "ok": True, "duration_ns": 7}, "duration_ns", "-"),
-        ("trace: {redaction: {patterns: 'pol.*'}}\n", "tool.refused",
-         {"tool": "t", "reason": "r", "refused_by": "policy"}, "refused_by", "[REDACTED]"),
+        (
+            "trace: {redaction: {fields: duration_ns, replacement: '-'}}\n",
+            "tool.result",
+            {"tool": "t", "ok": True, "duration_ns": 7},
+            "duration_ns",
+            "-",
+        ),
+        (
+            "trace: {redaction: {patterns: 'pol.*'}}\n",
+            "tool.refused",
+            {"tool": "t", "reason": "r", "refused_by": "policy"},
+            "refused_by",
+            "[REDACTED]",
+        ),
     ],
     ids=["dict-field", "bool-field", "int-field-scalar-config", "enum-scrubbed-by-pattern"],
 )
-def test_redaction_never_makes_a_strict_writer_refuse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                      yaml_text: str, kind: str, payload: dict, key: str,
-                                                      expected: str) -> None:
+def test_redaction_never_makes_a_strict_writer_refuse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, yaml_text: str, kind: str, payload: dict, key: str, expected: str
+) -> None:
     """The reference: `tool.called` arguments are "redacted per profile". The operator configured it:
     the replacement is written and `verify` reports the field (SCHEMA, exit 3)."""
     monkeypatch.chdir(tmp_path)
@@ -898,13 +1005,24 @@ def test_redaction_keeps_secrets_out_of_a_refusal_message(logs) -> None:
         ("{patterns: 'k(e)y', replacement: '\\1'}", {"note": "key"}, {"note": "\\1"}),
         ("{patterns: [], fields: []}", {"note": "secret"}, None),
     ],
-    ids=["pattern-string", "pattern-list", "field-string", "field-list", "replacement-backslashes-literal",
-         "replacement-group-ref-literal", "empty-lists-off"],
+    ids=[
+        "pattern-string",
+        "pattern-list",
+        "field-string",
+        "field-list",
+        "replacement-backslashes-literal",
+        "replacement-group-ref-literal",
+        "empty-lists-off",
+    ],
 )
 def test_redaction_config_values(tmp_path: Path, yaml_text: str, payload: dict, expected: dict | None) -> None:
     config = tmp_path / "ract.yaml"
-    config.write_text("trace:\n  redaction: " + yaml_text + "\n" if yaml_text.startswith("{")
-                      else "trace:\n  redaction:\n    " + yaml_text + "\n", encoding="utf-8")
+    config.write_text(
+        "trace:\n  redaction: " + yaml_text + "\n"
+        if yaml_text.startswith("{")
+        else "trace:\n  redaction:\n    " + yaml_text + "\n",
+        encoding="utf-8",
+    )
     profile = RedactionProfile.load(config)
     if expected is None:
         assert profile is None or not profile.enabled
@@ -931,7 +1049,7 @@ def test_redaction_config_values(tmp_path: Path, yaml_text: str, payload: dict, 
         ("trace:\n  redaction:\n    fields: [a]\n    replacement: 5\n", "trace.redaction.replacement"),
         ("trace:\n  redaction:\n    fields: [a]\n    replacement: [x]\n", "trace.redaction.replacement"),
         ("trace:\n  redaction:\n    fields: [a]\n    replacement:\n", "trace.redaction.replacement"),
-        ("trace:\n  redaction:\n    fields: [a]\n    replacement: \"\\ud800\"\n", "replacement"),
+        ('trace:\n  redaction:\n    fields: [a]\n    replacement: "\\ud800"\n', "replacement"),
         ("trace:\n  redaction:\n    patterns: ['(unclosed']\n", "pattern"),
         ("trace:\n  redaction:\n    patterns: ['a{99999999999999999999}']\n", "pattern"),
         ("trace:\n  redaction: [a, b]\n", "trace.redaction must be a mapping"),
@@ -941,10 +1059,27 @@ def test_redaction_config_values(tmp_path: Path, yaml_text: str, payload: dict, 
         ("- trace\n", "must be a mapping"),
         ("trace: [\n", "not valid YAML"),
     ],
-    ids=["patterns-int", "patterns-list-with-int", "patterns-mapping", "patterns-bool", "fields-nested-list",
-         "fields-int", "fields-null-item", "replacement-int", "replacement-list", "replacement-null",
-         "replacement-lone-surrogate", "bad-regex", "huge-repeat", "redaction-list", "redaction-string",
-         "trace-int", "trace-list", "top-level-list", "not-yaml"],
+    ids=[
+        "patterns-int",
+        "patterns-list-with-int",
+        "patterns-mapping",
+        "patterns-bool",
+        "fields-nested-list",
+        "fields-int",
+        "fields-null-item",
+        "replacement-int",
+        "replacement-list",
+        "replacement-null",
+        "replacement-lone-surrogate",
+        "bad-regex",
+        "huge-repeat",
+        "redaction-list",
+        "redaction-string",
+        "trace-int",
+        "trace-list",
+        "top-level-list",
+        "not-yaml",
+    ],
 )
 def test_bad_redaction_values_are_usage_errors_naming_the_key(tmp_path: Path, text: str, named: str) -> None:
     config = tmp_path / "ract.yaml"
@@ -965,8 +1100,14 @@ def test_non_utf8_ract_yaml_is_a_usage_error(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"patterns": 5}, {"patterns": [b"x"]}, {"fields": {"a": 1}}, {"fields": [1]}, {"replacement": None},
-     {"replacement": b"x"}],
+    [
+        {"patterns": 5},
+        {"patterns": [b"x"]},
+        {"fields": {"a": 1}},
+        {"fields": [1]},
+        {"replacement": None},
+        {"replacement": b"x"},
+    ],
     ids=["patterns-int", "patterns-bytes", "fields-dict", "fields-int", "replacement-none", "replacement-bytes"],
 )
 def test_redaction_profile_in_code_checks_types(kwargs: dict) -> None:
@@ -1010,7 +1151,7 @@ class ItemsMutate(dict):
 
 class ClassRaises:
     @property  # type: ignore[misc]
-    def __class__(self):  # noqa: PLE0202
+    def __class__(self):
         raise RuntimeError("__class__")
 
     def __repr__(self) -> str:
@@ -1045,7 +1186,7 @@ class ReprHostileStr:
 
 class NameRaises(type):
     @property
-    def __name__(cls):  # noqa: PLE0202
+    def __name__(cls):
         raise RuntimeError("name")
 
 
@@ -1108,8 +1249,15 @@ def test_hostile_container_report_names_the_key() -> None:
 
 
 def _hostile_wrap(value: object, how: int) -> object:
-    return [lambda v: v, lambda v: ItemsRaise(k=v), lambda v: IterRaises([v]), lambda v: TupleIterRaises((v,)),
-            lambda v: {KeyRaises(): v}, lambda v: ItemsMutate(k=v), lambda v: [v, ClassRaises()]][how](value)
+    return [
+        lambda v: v,
+        lambda v: ItemsRaise(k=v),
+        lambda v: IterRaises([v]),
+        lambda v: TupleIterRaises((v,)),
+        lambda v: {KeyRaises(): v},
+        lambda v: ItemsMutate(k=v),
+        lambda v: [v, ClassRaises()],
+    ][how](value)
 
 
 _hostile_nested = st.recursive(
@@ -1159,7 +1307,7 @@ def test_resume_onto_a_missing_final_newline(logs, ending: bytes, events: int) -
     w.close()
     after = path.read_bytes()
     assert after.startswith(data)  # the bytes before are unchanged
-    assert after[len(data):].startswith(b"\n" + encode_line(appended))  # the "\n" went with the event
+    assert after[len(data) :].startswith(b"\n" + encode_line(appended))  # the "\n" went with the event
     assert appended["prev_hash"] == logs.events(path.with_name(path.name))[events - 1]["hash"]
     report = _verify_json(path)
     assert report["exit_code"] == 0, _findings(report)
@@ -1179,8 +1327,11 @@ def test_resume_onto_a_missing_final_newline_and_close_without_appending(logs) -
 FIVE_EVENTS_LIST = [
     ("run.started", {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6"}, None),
     ("step.started", {"timeout_seconds": 600}, "5e7e9f00aa11bb22cc33dd44ee55ff66"),
-    ("predicate.evaluated", {"predicate_id": "p", "kind": "test", "required": True, "ok": True},
-     "5e7e9f00aa11bb22cc33dd44ee55ff66"),
+    (
+        "predicate.evaluated",
+        {"predicate_id": "p", "kind": "test", "required": True, "ok": True},
+        "5e7e9f00aa11bb22cc33dd44ee55ff66",
+    ),
     ("step.committed", {"outcome": "COMMITTED"}, "5e7e9f00aa11bb22cc33dd44ee55ff66"),
     ("run.completed", {"final_decision": "accept"}, None),
 ]
@@ -1223,9 +1374,17 @@ def test_raxol_atoms_keep_their_names_next_to_hostile_containers() -> None:
     class Evidence(enum.Enum):
         accepted = "accepted"
 
-    record = {"ok": Evidence.accepted, "bad": ItemsRaise(x=1), KeyRaises(): Evidence.accepted,
-              Evidence.accepted: [IterRaises(), Evidence.accepted]}
+    record = {
+        "ok": Evidence.accepted,
+        "bad": ItemsRaise(x=1),
+        KeyRaises(): Evidence.accepted,
+        Evidence.accepted: [IterRaises(), Evidence.accepted],
+    }
     clean = raxol.sanitize_payload(record)
-    assert clean == {"ok": "accepted", "bad": repr({"x": 1}), "<unrepresentable KeyRaises>": "accepted",
-                     "accepted": ["[]", "accepted"]}
+    assert clean == {
+        "ok": "accepted",
+        "bad": repr({"x": 1}),
+        "<unrepresentable KeyRaises>": "accepted",
+        "accepted": ["[]", "accepted"],
+    }
     assert raxol.encode_line(record) == canonical_bytes(clean) + b"\n"

@@ -11,13 +11,22 @@ import errno
 import importlib
 import re
 import sys
-from typing import Annotated, Callable
+from collections.abc import Callable
+from typing import Annotated
 
 import typer
 
 from ..errors import EXIT_CODE_MEANINGS, RactError
-from .render import (BROKEN_PIPE_EXIT, clean, flush_stdout, markup_safe, silence_stderr, silence_stdout,
-                     stderr_console, stdout_closed)
+from .render import (
+    BROKEN_PIPE_EXIT,
+    clean,
+    flush_stdout,
+    markup_safe,
+    silence_stderr,
+    silence_stdout,
+    stderr_console,
+    stdout_closed,
+)
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -61,8 +70,12 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    _version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
-                                           help="Print the version (ract X.Y.Z) and exit.")] = False,
+    _version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", is_eager=True, callback=_print_version, help="Print the version (ract X.Y.Z) and exit."
+        ),
+    ] = False,
 ) -> None:
     """ract: a toolkit for hash-chained JSONL run logs."""
 
@@ -117,7 +130,7 @@ def _shorten(value: str, *, quoted: bool) -> str:
     quote = value[0] if quoted else ""
     inner = value[1:-1] if quoted else value
     if len(inner) > _SHOWN_VALUE:
-        inner = inner[:_SHOWN_VALUE - 3] + "..."
+        inner = inner[: _SHOWN_VALUE - 3] + "..."
     return clean(f"{quote}{inner}{quote}")
 
 
@@ -135,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return BROKEN_PIPE_EXIT
-    if code == 0 and stdout_closed() and _STDOUT_ONLY.intersection(args[:args.index("--")] if "--" in args else args):
+    if code == 0 and stdout_closed() and _STDOUT_ONLY.intersection(args[: args.index("--")] if "--" in args else args):
         # started with `>&-`: click printed the help or the version into nothing
         stderr_console().print("ract: stdout is closed: nothing was printed", markup=False)
         return BROKEN_PIPE_EXIT

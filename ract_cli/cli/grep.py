@@ -6,7 +6,7 @@ import enum
 import os
 import sys
 from collections.abc import Iterable
-from typing import Annotated, NamedTuple, Optional
+from typing import Annotated, NamedTuple
 
 import typer
 from rich.cells import cell_len, get_character_cell_size
@@ -15,13 +15,31 @@ from rich.text import Text
 
 from ..errors import RactError, UsageError
 from ..findings import ERROR, Finding
-from ..grep import FileResult, GrepOptions, GrepSearch, Match, build_filter, format_ns, grep_paths, unknown_kind_patterns
+from ..grep import (
+    FileResult,
+    GrepOptions,
+    GrepSearch,
+    Match,
+    build_filter,
+    format_ns,
+    grep_paths,
+    unknown_kind_patterns,
+)
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (BROKEN_PIPE_EXIT, clean, dumps_json, explain_failure, silence_stdout, stderr_console,
-                     stdout_closed, stdout_console, stdout_is_terminal)
+from .render import (
+    BROKEN_PIPE_EXIT,
+    clean,
+    dumps_json,
+    explain_failure,
+    silence_stdout,
+    stderr_console,
+    stdout_closed,
+    stdout_console,
+    stdout_is_terminal,
+)
 
 SHOWN_FINDINGS_PER_FILE = 10
 TABLE_BATCH = 200
@@ -54,30 +72,73 @@ class _Stop(Exception):
 )
 def grep_command(
     paths: Paths,
-    kind: Annotated[Optional[list[str]], typer.Option("--kind", "-k", metavar="PATTERN",
-                    help="Event kind, exact or glob (process.*, *). Repeat to OR.")] = None,
-    run: Annotated[Optional[list[str]], typer.Option("--run", metavar="ID", help="run_id (32 hex). Repeat to OR.")] = None,
-    step: Annotated[Optional[list[str]], typer.Option("--step", metavar="ID", help="step_id (32 hex). Repeat to OR.")] = None,
-    since: Annotated[Optional[str], typer.Option("--since", metavar="WHEN",
-                     help="Inclusive lower bound: ISO-8601 (UTC unless a zone is given) or integer ns.")] = None,
-    until: Annotated[Optional[str], typer.Option("--until", metavar="WHEN",
-                     help="Inclusive upper bound; a bare date means the end of that day.")] = None,
-    synthesized: Annotated[Optional[bool], typer.Option("--synthesized/--no-synthesized",
-                           help="Only closes synthesized by repair / only events that are not.",
-                           show_default=False)] = None,
-    where: Annotated[Optional[list[str]], typer.Option("--where", "-w", metavar="EXPR",
-                     help="PATH=V, PATH!=V, <, <=, >, >=, PATH~REGEX, PATH!~REGEX, PATH? on dotted paths "
-                          "(payload.ok=false). V is JSON when it parses, else a string. Repeat to AND.")] = None,
-    format: Annotated[Optional[Format], typer.Option("--format", help="jsonl (default when piped: the lines byte "
-                      "for byte), table (default on a terminal) or json.", show_default=False)] = None,
-    with_filename: Annotated[bool, typer.Option("-H", "--with-filename", help="Prefix lines with path:line: "
-                             "(and counts with path:).")] = False,
-    count: Annotated[bool, typer.Option("-c", "--count", help="Print the number of matching events "
-                     "(path:count per file when several files).")] = False,
-    files_with_matches: Annotated[bool, typer.Option("-l", "--files-with-matches",
-                                  help="Print only the paths of files with a match.")] = False,
-    no_verify: Annotated[bool, typer.Option("--no-verify", help="Skip hashing for speed: lines are prefiltered on "
-                         "raw bytes and nothing is verified (said on stderr).")] = False,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", "-k", metavar="PATTERN", help="Event kind, exact or glob (process.*, *). Repeat to OR."),
+    ] = None,
+    run: Annotated[
+        list[str] | None, typer.Option("--run", metavar="ID", help="run_id (32 hex). Repeat to OR.")
+    ] = None,
+    step: Annotated[
+        list[str] | None, typer.Option("--step", metavar="ID", help="step_id (32 hex). Repeat to OR.")
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Inclusive lower bound: ISO-8601 (UTC unless a zone is given) or integer ns.",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="WHEN", help="Inclusive upper bound; a bare date means the end of that day."),
+    ] = None,
+    synthesized: Annotated[
+        bool | None,
+        typer.Option(
+            "--synthesized/--no-synthesized",
+            help="Only closes synthesized by repair / only events that are not.",
+            show_default=False,
+        ),
+    ] = None,
+    where: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--where",
+            "-w",
+            metavar="EXPR",
+            help="PATH=V, PATH!=V, <, <=, >, >=, PATH~REGEX, PATH!~REGEX, PATH? on dotted paths "
+            "(payload.ok=false). V is JSON when it parses, else a string. Repeat to AND.",
+        ),
+    ] = None,
+    format: Annotated[
+        Format | None,
+        typer.Option(
+            "--format",
+            help="jsonl (default when piped: the lines byte for byte), table (default on a terminal) or json.",
+            show_default=False,
+        ),
+    ] = None,
+    with_filename: Annotated[
+        bool, typer.Option("-H", "--with-filename", help="Prefix lines with path:line: (and counts with path:).")
+    ] = False,
+    count: Annotated[
+        bool,
+        typer.Option(
+            "-c", "--count", help="Print the number of matching events (path:count per file when several files)."
+        ),
+    ] = False,
+    files_with_matches: Annotated[
+        bool, typer.Option("-l", "--files-with-matches", help="Print only the paths of files with a match.")
+    ] = False,
+    no_verify: Annotated[
+        bool,
+        typer.Option(
+            "--no-verify",
+            help="Skip hashing for speed: lines are prefiltered on raw bytes and nothing is verified (said on stderr).",
+        ),
+    ] = False,
     quiet: Quiet = False,
     jobs: GrepJobs = 1,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
@@ -99,25 +160,50 @@ def grep_command(
             raise UsageError("-c/--count and -l/--files-with-matches cannot be combined")
         if (count or files_with_matches) and format in (Format.table, Format.json):
             raise UsageError(f"-c/-l print plain lines; they cannot be combined with --format {format.value}")
-        flt = build_filter(kinds=kind or (), runs=run or (), steps=step or (), since=since, until=until,
-                           synthesized=synthesized, where=where or (), any_root=dialect is Dialect.raxol)
-        search = grep_paths(paths, flt, GrepOptions(verify=not no_verify, schema_version=schema_version,
-                                                    max_line_bytes=max_line_bytes, dialect=dialect.value,
-                                                    jobs=jobs))
+        flt = build_filter(
+            kinds=kind or (),
+            runs=run or (),
+            steps=step or (),
+            since=since,
+            until=until,
+            synthesized=synthesized,
+            where=where or (),
+            any_root=dialect is Dialect.raxol,
+        )
+        search = grep_paths(
+            paths,
+            flt,
+            GrepOptions(
+                verify=not no_verify,
+                schema_version=schema_version,
+                max_line_bytes=max_line_bytes,
+                dialect=dialect.value,
+                jobs=jobs,
+            ),
+        )
     except RactError as exc:
         raise typer.Exit(explain_failure("grep", exc, quiet=quiet)) from None
 
     for pattern in unknown_kind_patterns(kind or (), schema_version) if dialect is not Dialect.raxol else ():
-        err.print(f"ract trace grep: warning: --kind {clean(pattern)!r} matches no RACT event kind "
-                  f"(schema version {schema_version})", markup=False)
+        err.print(
+            f"ract trace grep: warning: --kind {clean(pattern)!r} matches no RACT event kind "
+            f"(schema version {schema_version})",
+            markup=False,
+        )
     if no_verify:
-        err.print("ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
-                  "verdict on their logs", markup=False)
+        err.print(
+            "ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
+            "verdict on their logs",
+            markup=False,
+        )
 
     if not quiet and stdout_closed():  # started with `>&-`: nowhere to print the matches
         search.close()
-        err.print("ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
-                  f"without printing); exit {BROKEN_PIPE_EXIT}", markup=False)
+        err.print(
+            "ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
+            f"without printing); exit {BROKEN_PIPE_EXIT}",
+            markup=False,
+        )
         raise typer.Exit(BROKEN_PIPE_EXIT)
     terminal = False if quiet else stdout_is_terminal()  # -q never touches stdout
     _OUT.parts.clear()
@@ -156,7 +242,8 @@ def grep_command(
 
 # --- stderr -------------------------------------------------------------------
 
-def _report(err, result: FileResult) -> None:  # noqa: ANN001 (rich Console)
+
+def _report(err, result: FileResult) -> None:
     """Say on stderr what went wrong in one file (errors, the stop, a repaired log)."""
     if not result.is_file:
         for f in result.findings:
@@ -166,19 +253,26 @@ def _report(err, result: FileResult) -> None:  # noqa: ANN001 (rich Console)
     for f in errors[:SHOWN_FINDINGS_PER_FILE]:
         err.print(_finding_line(f), markup=False)
     if len(errors) > SHOWN_FINDINGS_PER_FILE:
-        err.print(f"{clean(result.path)}: {len(errors) - SHOWN_FINDINGS_PER_FILE} more error(s) not shown",
-                  markup=False)
+        err.print(
+            f"{clean(result.path)}: {len(errors) - SHOWN_FINDINGS_PER_FILE} more error(s) not shown", markup=False
+        )
     if result.suppressed:
         # past the reader's cap, findings are only counted: their severity is not known here
-        err.print(f"{clean(result.path)}: {result.suppressed} further finding(s), errors or warnings, past the "
-                  f"first {len(result.findings)} not kept (the exit code counts them)", markup=False)
+        err.print(
+            f"{clean(result.path)}: {result.suppressed} further finding(s), errors or warnings, past the "
+            f"first {len(result.findings)} not kept (the exit code counts them)",
+            markup=False,
+        )
     for f in result.findings:
         if f.code == "REPAIRED":
             err.print(_finding_line(f), markup=False)
     if result.stopped_at is not None:
         first_hidden = result.stopped_at
-        err.print(f"{clean(result.path)}:{result.stopped_at}: chain not verified from here: grep stopped this file; "
-                  f"nothing at or after line {first_hidden} was printed", markup=False)
+        err.print(
+            f"{clean(result.path)}:{result.stopped_at}: chain not verified from here: grep stopped this file; "
+            f"nothing at or after line {first_hidden} was printed",
+            markup=False,
+        )
 
 
 def _finding_line(f: Finding) -> str:
@@ -187,6 +281,7 @@ def _finding_line(f: Finding) -> str:
 
 
 # --- stdout -------------------------------------------------------------------
+
 
 class _Out:
     """stdout as bytes, written in chunks of up to 64 KiB (stdout may be unbuffered: one syscall per
@@ -292,9 +387,14 @@ class _JsonSink(_Sink):
 
     def finish(self, search: GrepSearch) -> None:
         files = dumps_json([f.to_dict() for f in self.files]).encode()
-        tail = dumps_json({"total_matches": search.total_matches, "verified": search.options.verify,
-                           "exit_code": int(search.exit_code)}).encode()
-        _write_bytes(b"\n],\n\"files\":" + files + b",\n" + tail[1:] + b"\n")
+        tail = dumps_json(
+            {
+                "total_matches": search.total_matches,
+                "verified": search.options.verify,
+                "exit_code": int(search.exit_code),
+            }
+        ).encode()
+        _write_bytes(b'\n],\n"files":' + files + b",\n" + tail[1:] + b"\n")
         _flush()
 
 
@@ -383,7 +483,7 @@ def _payload_summary(payload: object) -> str:
     # dumps_json: a payload nested deeper than orjson writes (the reader accepts it) must not crash the table
     text = clean(dumps_json(payload))
     if len(text) > PAYLOAD_WIDTH:
-        text = text[:PAYLOAD_WIDTH - 3] + "..."
+        text = text[: PAYLOAD_WIDTH - 3] + "..."
     return text
 
 
@@ -396,6 +496,7 @@ def _table_layout(rows: list[_Row], width: int | None, full_path: bool = False) 
     whole length) and the payload gets the rest. When even PAYLOAD_MIN cells of payload do not fit, each
     match takes two lines in two columns.
     """
+
     def widest(texts: Iterable[str], header: str) -> int:
         return max([cell_len(header), *(cell_len(t) for t in texts)])
 
@@ -444,10 +545,16 @@ class _TableSink(_Sink):
         event = m.event
         step = event.get("step_id")
         kind = event.get("kind", event.get("type"))  # a Raxol journal record's kind is its type (SPEC §8)
-        self.rows.append(_Row(clean(m.path), m.line, format_ns(event.get("timestamp_ns")),
-                              "-" if kind is None else clean(kind),
-                              clean(step[:8]) if isinstance(step, str) else "-",
-                              _payload_summary(event.get("payload"))))
+        self.rows.append(
+            _Row(
+                clean(m.path),
+                m.line,
+                format_ns(event.get("timestamp_ns")),
+                "-" if kind is None else clean(kind),
+                clean(step[:8]) if isinstance(step, str) else "-",
+                _payload_summary(event.get("payload")),
+            )
+        )
         if len(self.rows) >= TABLE_BATCH:
             self._print()
 
@@ -473,8 +580,9 @@ class _TableSink(_Sink):
                     table.add_row("", "")  # a blank line between matches
                 payload = Text(row.payload)
                 payload.truncate(layout.payload, overflow="ellipsis")
-                table.add_row(Text(f"{_location(row, shorten)}\n{row.time}"),
-                              Text.assemble(f"{row.kind}  {row.step}\n", payload))
+                table.add_row(
+                    Text(f"{_location(row, shorten)}\n{row.time}"), Text.assemble(f"{row.kind}  {row.step}\n", payload)
+                )
         else:
             table.add_column("path:line", width=layout.where, overflow="fold")
             table.add_column("time (UTC)", width=layout.time, overflow="fold")
@@ -482,8 +590,9 @@ class _TableSink(_Sink):
             table.add_column("step", width=layout.step, overflow="fold")
             table.add_column("payload", width=layout.payload, overflow="ellipsis", no_wrap=True)
             for row in self.rows:
-                table.add_row(Text(_location(row, shorten)), Text(row.time), Text(row.kind), Text(row.step),
-                              Text(row.payload))
+                table.add_row(
+                    Text(_location(row, shorten)), Text(row.time), Text(row.kind), Text(row.step), Text(row.payload)
+                )
         self.console.print(table)
         self.rows.clear()
         self.header = False
@@ -492,5 +601,9 @@ class _TableSink(_Sink):
         if self.rows:
             self._print()
         noun = "match" if search.total_matches == 1 else "matches"
-        self.console.print(Text(f"{search.total_matches} {noun} in {search.files_with_matches} of "
-                                f"{len(search.files)} file(s)", style="dim"))
+        self.console.print(
+            Text(
+                f"{search.total_matches} {noun} in {search.files_with_matches} of {len(search.files)} file(s)",
+                style="dim",
+            )
+        )

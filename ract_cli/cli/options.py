@@ -10,15 +10,25 @@ import typer
 from ..kinds import LATEST_SCHEMA_VERSION
 from ..reader import DEFAULT_MAX_LINE_BYTES
 
-Paths = Annotated[list[str], typer.Argument(metavar="PATH...", help="Log files, or directories searched for events.jsonl.",
-                                           show_default=False)]
+Paths = Annotated[
+    list[str],
+    typer.Argument(metavar="PATH...", help="Log files, or directories searched for events.jsonl.", show_default=False),
+]
 SchemaVersion = Annotated[
-    int, typer.Option("--schema-version", min=1, max=LATEST_SCHEMA_VERSION, metavar="N",
-                      help="Vocabulary version to check against (1-9).")
+    int,
+    typer.Option(
+        "--schema-version",
+        min=1,
+        max=LATEST_SCHEMA_VERSION,
+        metavar="N",
+        help="Vocabulary version to check against (1-9).",
+    ),
 ]
 MaxLineBytes = Annotated[
-    int, typer.Option("--max-line-bytes", min=1, metavar="N",
-                      help="A longer line is a LINE_TOO_LONG finding instead of being read.")
+    int,
+    typer.Option(
+        "--max-line-bytes", min=1, metavar="N", help="A longer line is a LINE_TOO_LONG finding instead of being read."
+    ),
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
 
@@ -31,10 +41,14 @@ def _jobs(help_text: str) -> object:
     return Annotated[int, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, metavar="N", help=help_text)]
 
 
-Jobs = _jobs("Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
-             "ranges. The verdict does not depend on N.")
-GrepJobs = _jobs("Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
-                 "main process, streaming). Output and exit code do not depend on N.")
+Jobs = _jobs(
+    "Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
+    "ranges. The verdict does not depend on N."
+)
+GrepJobs = _jobs(
+    "Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
+    "main process, streaming). Output and exit code do not depend on N."
+)
 
 
 class Dialect(str, enum.Enum):
@@ -47,9 +61,12 @@ class Dialect(str, enum.Enum):
 
 DialectOption = Annotated[
     Dialect,
-    typer.Option("--dialect", case_sensitive=False,
-                 help="ract (run logs), raxol (agent journals: records with type, no kind) or auto (detect per "
-                      "file). With raxol, directories are searched for *.jsonl too."),
+    typer.Option(
+        "--dialect",
+        case_sensitive=False,
+        help="ract (run logs), raxol (agent journals: records with type, no kind) or auto (detect per "
+        "file). With raxol, directories are searched for *.jsonl too.",
+    ),
 ]
 
 DEFAULTS = {"schema_version": LATEST_SCHEMA_VERSION, "max_line_bytes": DEFAULT_MAX_LINE_BYTES}

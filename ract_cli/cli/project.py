@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console, Group
@@ -23,8 +23,17 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from .app import trace_app
 from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
-from .render import (clean, dumps_json, explain_failure, flush_stdout, silence_stdout, stderr_console, stdout_closed,
-                     stdout_console, stdout_is_terminal)
+from .render import (
+    clean,
+    dumps_json,
+    explain_failure,
+    flush_stdout,
+    silence_stdout,
+    stderr_console,
+    stdout_closed,
+    stdout_console,
+    stdout_is_terminal,
+)
 
 
 class Format(str, enum.Enum):
@@ -36,16 +45,25 @@ class Format(str, enum.Enum):
 @trace_app.command(
     "project",
     epilog="Examples: ract trace project evals/runs/<run_id>/events.jsonl ; "
-           "ract trace project evals/runs/ --format markdown >> \"$GITHUB_STEP_SUMMARY\"",
+    'ract trace project evals/runs/ --format markdown >> "$GITHUB_STEP_SUMMARY"',
 )
 def project_command(
     paths: Paths,
-    format: Annotated[Optional[Format], typer.Option(
-        "--format", help="text (rich), json or markdown. Default: text on a terminal, json when piped.")] = None,
+    format: Annotated[
+        Format | None,
+        typer.Option("--format", help="text (rich), json or markdown. Default: text on a terminal, json when piped."),
+    ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     require_closed: Annotated[bool, typer.Option("--require-closed", help="An open run is exit 4.")] = False,
-    max_items: Annotated[int, typer.Option("--max-items", min=1, metavar="N",
-                         help="Keep at most N entries per itemized list (flags, reaps, findings...).")] = DEFAULT_MAX_ITEMS,
+    max_items: Annotated[
+        int,
+        typer.Option(
+            "--max-items",
+            min=1,
+            metavar="N",
+            help="Keep at most N entries per itemized list (flags, reaps, findings...).",
+        ),
+    ] = DEFAULT_MAX_ITEMS,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
     quiet: Quiet = False,
@@ -60,8 +78,13 @@ def project_command(
     """
     # -q never touches stdout (it may be closed: `>&-`)
     fmt = format if format is not None else (Format.text if not quiet and stdout_is_terminal() else Format.json)
-    options = ProjectOptions(schema_version=schema_version, require_closed=require_closed,
-                             max_line_bytes=max_line_bytes, max_items=max_items, dialect=dialect.value)
+    options = ProjectOptions(
+        schema_version=schema_version,
+        require_closed=require_closed,
+        max_line_bytes=max_line_bytes,
+        max_items=max_items,
+        dialect=dialect.value,
+    )
     try:
         result = project_paths(paths, options)
     except RactError as exc:
@@ -112,11 +135,23 @@ def _verdicts(result: ProjectResult) -> None:
         if not run["trusted"]:
             # the failure is on that line or the next (which leaves that event unconfirmed)
             start = run["untrusted_from_line"]
-            first = next((f for f in run["findings"] if f["severity"] == "error" and f["line"] is not None
-                          and start is not None and f["line"] in (start, start + 1)), None)
+            first = next(
+                (
+                    f
+                    for f in run["findings"]
+                    if f["severity"] == "error"
+                    and f["line"] is not None
+                    and start is not None
+                    and f["line"] in (start, start + 1)
+                ),
+                None,
+            )
             why = f" ({first['code']} at line {first['line']}: {first['message']})" if first else ""
-            covers = ("its evidence verdict is not to be believed" if _is_journal(run)
-                      else "the report covers the lines before it")
+            covers = (
+                "its evidence verdict is not to be believed"
+                if _is_journal(run)
+                else "the report covers the lines before it"
+            )
             text = f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
         else:
             first = next((f for f in run["findings"] if f["severity"] == "error"), None)
@@ -126,12 +161,14 @@ def _verdicts(result: ProjectResult) -> None:
 
 # --- JSON -----------------------------------------------------------------
 
+
 def to_json(result: ProjectResult) -> str:
     """Stable JSON: sorted keys, two-space indent, one trailing newline."""
     return dumps_json(result.to_dict(), indent=True, sort_keys=True) + "\n"
 
 
 # --- human formatting shared by text and Markdown -------------------------
+
 
 def fmt_duration(ns: int | None) -> str:
     if ns is None:
@@ -193,6 +230,7 @@ def _tools_text(run: dict) -> str:
 
 # --- terminal text (rich) -------------------------------------------------
 
+
 def _t(value: object, style: str | None = None) -> Text:
     """A table cell from any value: cleaned, never interpreted as markup."""
     return Text("-" if value is None else clean(value), style=style or "")
@@ -224,73 +262,145 @@ def detail_renderable(run: dict) -> Group:
     parts: list = []
     if not run["trusted"]:
         u = run["untrusted"]
-        parts.append(Text(
-            f"UNTRUSTED from line {run['untrusted_from_line']}: the log fails verification there; "
-            f"everything below covers lines 1-{run['untrusted_from_line'] - 1} only "
-            f"({u['events']} unverified event(s) not counted).", style="bold red"))
+        parts.append(
+            Text(
+                f"UNTRUSTED from line {run['untrusted_from_line']}: the log fails verification there; "
+                f"everything below covers lines 1-{run['untrusted_from_line'] - 1} only "
+                f"({u['events']} unverified event(s) not counted).",
+                style="bold red",
+            )
+        )
     chain, timing = run["chain"], run["timing"]
-    parts.append(_kv_table(f"ract run report: {clean(run['path'])}", [
-        ("run", run["run_id"]),
-        ("status", _t(run["status"], _STATUS_STYLE.get(run["status"]))),
-        ("outcome", _outcome_text(run)),
-        ("start", timing["start"]),
-        ("end", timing["end"]),
-        ("duration", fmt_duration(timing["duration_ns"])),
-        ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
-        ("trusted", _t("yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}",
-                       None if run["trusted"] else "bold red")),
-        ("events", f"{chain['verified_events']} verified of {chain['events']}"),
-        ("chain head", chain["head"]),
-        ("verified head", chain["verified_head"]),
-        ("verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"),
-    ]))
+    parts.append(
+        _kv_table(
+            f"ract run report: {clean(run['path'])}",
+            [
+                ("run", run["run_id"]),
+                ("status", _t(run["status"], _STATUS_STYLE.get(run["status"]))),
+                ("outcome", _outcome_text(run)),
+                ("start", timing["start"]),
+                ("end", timing["end"]),
+                ("duration", fmt_duration(timing["duration_ns"])),
+                ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
+                (
+                    "trusted",
+                    _t(
+                        "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}",
+                        None if run["trusted"] else "bold red",
+                    ),
+                ),
+                ("events", f"{chain['verified_events']} verified of {chain['events']}"),
+                ("chain head", chain["head"]),
+                ("verified head", chain["verified_head"]),
+                ("verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"),
+            ],
+        )
+    )
     s = run["steps"]
     d = s["duration"] or {}
-    parts.append(_kv_table("steps", [
-        ("committed / rolled back / open", f"{s['committed']} / {s['rolled_back']} / {s['open']}"),
-        ("by outcome", _counts_text(s["by_outcome"])),
-        ("duration p50/p90/p99/max ms",
-         " / ".join(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) if d else "-"),
-    ]))
+    parts.append(
+        _kv_table(
+            "steps",
+            [
+                ("committed / rolled back / open", f"{s['committed']} / {s['rolled_back']} / {s['open']}"),
+                ("by outcome", _counts_text(s["by_outcome"])),
+                (
+                    "duration p50/p90/p99/max ms",
+                    " / ".join(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) if d else "-",
+                ),
+            ],
+        )
+    )
     tools = run["tools"]["by_tool"]
     if tools:
         rows = []
         for name, row in tools.items():
             lat = row["latency"] or {}
             latency = "/".join(f"{lat[k]:.1f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) if lat else "-"
-            rows.append([name, row["called"], row["ok"], row["failed"], row["unknown"], _refused_text(row),
-                         row["bypassed"], row["open"], latency])
-        parts.append(_grid("tool calls", ["tool", "calls", "ok", "fail", "unkn", "refused", "bypass", "open",
-                                          "latency ms p50/p90/p99/max"], rows))
+            rows.append(
+                [
+                    name,
+                    row["called"],
+                    row["ok"],
+                    row["failed"],
+                    row["unknown"],
+                    _refused_text(row),
+                    row["bypassed"],
+                    row["open"],
+                    latency,
+                ]
+            )
+        parts.append(
+            _grid(
+                "tool calls",
+                ["tool", "calls", "ok", "fail", "unkn", "refused", "bypass", "open", "latency ms p50/p90/p99/max"],
+                rows,
+            )
+        )
     prov = run["providers"]
     if prov["by_provider"] or prov["rejected"] or prov["validated"]:
-        rows = [[name, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
-                for name, p in prov["by_provider"].items()]
-        parts.append(_grid(f"provider I/O (validated {prov['validated']}, rejected {prov['rejected']}, "
-                           f"halting {prov['rejected_halting']})",
-                           ["provider", "prompts", "responses", "timed out", "open", "prompt chars"], rows))
+        rows = [
+            [name, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
+            for name, p in prov["by_provider"].items()
+        ]
+        parts.append(
+            _grid(
+                f"provider I/O (validated {prov['validated']}, rejected {prov['rejected']}, "
+                f"halting {prov['rejected_halting']})",
+                ["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
+                rows,
+            )
+        )
     preds = run["predicates"]
     if preds["latest"]:
-        rows = [[pid, p["kind"], p["required"], _t(p["ok"], "green" if p["ok"] else "red"), p["reason"], p["line"],
-                 p["evaluations"]] for pid, p in preds["latest"].items()]
-        parts.append(_grid("predicates (latest verdict)", ["predicate", "kind", "required", "ok", "reason", "line",
-                                                           "evaluations"], rows))
+        rows = [
+            [
+                pid,
+                p["kind"],
+                p["required"],
+                _t(p["ok"], "green" if p["ok"] else "red"),
+                p["reason"],
+                p["line"],
+                p["evaluations"],
+            ]
+            for pid, p in preds["latest"].items()
+        ]
+        parts.append(
+            _grid(
+                "predicates (latest verdict)",
+                ["predicate", "kind", "required", "ok", "reason", "line", "evaluations"],
+                rows,
+            )
+        )
     hs, sb, reaps = run["handshakes"], run["sandbox"], run["process_reaps"]
-    parts.append(_kv_table("signals", [
-        ("handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])),
-        ("sandbox", f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
+    parts.append(
+        _kv_table(
+            "signals",
+            [
+                ("handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])),
+                (
+                    "sandbox",
+                    f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
                     f"never_passthrough_denied {sb['never_passthrough_denied']['total']}, "
-                    f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}"),
-        ("process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])),
-        ("assumptions", f"proposed {run['assumptions']['proposed']}, violated {run['assumptions']['violated']['count']}"),
-        ("budgets exceeded", run["budgets"]["exceeded"]["count"]),
-        ("*_error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])),
-        ("synthesized closes", run["synthesized_closes"]["count"]),
-    ]))
+                    f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}",
+                ),
+                ("process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])),
+                (
+                    "assumptions",
+                    f"proposed {run['assumptions']['proposed']}, violated {run['assumptions']['violated']['count']}",
+                ),
+                ("budgets exceeded", run["budgets"]["exceeded"]["count"]),
+                ("*_error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])),
+                ("synthesized closes", run["synthesized_closes"]["count"]),
+            ],
+        )
+    )
     flags = run["audit_flags"]
     if flags["count"]:
-        rows = [[f["line"], _t(f["code"], "bold red" if f["source"] == "verify" else "yellow"), f["kind"],
-                 f["message"]] for f in flags["items"]]
+        rows = [
+            [f["line"], _t(f["code"], "bold red" if f["source"] == "verify" else "yellow"), f["kind"], f["message"]]
+            for f in flags["items"]
+        ]
         title = f"audit flags ({flags['count']}" + (f", {flags['omitted']} not shown)" if flags["omitted"] else ")")
         parts.append(_grid(title, ["line", "code", "kind", "message"], rows))
     else:
@@ -298,15 +408,35 @@ def detail_renderable(run: dict) -> Group:
     return Group(*parts)
 
 
-_FLEET_COLUMNS = ["run", "path", "status", "trusted", "exit", "events", "start", "duration",
-                  "steps c/rb/open", "tool calls", "flags"]
+_FLEET_COLUMNS = [
+    "run",
+    "path",
+    "status",
+    "trusted",
+    "exit",
+    "events",
+    "start",
+    "duration",
+    "steps c/rb/open",
+    "tool calls",
+    "flags",
+]
 
 
 def _fleet_row(run: dict) -> list[object]:
-    return [(run["run_id"] or "-")[:12], run["path"], run["status"],
-            "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})", run["exit_code"],
-            run["chain"]["events"], run["timing"]["start"], fmt_duration(run["timing"]["duration_ns"]),
-            _steps_text(run), _tools_text(run), run["audit_flags"]["count"]]
+    return [
+        (run["run_id"] or "-")[:12],
+        run["path"],
+        run["status"],
+        "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})",
+        run["exit_code"],
+        run["chain"]["events"],
+        run["timing"]["start"],
+        fmt_duration(run["timing"]["duration_ns"]),
+        _steps_text(run),
+        _tools_text(run),
+        run["audit_flags"]["count"],
+    ]
 
 
 def _is_journal(run: dict) -> bool:
@@ -321,8 +451,10 @@ def fleet_renderable(result: ProjectResult) -> Group:
     rows = [_row_of(r) for r in result.runs]
     totals = result.totals()
     table = _grid(f"ract run summary: {totals['runs']} run(s)", _FLEET_COLUMNS, rows)
-    foot = Text(f"by status: {_counts_text(totals['by_status'])}; untrusted: {totals['untrusted']}; "
-                f"flagged: {totals['flagged']}; exit code {int(result.exit_code)}")
+    foot = Text(
+        f"by status: {_counts_text(totals['by_status'])}; untrusted: {totals['untrusted']}; "
+        f"flagged: {totals['flagged']}; exit code {int(result.exit_code)}"
+    )
     parts: list = [table, foot]
     for f in result.findings:
         parts.append(Text(f"{clean(f.path)}: {clean(f.message)}", style="red"))
@@ -352,74 +484,135 @@ def _md_table(columns: list[str], rows: list[list[object]]) -> list[str]:
 def _md_run(run: dict, level: str = "##") -> list[str]:
     out: list[str] = [f"{level} Run {md(run['run_id'])}: {md(run['status'])}", ""]
     if not run["trusted"]:
-        out += [f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the log fails verification there; "
-                f"this report covers lines 1-{run['untrusted_from_line'] - 1} only "
-                f"({run['untrusted']['events']} unverified event(s) not counted).", ""]
+        out += [
+            f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the log fails verification there; "
+            f"this report covers lines 1-{run['untrusted_from_line'] - 1} only "
+            f"({run['untrusted']['events']} unverified event(s) not counted).",
+            "",
+        ]
     chain, timing = run["chain"], run["timing"]
-    out += _md_table(["field", "value"], [
-        ["path", run["path"]],
-        ["status", run["status"]],
-        ["outcome", _outcome_text(run)],
-        ["start", timing["start"]],
-        ["end", timing["end"]],
-        ["duration", fmt_duration(timing["duration_ns"])],
-        ["exit code", f"{run['exit_code']} ({run['exit_name']})"],
-        ["trusted", run["trusted"]],
-        ["events", f"{chain['verified_events']} verified of {chain['events']}"],
-        ["chain head", chain["head"]],
-        ["verified head", chain["verified_head"]],
-        ["verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"],
-    ])
+    out += _md_table(
+        ["field", "value"],
+        [
+            ["path", run["path"]],
+            ["status", run["status"]],
+            ["outcome", _outcome_text(run)],
+            ["start", timing["start"]],
+            ["end", timing["end"]],
+            ["duration", fmt_duration(timing["duration_ns"])],
+            ["exit code", f"{run['exit_code']} ({run['exit_name']})"],
+            ["trusted", run["trusted"]],
+            ["events", f"{chain['verified_events']} verified of {chain['events']}"],
+            ["chain head", chain["head"]],
+            ["verified head", chain["verified_head"]],
+            ["verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"],
+        ],
+    )
     s = run["steps"]
     d = s["duration"] or {}
     out += [f"{level}# Steps", ""]
-    out += _md_table(["committed", "rolled back", "open", "by outcome", "p50 ms", "p90 ms", "p99 ms", "max ms"], [[
-        s["committed"], s["rolled_back"], s["open"], _counts_text(s["by_outcome"]),
-        *(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))]])
+    out += _md_table(
+        ["committed", "rolled back", "open", "by outcome", "p50 ms", "p90 ms", "p99 ms", "max ms"],
+        [
+            [
+                s["committed"],
+                s["rolled_back"],
+                s["open"],
+                _counts_text(s["by_outcome"]),
+                *(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")),
+            ]
+        ],
+    )
     tools = run["tools"]["by_tool"]
     if tools:
         out += [f"{level}# Tool calls", ""]
         rows = []
         for name, row in tools.items():
             lat = row["latency"] or {}
-            rows.append([name, row["called"], row["ok"], row["failed"], row["unknown"], _refused_text(row),
-                         row["bypassed"], row["open"],
-                         *(fmt_ms(lat.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms"))])
-        out += _md_table(["tool", "called", "ok", "failed", "unknown", "refused", "bypassed", "open",
-                          "p50 ms", "p90 ms", "p99 ms", "max ms"], rows)
+            rows.append(
+                [
+                    name,
+                    row["called"],
+                    row["ok"],
+                    row["failed"],
+                    row["unknown"],
+                    _refused_text(row),
+                    row["bypassed"],
+                    row["open"],
+                    *(fmt_ms(lat.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")),
+                ]
+            )
+        out += _md_table(
+            [
+                "tool",
+                "called",
+                "ok",
+                "failed",
+                "unknown",
+                "refused",
+                "bypassed",
+                "open",
+                "p50 ms",
+                "p90 ms",
+                "p99 ms",
+                "max ms",
+            ],
+            rows,
+        )
     prov = run["providers"]
     if prov["by_provider"] or prov["rejected"] or prov["validated"]:
-        out += [f"{level}# Provider I/O", "",
-                f"validated {prov['validated']}, rejected {prov['rejected']} "
-                f"({prov['rejected_halting']} halting)", ""]
-        out += _md_table(["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
-                         [[n, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
-                          for n, p in prov["by_provider"].items()])
+        out += [
+            f"{level}# Provider I/O",
+            "",
+            f"validated {prov['validated']}, rejected {prov['rejected']} ({prov['rejected_halting']} halting)",
+            "",
+        ]
+        out += _md_table(
+            ["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
+            [
+                [n, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
+                for n, p in prov["by_provider"].items()
+            ],
+        )
     preds = run["predicates"]
     if preds["latest"]:
         out += [f"{level}# Predicates (latest verdict)", ""]
-        out += _md_table(["predicate", "kind", "required", "ok", "reason", "line", "evaluations"],
-                         [[pid, p["kind"], p["required"], p["ok"], p["reason"], p["line"], p["evaluations"]]
-                          for pid, p in preds["latest"].items()])
+        out += _md_table(
+            ["predicate", "kind", "required", "ok", "reason", "line", "evaluations"],
+            [
+                [pid, p["kind"], p["required"], p["ok"], p["reason"], p["line"], p["evaluations"]]
+                for pid, p in preds["latest"].items()
+            ],
+        )
     hs, sb, reaps = run["handshakes"], run["sandbox"], run["process_reaps"]
     out += [f"{level}# Signals", ""]
-    out += _md_table(["signal", "value"], [
-        ["handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])],
-        ["sandbox", f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
-                    f"never_passthrough_denied {sb['never_passthrough_denied']['total']}, "
-                    f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}"],
-        ["process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])],
-        ["assumptions", f"proposed {run['assumptions']['proposed']}, "
-                        f"violated {run['assumptions']['violated']['count']}"],
-        ["budgets exceeded", run["budgets"]["exceeded"]["count"]],
-        ["error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])],
-        ["synthesized closes", run["synthesized_closes"]["count"]],
-    ])
+    out += _md_table(
+        ["signal", "value"],
+        [
+            ["handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])],
+            [
+                "sandbox",
+                f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
+                f"never_passthrough_denied {sb['never_passthrough_denied']['total']}, "
+                f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}",
+            ],
+            ["process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])],
+            [
+                "assumptions",
+                f"proposed {run['assumptions']['proposed']}, violated {run['assumptions']['violated']['count']}",
+            ],
+            ["budgets exceeded", run["budgets"]["exceeded"]["count"]],
+            ["error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])],
+            ["synthesized closes", run["synthesized_closes"]["count"]],
+        ],
+    )
     flags = run["audit_flags"]
     out += [f"{level}# Audit flags ({flags['count']})", ""]
     if flags["count"]:
-        out += _md_table(["line", "code", "kind", "message"],
-                         [[f["line"], f["code"], f["kind"], f["message"]] for f in flags["items"]])
+        out += _md_table(
+            ["line", "code", "kind", "message"],
+            [[f["line"], f["code"], f["kind"], f["message"]] for f in flags["items"]],
+        )
         if flags["omitted"]:
             out += [f"{flags['omitted']} more not shown (--max-items).", ""]
     else:
@@ -434,9 +627,13 @@ def to_markdown(result: ProjectResult) -> str:
         body = journal_markdown(run, md, _md_table) if _is_journal(run) else _md_run(run)
         return "\n".join(["# ract run report", ""] + body).rstrip("\n") + "\n"
     totals = result.totals()
-    out = ["# ract run summary", "",
-           f"{totals['runs']} run(s); by status: {md(_counts_text(totals['by_status']))}; "
-           f"untrusted: {totals['untrusted']}; flagged: {totals['flagged']}; exit code {int(result.exit_code)}", ""]
+    out = [
+        "# ract run summary",
+        "",
+        f"{totals['runs']} run(s); by status: {md(_counts_text(totals['by_status']))}; "
+        f"untrusted: {totals['untrusted']}; flagged: {totals['flagged']}; exit code {int(result.exit_code)}",
+        "",
+    ]
     out += _md_table(_FLEET_COLUMNS, [_row_of(r) for r in result.runs])
     for f in result.findings:
         out += [f"- {md(f.path)}: {md(f.message)}"]

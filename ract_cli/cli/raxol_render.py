@@ -93,13 +93,16 @@ def _counts(table: dict) -> str:
 
 # --- project ----------------------------------------------------------------
 
+
 def evidence_text(run: dict) -> str:
     """``accepted (line 27); stands on a verified chain`` (raw: ``clean`` it)."""
     ev = run["evidence"]
     claimed = ev.get("claimed")
     if claimed is not None:
-        return (f"none verified: the final turn_completed (line {claimed['line']}) lies at or after the chain "
-                f"break and claims {claimed['status']}: not counted")
+        return (
+            f"none verified: the final turn_completed (line {claimed['line']}) lies at or after the chain "
+            f"break and claims {claimed['status']}: not counted"
+        )
     if ev["status"] is None:
         return "none: the journal has no final turn_completed"
     text = f"{ev['status']} (line {ev['line']}); {ev['stands_on']}"
@@ -133,8 +136,12 @@ def detail_rows(run: dict) -> list[tuple[str, str]]:
         ("evidence", evidence_text(run)),
         ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
         ("trusted", "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}"),
-        ("chain", ("verified" if chain["verified"] else "broken") + f", head {chain['head']}" if chain["chained"]
-         else "none (records carry no hash chain)"),
+        (
+            "chain",
+            ("verified" if chain["verified"] else "broken") + f", head {chain['head']}"
+            if chain["chained"]
+            else "none (records carry no hash chain)",
+        ),
         ("records", f"{chain['events']} ({j['durable_records']} durable, {j['deltas']} item_delta)"),
         ("turns", f"{j['turns']} started, {j['turn_boundaries']} completed"),
         ("iterations", "-" if j["iterations"] is None else str(j["iterations"])),
@@ -149,10 +156,20 @@ def journal_detail_renderable(run: dict) -> Group:
     """The detailed project report of one journal as rich renderables (markup never interpreted)."""
     parts: list = []
     if not run["trusted"]:
-        parts.append(Text(f"UNTRUSTED from line {run['untrusted_from_line']}: the journal fails verification "
-                          f"there; its evidence verdict is not to be believed.", style="bold red"))
-    table = Table(title=f"ract journal report: {clean(run['path'])}", show_header=False, title_justify="left",
-                  box=None, pad_edge=False)
+        parts.append(
+            Text(
+                f"UNTRUSTED from line {run['untrusted_from_line']}: the journal fails verification "
+                f"there; its evidence verdict is not to be believed.",
+                style="bold red",
+            )
+        )
+    table = Table(
+        title=f"ract journal report: {clean(run['path'])}",
+        show_header=False,
+        title_justify="left",
+        box=None,
+        pad_edge=False,
+    )
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in detail_rows(run)[1:]:
@@ -167,8 +184,11 @@ def journal_detail_renderable(run: dict) -> Group:
         for name in ("line", "code", "message"):
             grid.add_column(name, overflow="fold")
         for f in flags["items"]:
-            grid.add_row(Text(clean(f["line"] if f["line"] is not None else "-")), Text(clean(f["code"])),
-                         Text(clean(f["message"])))
+            grid.add_row(
+                Text(clean(f["line"] if f["line"] is not None else "-")),
+                Text(clean(f["code"])),
+                Text(clean(f["message"])),
+            )
         parts.append(grid)
     else:
         parts.append(Text("findings: none", style="green"))
@@ -178,19 +198,31 @@ def journal_detail_renderable(run: dict) -> Group:
 def journal_fleet_row(run: dict) -> list[object]:
     """A journal's row in project's summary table (same columns as a RACT run's)."""
     j = run["journal"]
-    return ["(journal)", run["path"], run["status"],
-            "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})", run["exit_code"],
-            run["chain"]["events"], "-", "-", f"{j['turns']} turns",
-            f"{j['items_by_type'].get('tool_use', 0)} tool_use; evidence {run['evidence']['status'] or 'none'} "
-            f"({run['evidence']['trust']})", run["audit_flags"]["count"]]
+    return [
+        "(journal)",
+        run["path"],
+        run["status"],
+        "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})",
+        run["exit_code"],
+        run["chain"]["events"],
+        "-",
+        "-",
+        f"{j['turns']} turns",
+        f"{j['items_by_type'].get('tool_use', 0)} tool_use; evidence {run['evidence']['status'] or 'none'} "
+        f"({run['evidence']['trust']})",
+        run["audit_flags"]["count"],
+    ]
 
 
 def journal_markdown(run: dict, md: Any, md_table: Any, level: str = "##") -> list[str]:
     """Markdown lines for one journal; ``md``/``md_table`` are project's escaping helpers."""
     out = [f"{level} Journal {md(run['path'])}: {md(run['status'])}", ""]
     if not run["trusted"]:
-        out += [f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the journal fails verification there; "
-                "its evidence verdict is not to be believed.", ""]
+        out += [
+            f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the journal fails verification there; "
+            "its evidence verdict is not to be believed.",
+            "",
+        ]
     out += md_table(["field", "value"], [[k, v] for k, v in detail_rows(run)])
     flags = run["audit_flags"]
     out += [f"{level}# Findings ({flags['count']})", ""]

@@ -16,7 +16,6 @@ import re
 import sys
 
 import orjson
-
 from rich.console import Console
 from rich.markup import escape as _escape_markup
 
@@ -49,7 +48,8 @@ def explain_failure(command: str, exc: RactError, *, quiet: bool = False) -> int
     verdict, but a typo must not fail in silence.
     """
     stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
-        f"ract trace {command}: {clean(exc.message)}", markup=False)
+        f"ract trace {command}: {clean(exc.message)}", markup=False
+    )
     return int(exc.exit_code)
 
 
@@ -154,5 +154,10 @@ def dumps_json(data: object, *, indent: bool = False, sort_keys: bool = False) -
     try:
         return orjson.dumps(data, option=option).decode()
     except (TypeError, orjson.JSONEncodeError):
-        return json.dumps(data, indent=2 if indent else None, sort_keys=sort_keys, ensure_ascii=True,
-                          separators=None if indent else (",", ":"))
+        return json.dumps(
+            data,
+            indent=2 if indent else None,
+            sort_keys=sort_keys,
+            ensure_ascii=True,
+            separators=None if indent else (",", ":"),
+        )

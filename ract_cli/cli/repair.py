@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -20,17 +20,26 @@ _SHOWN_FINDINGS = 10
 @trace_app.command(
     "repair",
     epilog="Example: ract trace repair --check evals/runs/<run_id>/events.jsonl || "
-           "ract trace repair evals/runs/<run_id>/events.jsonl",
+    "ract trace repair evals/runs/<run_id>/events.jsonl",
 )
 def repair_command(
-    path: Annotated[str, typer.Argument(metavar="PATH", help="The log (or its run directory holding events.jsonl).",
-                                        show_default=False)],
-    output: Annotated[Optional[str], typer.Option("-o", "--output", metavar="FILE",
-                      help="Write the repaired log to FILE; the source is left untouched.")] = None,
-    backup: Annotated[bool, typer.Option("--backup/--no-backup",
-                      help="Keep the original next to the log as <log>.bak (in-place repair).")] = True,
-    check: Annotated[bool, typer.Option("--check",
-                     help="Change nothing: exit 4 if repair would change the log, 0 if not.")] = False,
+    path: Annotated[
+        str,
+        typer.Argument(metavar="PATH", help="The log (or its run directory holding events.jsonl).", show_default=False),
+    ],
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "-o", "--output", metavar="FILE", help="Write the repaired log to FILE; the source is left untouched."
+        ),
+    ] = None,
+    backup: Annotated[
+        bool,
+        typer.Option("--backup/--no-backup", help="Keep the original next to the log as <log>.bak (in-place repair)."),
+    ] = True,
+    check: Annotated[
+        bool, typer.Option("--check", help="Change nothing: exit 4 if repair would change the log, 0 if not.")
+    ] = False,
     quiet: Quiet = False,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
@@ -45,8 +54,14 @@ def repair_command(
     Example: ract trace repair evals/runs/<run_id>/events.jsonl
     """
     console = stderr_console(quiet=quiet)
-    options = RepairOptions(backup=backup, output=output, check=check, schema_version=schema_version,
-                            max_line_bytes=max_line_bytes, dialect=dialect.value)
+    options = RepairOptions(
+        backup=backup,
+        output=output,
+        check=check,
+        schema_version=schema_version,
+        max_line_bytes=max_line_bytes,
+        dialect=dialect.value,
+    )
     try:
         result = repair_file(path, options)
     except RepairRefused as exc:
@@ -88,8 +103,13 @@ def render(console, result: RepairResult, *, check: bool) -> None:
         where = f" to {clean(t.sidecar)}" if t.sidecar is not None else " to a sidecar"
         out(f"  torn tail: {t.length} bytes of line {t.line} (offset {t.offset}) {verb_move}{where}", markup=False)
     for c in result.closes:
-        out(clean(f"  {verb_close} {c.source_kind} {c.source_event_id} (line {c.source_line}) "
-                  f"with synthesized {c.close_kind} {c.close_id}"), markup=False)
+        out(
+            clean(
+                f"  {verb_close} {c.source_kind} {c.source_event_id} (line {c.source_line}) "
+                f"with synthesized {c.close_kind} {c.close_id}"
+            ),
+            markup=False,
+        )
     if result.newline_added:
         out("  added the missing final newline of the last event before the closes", markup=False)
     if result.backup is not None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import enum
 import sys
 import time
-from pathlib import Path
 from collections.abc import Callable
-from typing import Annotated, Any, Optional
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
@@ -48,29 +48,54 @@ EPILOG = (
 
 @trace_app.command("replay", epilog=EPILOG)
 def replay_command(
-    path: Annotated[str, typer.Argument(metavar="PATH", help="The log (events.jsonl), or its run directory.",
-                                        show_default=False)],
-    until: Annotated[Optional[str], typer.Option(
-        "--until", metavar="N|EVENT_ID",
-        help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state "
-             "there.")] = None,
-    format: Annotated[Format, typer.Option(
-        "--format", help="text: the timeline; jsonl: the replayed events' original lines, byte for byte.")
+    path: Annotated[
+        str, typer.Argument(metavar="PATH", help="The log (events.jsonl), or its run directory.", show_default=False)
+    ],
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            metavar="N|EVENT_ID",
+            help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state "
+            "there.",
+        ),
+    ] = None,
+    format: Annotated[
+        Format,
+        typer.Option("--format", help="text: the timeline; jsonl: the replayed events' original lines, byte for byte."),
     ] = Format.text,
-    workspace: Annotated[Path, typer.Option(
-        "--workspace", metavar="DIR", exists=True, file_okay=False, dir_okay=True,
-        help="Git workspace checked against the run's initial snapshot (default: the current directory).")
+    workspace: Annotated[
+        Path,
+        typer.Option(
+            "--workspace",
+            metavar="DIR",
+            exists=True,
+            file_okay=False,
+            dir_okay=True,
+            help="Git workspace checked against the run's initial snapshot (default: the current directory).",
+        ),
     ] = Path("."),
-    strict_head: Annotated[bool, typer.Option(
-        "--strict-head", help="A workspace HEAD that differs from the run's initial snapshot exits 6.")] = False,
-    check_commits: Annotated[bool, typer.Option(
-        "--check-commits",
-        help="Check that every step.committed's parent_snapshot_after is a commit of the workspace repository "
-             "descending from its parent_snapshot_before (failures exit 6).")] = False,
-    pace: Annotated[Optional[str], typer.Option(
-        "--pace", metavar="realtime|Nx",
-        help=f"Replay with the recorded timing, N times faster (e.g. 10x); each pause is capped at "
-             f"{MAX_PACE_SLEEP_S:g}s.")] = None,
+    strict_head: Annotated[
+        bool,
+        typer.Option("--strict-head", help="A workspace HEAD that differs from the run's initial snapshot exits 6."),
+    ] = False,
+    check_commits: Annotated[
+        bool,
+        typer.Option(
+            "--check-commits",
+            help="Check that every step.committed's parent_snapshot_after is a commit of the workspace repository "
+            "descending from its parent_snapshot_before (failures exit 6).",
+        ),
+    ] = False,
+    pace: Annotated[
+        str | None,
+        typer.Option(
+            "--pace",
+            metavar="realtime|Nx",
+            help=f"Replay with the recorded timing, N times faster (e.g. 10x); each pause is capped at "
+            f"{MAX_PACE_SLEEP_S:g}s.",
+        ),
+    ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -89,9 +114,13 @@ def replay_command(
     err = stderr_console(quiet=quiet)
     try:
         options = ReplayOptions(
-            schema_version=schema_version, max_line_bytes=max_line_bytes, dialect=dialect.value,
+            schema_version=schema_version,
+            max_line_bytes=max_line_bytes,
+            dialect=dialect.value,
             until=parse_until(until) if until is not None else None,
-            workspace=str(workspace), strict_head=strict_head, check_commits=check_commits,
+            workspace=str(workspace),
+            strict_head=strict_head,
+            check_commits=check_commits,
         )
         factor = parse_pace(pace) if pace is not None else None
         session = replay(resolve_log_path(path), options)
@@ -105,9 +134,16 @@ def replay_command(
             err.print(_finding_text(f), markup=False)
             shown.add(id(f))
     elif journal:
-        err.print(_finding_text(warning(
-            "PRECONDITION_UNCHECKED", "determinism precondition cannot be checked: a Raxol agent journal records "
-            "no repository snapshot", path=str(session.path))), markup=False)
+        err.print(
+            _finding_text(
+                warning(
+                    "PRECONDITION_UNCHECKED",
+                    "determinism precondition cannot be checked: a Raxol agent journal records no repository snapshot",
+                    path=str(session.path),
+                )
+            ),
+            markup=False,
+        )
     line_of, state_of = _renderers(journal)
 
     jsonl = format is Format.jsonl
@@ -142,8 +178,13 @@ def replay_command(
         result = session.finish()
         if not jsonl and not silent:
             if result.stop == "break":
-                out.write(clean(f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
-                                f"this point is trustworthy") + "\n")
+                out.write(
+                    clean(
+                        f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
+                        f"this point is trustworthy"
+                    )
+                    + "\n"
+                )
             if result.until_reached:
                 out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
         if not silent:
@@ -158,8 +199,10 @@ def replay_command(
             err.print(_finding_text(f), markup=False)
     suppressed = getattr(result, "suppressed", 0)
     if suppressed:
-        err.print(clean(f"{result.path}: {suppressed} more finding(s) not shown (ract trace verify lists them all)"),
-                  markup=False)
+        err.print(
+            clean(f"{result.path}: {suppressed} more finding(s) not shown (ract trace verify lists them all)"),
+            markup=False,
+        )
     err.print(clean(verdict_line(result, until)), markup=False)
     raise typer.Exit(int(result.exit_code))
 
@@ -192,6 +235,7 @@ def _write_raw(out: Any, raw: bytes) -> None:
 
 # --- rendering (pure functions: tested and used by the golden files) -------
 
+
 def timeline_line(step: ReplayStep) -> str:
     """``index  +elapsed  [indent]kind  summary`` for one replayed event (raw: ``clean`` it)."""
     event = step.event.event
@@ -216,7 +260,7 @@ def _json(value: Any) -> str:
 
     try:
         return orjson.dumps(value).decode()
-    except Exception:  # noqa: BLE001 - nested deeper than orjson writes
+    except Exception:
         try:
             return repr(value)
         except RecursionError:
@@ -235,26 +279,50 @@ def state_lines(state: dict[str, Any]) -> list[str]:
         lines.append(f"{title} ({len(items)}):" if items else f"{title}: none")
         lines.extend(f"  {item}" for item in items)
 
-    section("open steps", [
-        f"step {h['step_id']}  line {h['line']}  snapshot {_plain(h['parent_snapshot'])}  branch {_plain(h['branch'])}"
-        f"  id {h['event_id']}" for h in state["open_steps"]])
-    section("tool calls in flight", [
-        f"{_plain(h['tool'])}  step {h['step_id']}  line {h['line']}  id {h['event_id']}" for h in state["tool_calls"]])
-    section("unanswered prompts", [
-        f"{_plain(h['provider'])}  intent {_plain(h['intent_id'])}  step {h['step_id']}  line {h['line']}"
-        f"  id {h['event_id']}" for h in state["prompts"]])
-    section("pending handshakes", [
-        f"{_plain(h['milestone_id'])}  {_plain(h['description'])}  line {h['line']}  id {h['event_id']}"
-        for h in state["handshakes"]])
+    section(
+        "open steps",
+        [
+            f"step {h['step_id']}  line {h['line']}  snapshot {_plain(h['parent_snapshot'])}  branch {_plain(h['branch'])}"
+            f"  id {h['event_id']}"
+            for h in state["open_steps"]
+        ],
+    )
+    section(
+        "tool calls in flight",
+        [
+            f"{_plain(h['tool'])}  step {h['step_id']}  line {h['line']}  id {h['event_id']}"
+            for h in state["tool_calls"]
+        ],
+    )
+    section(
+        "unanswered prompts",
+        [
+            f"{_plain(h['provider'])}  intent {_plain(h['intent_id'])}  step {h['step_id']}  line {h['line']}"
+            f"  id {h['event_id']}"
+            for h in state["prompts"]
+        ],
+    )
+    section(
+        "pending handshakes",
+        [
+            f"{_plain(h['milestone_id'])}  {_plain(h['description'])}  line {h['line']}  id {h['event_id']}"
+            for h in state["handshakes"]
+        ],
+    )
     assumptions = state["assumptions"]
-    section("live assumptions", [
-        f"{a['assumption_id']}  {a['status']}  line {a['line']}" for a in assumptions["live"]])
-    section("violated assumptions", [
-        f"{a['assumption_id']}  root {_plain(a['root_id'])}  line {a['line']}" for a in assumptions["violated"]])
-    section("latest predicate verdicts", [
-        f"{p['predicate_id']}  {'ok' if p['ok'] is True else 'FAILED' if p['ok'] is False else _plain(p['ok'])}"
-        f"  {'required' if p['required'] is True else 'optional'}  line {p['line']}  reason {_plain(p['reason'])}"
-        for p in state["predicates"]])
+    section("live assumptions", [f"{a['assumption_id']}  {a['status']}  line {a['line']}" for a in assumptions["live"]])
+    section(
+        "violated assumptions",
+        [f"{a['assumption_id']}  root {_plain(a['root_id'])}  line {a['line']}" for a in assumptions["violated"]],
+    )
+    section(
+        "latest predicate verdicts",
+        [
+            f"{p['predicate_id']}  {'ok' if p['ok'] is True else 'FAILED' if p['ok'] is False else _plain(p['ok'])}"
+            f"  {'required' if p['required'] is True else 'optional'}  line {p['line']}  reason {_plain(p['reason'])}"
+            for p in state["predicates"]
+        ],
+    )
     return lines
 
 
@@ -269,8 +337,7 @@ def verdict_line(result: ReplayResult, until: str | None) -> str:
     code = result.exit_code
     text = f"replayed {result.events} event(s) of {result.path}"
     if result.stop == "break":
-        text += (f"; chain broken at line {result.broken_at}: replay stopped there, nothing after it is "
-                 f"trustworthy")
+        text += f"; chain broken at line {result.broken_at}: replay stopped there, nothing after it is trustworthy"
     if result.until_reached is False:
         where = "before the chain break" if result.stop == "break" else "in the log"
         text += f"; --until {until}: no such event {where}"

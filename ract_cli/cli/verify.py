@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Annotated, Callable, Optional
+from datetime import UTC, datetime
+from typing import Annotated
 
 import typer
 
@@ -17,8 +17,16 @@ from ..reader import DEFAULT_MAX_LINE_BYTES
 from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
 from .app import trace_app
 from .options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (clean, dumps_json, explain_failure, flush_stdout, silence_stdout, stderr_console, stderr_is_terminal,
-                     stdout_closed)
+from .render import (
+    clean,
+    dumps_json,
+    explain_failure,
+    flush_stdout,
+    silence_stdout,
+    stderr_console,
+    stderr_is_terminal,
+    stdout_closed,
+)
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20
@@ -36,7 +44,7 @@ def format_ts(ns: int | None) -> str:
         return "-"
     seconds, rest = divmod(ns, 1_000_000_000)
     try:
-        stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        stamp = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     except (OverflowError, OSError, ValueError):
         return f"{ns}ns"
     return f"{stamp}.{rest // 1000:06d}Z"
@@ -48,28 +56,51 @@ def finding_line(f: Finding) -> str:
     return f"{where}: {f.code} {f.message}"
 
 
-@trace_app.command("verify", epilog="Examples:\n\n"
-                   "ract trace verify evals/runs/\n\n"
-                   "ract trace verify --require-closed --format json evals/runs/ > report.json\n\n"
-                   "ract trace verify --expect-head HASH evals/runs/RUN/events.jsonl\n\n"
-                   "See docs/verify.md and docs/exit-codes.md.")
+@trace_app.command(
+    "verify",
+    epilog="Examples:\n\n"
+    "ract trace verify evals/runs/\n\n"
+    "ract trace verify --require-closed --format json evals/runs/ > report.json\n\n"
+    "ract trace verify --expect-head HASH evals/runs/RUN/events.jsonl\n\n"
+    "See docs/verify.md and docs/exit-codes.md.",
+)
 def verify_command(
     paths: Paths,
-    format: Annotated[Format, typer.Option("--format", case_sensitive=False,
-                      help="text: verdicts on stderr; json: one report on stdout; "
-                           "github: GitHub Actions annotations on stdout.")] = Format.text,
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            case_sensitive=False,
+            help="text: verdicts on stderr; json: one report on stdout; github: GitHub Actions annotations on stdout.",
+        ),
+    ] = Format.text,
     quiet: Quiet = False,
-    expect_head: Annotated[Optional[str], typer.Option(
-        "--expect-head", metavar="HASH",
-        help="The single log given must end at this chain head (64 hex), recorded elsewhere: catches "
-             "truncated whole lines and wholesale rewrites. Mismatch: HEAD_MISMATCH, exit 1.")] = None,
+    expect_head: Annotated[
+        str | None,
+        typer.Option(
+            "--expect-head",
+            metavar="HASH",
+            help="The single log given must end at this chain head (64 hex), recorded elsewhere: catches "
+            "truncated whole lines and wholesale rewrites. Mismatch: HEAD_MISMATCH, exit 1.",
+        ),
+    ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
-    require_closed: Annotated[bool, typer.Option(
-        "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning).")] = False,
-    max_findings: Annotated[Optional[int], typer.Option(
-        "--max-findings", min=1, metavar="N",
-        help="Keep at most N findings per file (the rest are counted, and still decide the exit code). "
-             "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.")] = 1000,
+    require_closed: Annotated[
+        bool,
+        typer.Option(
+            "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
+        ),
+    ] = False,
+    max_findings: Annotated[
+        int | None,
+        typer.Option(
+            "--max-findings",
+            min=1,
+            metavar="N",
+            help="Keep at most N findings per file (the rest are counted, and still decide the exit code). "
+            "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.",
+        ),
+    ] = 1000,
     jobs: Jobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -81,9 +112,15 @@ def verify_command(
 
     Example: ract trace verify evals/runs/*/events.jsonl
     """
-    options = VerifyOptions(schema_version=schema_version, require_closed=require_closed, expect_head=expect_head,
-                            max_findings=max_findings, max_line_bytes=max_line_bytes, jobs=jobs,
-                            dialect=dialect.value)
+    options = VerifyOptions(
+        schema_version=schema_version,
+        require_closed=require_closed,
+        expect_head=expect_head,
+        max_findings=max_findings,
+        max_line_bytes=max_line_bytes,
+        jobs=jobs,
+        dialect=dialect.value,
+    )
     try:
         with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
             report = verify_paths(paths, options, progress=progress)
@@ -108,8 +145,15 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         if total < PROGRESS_MIN_BYTES:
             return
         if not bar:
-            progress = Progress("verifying", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                                TimeRemainingColumn(), console=stderr_console(), transient=True)
+            progress = Progress(
+                "verifying",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
             progress.start()
             bar["progress"], bar["task"] = progress, progress.add_task("verify", total=total)
         bar["progress"].update(bar["task"], completed=done, total=total)
@@ -132,8 +176,9 @@ def _write_stdout(text: str, fmt: Format) -> None:
     """The json report or the annotations on stdout. A closed stdout, or a reader that went away
     (``| head``), leaves the exit code the verdict: the logs were verified all the same."""
     if stdout_closed():  # started with `>&-`
-        stderr_console().print(f"ract trace verify: stdout is closed: the {fmt.value} output was not written",
-                               markup=False)
+        stderr_console().print(
+            f"ract trace verify: stdout is closed: the {fmt.value} output was not written", markup=False
+        )
         return
     try:
         if text:
@@ -155,19 +200,22 @@ def render_text(report: VerifyReport) -> None:
         for f in file.findings:
             console.print(clean(finding_line(f)), markup=False)
         if file.suppressed:
-            console.print(f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)",
-                          markup=False)
+            console.print(
+                f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)", markup=False
+            )
     for f in report.findings:
         console.print(f"FAIL {clean(f.path)}  exit {int(f.exit_code)} ({ExitCode(f.exit_code).name})", markup=False)
         console.print(clean(finding_line(f)), markup=False)
 
 
 def _verdict_line(file: FileReport) -> str:
-    verdict = f"PASS {clean(file.path)}" if file.ok else \
-        f"FAIL {clean(file.path)}  exit {int(file.exit_code)} ({file.exit_code.name})"
+    verdict = (
+        f"PASS {clean(file.path)}"
+        if file.ok
+        else f"FAIL {clean(file.path)}  exit {int(file.exit_code)} ({file.exit_code.name})"
+    )
     head = file.head or "-"
-    return (f"{verdict}  {file.events} events  "
-            f"{format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}")
+    return f"{verdict}  {file.events} events  {format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}"
 
 
 def github_annotations(report: VerifyReport) -> list[str]:
@@ -179,8 +227,9 @@ def github_annotations(report: VerifyReport) -> list[str]:
         lines.append(f"::{level} {props}::{_gh_data(f'{f.code} {f.message}')}")
     for file in report.files:
         if file.suppressed:
-            lines.append(f"::warning file={_gh_prop(file.path)}::{file.suppressed} more finding(s) not shown "
-                         f"(--max-findings)")
+            lines.append(
+                f"::warning file={_gh_prop(file.path)}::{file.suppressed} more finding(s) not shown (--max-findings)"
+            )
     return lines
 
 
