@@ -37,6 +37,19 @@ _EXPORTS = {
     "encode_line": "writer",
     "event_hash": "writer",
     "sanitize_payload": "writer",
+    "jcs_exact": "canonical",
+    "GENESIS_HASH": "model",
+    "LATEST_SCHEMA_VERSION": "kinds",
+    "KINDS_BY_NAME": "kinds",
+    "HandleTracker": "handles",
+    "Discovered": "discovery",
+    "discover": "discovery",
+    "resolve_log_path": "discovery",
+    "ProjectOptions": "project",
+    "project_file": "project",
+    "project_paths": "project",
+    "ReplayOptions": "replay",
+    "replay": "replay",
 }
 
 __all__ = [
