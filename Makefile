@@ -42,7 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench.py
 
 schemas: $(STAMP)
-	$(BIN)/python -m ract_cli.schema_export docs/schemas
+	$(BIN)/python -m ract_cli.format.schema_export docs/schemas
 
 fixtures: $(STAMP)
 	$(BIN)/python scripts/gen_fixtures.py fixtures

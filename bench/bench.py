@@ -39,11 +39,11 @@ OUT = BENCH_DIR / "out"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from ract_cli.canonical import jcs_exact  # noqa: E402
-from ract_cli.handles import HandleTracker  # noqa: E402
-from ract_cli.kinds import LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version  # noqa: E402
-from ract_cli.synth import write_benchmark_log  # noqa: E402
-from ract_cli.verify import VerifyOptions, verify_paths  # noqa: E402
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
+from ract_cli.read.handles import HandleTracker
+from ract_cli.testing.synth import write_benchmark_log
+from ract_cli.verify.verifier import VerifyOptions, verify_paths
 
 BENCH_EVENTS = 100_000
 BIG_EVENTS = 2_000_000  # ~1 GB with the synth generator (~516 bytes per event)

@@ -37,7 +37,7 @@ def _library_no_verify_seconds(path: Path) -> float:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from ract_cli.grep import GrepOptions, build_filter, grep_paths
+    from ract_cli.grep.search import GrepOptions, build_filter, grep_paths
 
     best = float("inf")
     for _ in range(3):

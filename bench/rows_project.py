@@ -20,7 +20,7 @@ def rows(ctx) -> list[dict]:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from ract_cli.project import project_file
+    from ract_cli.project.report import project_file
 
     report = project_file(ctx.log_path)
     if report["events"] != ctx.events or not report["trusted"]:

@@ -56,7 +56,7 @@ def rows(ctx) -> list[dict]:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    from ract_cli.repair import RepairOptions, repair_file
+    from ract_cli.repair.repairer import RepairOptions, repair_file
 
     with tempfile.TemporaryDirectory(prefix="repair-bench-", dir=ctx.log_path.parent) as tmp:
         source = Path(tmp) / "open-run.jsonl"

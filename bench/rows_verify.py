@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
-from ract_cli.reader import analyze_line, split_line_ending
-from ract_cli.verify import VerifyOptions, verify_paths
+from ract_cli.read.framing import split_line_ending
+from ract_cli.read.line import analyze_line
+from ract_cli.verify.verifier import VerifyOptions, verify_paths
 
 MANY_FILES = 24
 EVENTS_PER_FILE = 2_000

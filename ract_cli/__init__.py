@@ -3,7 +3,7 @@
 The library never prints and never imports the CLI stack (typer, rich).
 Start with ``ChainReader`` (the one streaming reader every command uses),
 ``EventWriter`` (produces logs that verify) and ``verify_file``. Raxol agent
-journals (the second dialect) live in ``ract_cli.raxol`` (``evidence_status``).
+journals (the second dialect) live in ``ract_cli.dialects.raxol`` (``evidence_status``).
 """
 
 from importlib import import_module
@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 # Public names and the module each lives in. Imported on first use, so that
 # ``ract trace grep`` does not pay for modules it never touches.
 _EXPORTS = {
-    "CanonicalizationError": "canonical",
-    "canonical_bytes": "canonical",
+    "CanonicalizationError": "format.canonical",
+    "canonical_bytes": "format.canonical",
     "ChainBrokenError": "errors",
     "ExitCode": "errors",
     "LogIOError": "errors",
@@ -21,13 +21,13 @@ _EXPORTS = {
     "UsageError": "errors",
     "WriterLockedError": "errors",
     "Finding": "findings",
-    "EvidenceStatus": "raxol",
-    "detect_dialect": "raxol",
-    "evidence_status": "raxol",
-    "ChainReader": "reader",
-    "EventReader": "reader",
-    "LogEvent": "reader",
-    "analyze_line": "reader",
+    "EvidenceStatus": "dialects.raxol",
+    "detect_dialect": "dialects.raxol",
+    "evidence_status": "dialects.raxol",
+    "ChainReader": "dialects",
+    "EventReader": "dialects",
+    "LogEvent": "read.line",
+    "analyze_line": "read.line",
     "VerifyOptions": "verify",
     "verify_file": "verify",
     "verify_paths": "verify",
@@ -37,14 +37,14 @@ _EXPORTS = {
     "encode_line": "writer",
     "event_hash": "writer",
     "sanitize_payload": "writer",
-    "jcs_exact": "canonical",
-    "GENESIS_HASH": "model",
-    "LATEST_SCHEMA_VERSION": "kinds",
-    "KINDS_BY_NAME": "kinds",
-    "HandleTracker": "handles",
-    "Discovered": "discovery",
-    "discover": "discovery",
-    "resolve_log_path": "discovery",
+    "jcs_exact": "format.canonical",
+    "GENESIS_HASH": "format.model",
+    "LATEST_SCHEMA_VERSION": "format.kinds",
+    "KINDS_BY_NAME": "format.kinds",
+    "HandleTracker": "read.handles",
+    "Discovered": "read.discovery",
+    "discover": "read.discovery",
+    "resolve_log_path": "read.discovery",
     "ProjectOptions": "project",
     "project_file": "project",
     "project_paths": "project",
@@ -53,28 +53,41 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "GENESIS_HASH",
+    "KINDS_BY_NAME",
+    "LATEST_SCHEMA_VERSION",
     "CanonicalizationError",
     "ChainBrokenError",
     "ChainReader",
+    "Discovered",
     "EventReader",
     "EventWriter",
     "EvidenceStatus",
     "ExitCode",
     "Finding",
     "FsyncPolicy",
+    "HandleTracker",
     "LogEvent",
     "LogIOError",
+    "ProjectOptions",
     "RactError",
     "RedactionProfile",
+    "ReplayOptions",
     "UsageError",
     "VerifyOptions",
     "WriterLockedError",
     "analyze_line",
     "canonical_bytes",
     "detect_dialect",
+    "discover",
     "encode_line",
     "event_hash",
     "evidence_status",
+    "jcs_exact",
+    "project_file",
+    "project_paths",
+    "replay",
+    "resolve_log_path",
     "sanitize_payload",
     "verify_file",
     "verify_paths",
@@ -85,7 +98,7 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ract_cli' has no attribute {name!r}")
-    value = getattr(import_module(f".{module}", __name__), name)
+    value = getattr(import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
 
@@ -95,12 +108,15 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
-    from .canonical import CanonicalizationError, canonical_bytes
-    from .errors import ChainBrokenError, ExitCode, LogIOError, RactError, UsageError, WriterLockedError
-    from .findings import Finding
-    from .raxol import EvidenceStatus, detect_dialect, evidence_status
-    from .reader import ChainReader, EventReader, LogEvent, analyze_line
-    from .verify import VerifyOptions, verify_file, verify_paths
-    from .writer import EventWriter, FsyncPolicy, RedactionProfile, encode_line, event_hash, sanitize_payload
+    from ract_cli.dialects.raxol.contract import EvidenceStatus, evidence_status
+    from ract_cli.errors import ChainBrokenError, ExitCode, LogIOError, RactError, UsageError, WriterLockedError
+    from ract_cli.findings import Finding
+    from ract_cli.format.canonical import CanonicalizationError, canonical_bytes
+    from ract_cli.format.sanitize import sanitize_payload
+    from ract_cli.read.dialect import detect_dialect
+    from ract_cli.read.line import LogEvent, analyze_line
+    from ract_cli.read.reader import ChainReader, EventReader
+    from ract_cli.verify.verifier import VerifyOptions, verify_file, verify_paths
+    from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, RedactionProfile, encode_line, event_hash
 
 __version__ = "0.1.0"

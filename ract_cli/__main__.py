@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli.app import main
+from ract_cli.cli.app import main
 
 sys.exit(main())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ExitCode, lowest_nonzero
+from ract_cli.errors import ExitCode, lowest_nonzero
 
 ERROR = "error"
 WARNING = "warning"

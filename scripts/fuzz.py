@@ -39,9 +39,11 @@ from hardening_support import (  # noqa: E402
     write_small_log,
 )
 
-from ract_cli.reader import analyze_line, resolve_dialect, split_line_ending  # noqa: E402
-from ract_cli.synth import fixture_path  # noqa: E402
-from ract_cli.verify import verify_file  # noqa: E402
+from ract_cli.read.dialect import resolve_dialect
+from ract_cli.read.framing import split_line_ending
+from ract_cli.read.line import analyze_line
+from ract_cli.testing.synth import fixture_path
+from ract_cli.verify.verifier import verify_file
 
 SPEC_EXITS = {0, 1, 3, 4, 5, 7}
 TOKENS = [

@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from ract_cli.synth import FIXTURES, fixture_run_id, write_fixtures
+from ract_cli.testing.synth import FIXTURES, fixture_run_id, write_fixtures
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "fixtures")
 for name, path in write_fixtures(root).items():

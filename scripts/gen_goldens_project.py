@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 
 from ract_cli.cli.project import to_json, to_markdown
-from ract_cli.project import ProjectOptions, ProjectResult, project_file, project_paths
-from ract_cli.synth import FIXTURES, fixture_path
+from ract_cli.project.report import ProjectOptions, ProjectResult, project_file, project_paths
+from ract_cli.testing.synth import FIXTURES, fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
 

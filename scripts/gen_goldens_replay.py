@@ -47,7 +47,7 @@ def run_replay(argv: list[str]) -> tuple[int, bytes]:
 
 def build(root: Path = ROOT) -> dict[str, bytes]:
     """Every golden file's name and bytes, freshly rendered."""
-    from ract_cli.synth import fixture_path
+    from ract_cli.testing.synth import fixture_path
 
     files: dict[str, bytes] = {}
     codes: dict[str, int] = {}

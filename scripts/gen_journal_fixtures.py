@@ -3,7 +3,7 @@
 import sys
 from pathlib import Path
 
-from ract_cli.synth_raxol import JOURNAL_FIXTURES, write_journal_fixtures
+from ract_cli.testing.synth_raxol import JOURNAL_FIXTURES, write_journal_fixtures
 
 root = Path(sys.argv[1] if len(sys.argv) > 1 else "fixtures")
 for name, path in write_journal_fixtures(root).items():

@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from hardening_support import Unparseable, strict_values, write_small_log  # noqa: E402
 
-from ract_cli.synth import fixture_path  # noqa: E402
-from ract_cli.verify import VerifyOptions, verify_file  # noqa: E402
+from ract_cli.testing.synth import fixture_path
+from ract_cli.verify.verifier import VerifyOptions, verify_file
 
 
 @dataclass

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.findings import Finding
-from ract_cli.reader import ChainReader
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.read.reader import ChainReader
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 RUN_ID = "1a2b3c4d5e6f708192a3b4c5d6e7f809"
 STEP_ID = "5e7e9f00aa11bb22cc33dd44ee55ff66"

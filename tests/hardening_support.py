@@ -22,7 +22,7 @@ import termios
 import time
 from pathlib import Path
 
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 ROOT = Path(__file__).resolve().parent.parent
 RACT = str(ROOT / ".venv" / "bin" / "ract") if (ROOT / ".venv" / "bin" / "ract").exists() else "ract"
@@ -268,8 +268,8 @@ def chain_events(events: list[dict]) -> bytes:
     """
     import hashlib
 
-    from ract_cli.canonical import jcs_exact
-    from ract_cli.model import GENESIS_HASH
+    from ract_cli.format.canonical import jcs_exact
+    from ract_cli.format.model import GENESIS_HASH
 
     old = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old, 20_000))
@@ -287,7 +287,7 @@ def chain_events(events: list[dict]) -> bytes:
 
 def log_events(data: bytes) -> list[dict]:
     """The events of a (valid) log's bytes, parsed with exact integers."""
-    from ract_cli.reader import parse_exact
+    from ract_cli.read.line import parse_exact
 
     return [parse_exact(line) for line in data.splitlines()]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ract_cli.kinds import KINDS
-from ract_cli.model import JSON_TYPES
+from ract_cli.format.kinds import KINDS
+from ract_cli.format.model import JSON_TYPES
 
 H32 = "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6"
 H32B = "4a1c0f9e6b3d2a5c8f9e1b4d2a7c6f3e"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ract_cli.raxol import chain_records, encode_line
+from ract_cli.dialects.raxol.encode import chain_records, encode_line
 
 
 def rec(rtype: str, payload: dict, **extra: object) -> dict:

@@ -20,7 +20,7 @@ from hardening_support import LONG, ROOT, strict_values, write_small_log
 sys.path.insert(0, str(ROOT / "scripts"))
 import sweep as sweep_engine
 
-from ract_cli.verify import verify_file
+from ract_cli.verify.verifier import verify_file
 
 SAMPLE = int(os.environ.get("RACT_BITFLIP_SAMPLE", "1500"))
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
@@ -117,10 +117,11 @@ def test_bitflip_parallel_verdict_equals_sequential(bases: dict[str, bytes], tmp
     try:
         from concurrent.futures import ThreadPoolExecutor
 
-        from ract_cli.parallel import scan_file
+        from ract_cli.read.parallel import scan_file
     except ImportError:
         pytest.skip("no parallel verifier yet")
-    from ract_cli.reader import ChainReader, ChainState
+    from ract_cli.read.chain import ChainState
+    from ract_cli.read.reader import ChainReader
 
     rng = random.Random(f"{SEED}:parallel")
     count = 2000 if LONG else 100

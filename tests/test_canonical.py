@@ -20,7 +20,7 @@ import rfc8785
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from ract_cli.canonical import CanonicalizationError, canonical_bytes, format_number, jcs_exact, orjson_is_jcs
+from ract_cli.format.canonical import CanonicalizationError, canonical_bytes, format_number, jcs_exact, orjson_is_jcs
 
 JCS_DIR = Path(__file__).parent / "data" / "jcs"
 VECTORS = sorted(p.name for p in (JCS_DIR / "input").glob("*.json"))
@@ -358,7 +358,7 @@ def test_fast_path_taken_for_a_typical_writer_event() -> None:
 
 def test_fast_path_taken_for_every_fixture_line_of_the_completed_run() -> None:
     """The hot path: a realistic log canonicalizes through orjson almost always."""
-    from ract_cli.synth import fixture_path
+    from ract_cli.testing.synth import fixture_path
 
     path = fixture_path(Path(__file__).parent.parent / "fixtures", "completed")
     lines = path.read_bytes().splitlines()

@@ -23,9 +23,9 @@ import pytest
 from hardening_support import ROOT, assert_no_traceback, run_on_pty
 
 from ract_cli.cli.app import main
-from ract_cli.grep import GrepOptions, build_filter, grep_paths
-from ract_cli.synth import fixture_path
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.grep.search import GrepOptions, build_filter, grep_paths
+from ract_cli.testing.synth import fixture_path
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 FIXTURES = ROOT / "fixtures"
 OK_LOG = str(fixture_path(FIXTURES, "completed"))  # verifies: exit 0

@@ -28,12 +28,13 @@ from hardening_support import (
     run_subprocess,
 )
 
-from ract_cli import reader
+from ract_cli.read import files as reader
 from ract_cli.cli.app import main
 from ract_cli.cli.options import MAX_JOBS
-from ract_cli.reader import LineFramer, open_log
-from ract_cli.replay import MAX_PACE_SLEEP_S
-from ract_cli.synth import fixture_path
+from ract_cli.read.files import open_log
+from ract_cli.read.framing import LineFramer
+from ract_cli.replay.session import MAX_PACE_SLEEP_S
+from ract_cli.testing.synth import fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

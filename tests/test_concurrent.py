@@ -17,15 +17,15 @@ from pathlib import Path
 import pytest
 from hardening_support import LONG, PYTHON, ROOT, assert_no_traceback, read_only_commands, run_inprocess, run_subprocess
 
-from ract_cli.reader import LineFramer
-from ract_cli.verify import verify_file
+from ract_cli.read.framing import LineFramer
+from ract_cli.verify.verifier import verify_file
 
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
 DURATION = float(os.environ.get("RACT_CONCURRENT_SECONDS", "30" if LONG else "3"))
 
 WRITER = textwrap.dedent("""
     import random, sys, time
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
     path, seed, seconds, fsync = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
     rng = random.Random(seed)
     end = time.monotonic() + seconds

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 from hardening_support import LONG, PYTHON, ROOT, assert_no_traceback, run_inprocess, run_subprocess, trace_commands
 
-from ract_cli.reader import ChainReader
-from ract_cli.verify import verify_file
+from ract_cli.read.reader import ChainReader
+from ract_cli.verify.verifier import verify_file
 
 SEED = int(os.environ.get("RACT_SEED", "20261129"))
 KILLS = int(os.environ.get("RACT_CRASH_KILLS", "200" if LONG else "6"))
@@ -40,7 +40,7 @@ BIG = "50,2000,100000,1000000,3000000"  # event sizes: multi-MB lines get cut by
 SMALL = "50,300"
 WRITER = textwrap.dedent("""
     import random, sys
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
     path, seed = sys.argv[1], int(sys.argv[2])
     SIZES = [int(x) for x in sys.argv[3].split(",")]
     rng = random.Random(seed)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ract_cli.errors import ExitCode
-from ract_cli.kinds import KINDS
-from ract_cli.reader import ChainReader
-from ract_cli.synth import FIXTURES, fixture_path, fixture_run_id, write_fixtures
+from ract_cli.format.kinds import KINDS
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import FIXTURES, fixture_path, fixture_run_id, write_fixtures
 
 
 @pytest.fixture(scope="module")

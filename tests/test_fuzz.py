@@ -52,9 +52,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ract_cli.findings import FINDING_CODES
-from ract_cli.reader import MAX_NESTING, ChainReader, analyze_line
-from ract_cli.synth import fixture_path
-from ract_cli.verify import VerifyOptions, verify_file
+from ract_cli.read.line import MAX_NESTING, analyze_line
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import fixture_path
+from ract_cli.verify.verifier import VerifyOptions, verify_file
 
 FUZZ = os.environ.get("HYPOTHESIS_PROFILE") == "fuzz" or LONG
 SCALE = int(os.environ.get("RACT_FUZZ_SCALE", "1"))
@@ -713,7 +714,7 @@ PY_VALUE = st.recursive(
 @given(PY_VALUE)
 def test_writer_never_crashes_and_what_it_writes_verifies(value: object) -> None:
     """SPEC §9: anything the encoder cannot take becomes its repr text, never a crash; the log verifies."""
-    from ract_cli.writer import EventWriter, FsyncPolicy
+    from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
     d = Path(tempfile.mkdtemp(dir=WORK))
     path = d / "events.jsonl"
@@ -728,7 +729,7 @@ def test_writer_never_crashes_and_what_it_writes_verifies(value: object) -> None
 
 
 def test_writer_sanitizes_deep_nesting(tmp_path: Path) -> None:
-    from ract_cli.writer import EventWriter, FsyncPolicy
+    from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
     deep: list = []
     for _ in range(5000):
@@ -759,10 +760,10 @@ def test_parallel_scan_equals_sequential_on_mutated_logs(
 ) -> None:
     """``verify --jobs``: byte ranges cut anywhere give the sequential reader's verdict, finding for finding."""
     try:
-        from ract_cli.parallel import scan_file
+        from ract_cli.read.parallel import scan_file
     except ImportError:
         pytest.skip("no parallel verifier yet")
-    from ract_cli.reader import ChainState
+    from ract_cli.read.chain import ChainState
 
     name, data = case
     path = WORK / "parallel.jsonl"

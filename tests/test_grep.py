@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.errors import ExitCode, UsageError
-from ract_cli.grep import (
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.grep.search import (
     FileResult,
     GrepFilter,
     GrepOptions,
@@ -23,8 +23,9 @@ from ract_cli.grep import (
     parse_time,
     parse_where,
 )
-from ract_cli.reader import ChainReader, iter_lines_unverified
-from ract_cli.synth import fixture_run_id, write_completed
+from ract_cli.read.framing import iter_lines_unverified
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import fixture_run_id, write_completed
 
 # --- --where ------------------------------------------------------------------------
 
@@ -486,7 +487,7 @@ def _model(data: bytes, needles: tuple[bytes, ...], limit: int) -> list[tuple[in
 
 
 def _frame(data: bytes, needles, limit: int, block: int, tmp_path: Path):
-    from ract_cli.reader import LineFramer, _frame_prefiltered
+    from ract_cli.read.framing import LineFramer, _frame_prefiltered
 
     path = tmp_path / "f.jsonl"
     path.write_bytes(data)

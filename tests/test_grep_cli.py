@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.cli.app import main
-from ract_cli.synth import fixture_path, fixture_run_id, write_aborted, write_completed, write_fixtures
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.testing.synth import fixture_path, fixture_run_id, write_aborted, write_completed, write_fixtures
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 RACT = [sys.executable, "-m", "ract_cli"]
 ROOT = Path(__file__).resolve().parents[1]

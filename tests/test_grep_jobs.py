@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import ract_cli.parallel
+import ract_cli.read.parallel
 from ract_cli.cli.app import main
-from ract_cli.grep import GrepOptions, build_filter, grep_paths
-from ract_cli.synth import write_completed, write_fixtures
+from ract_cli.grep.search import GrepOptions, build_filter, grep_paths
+from ract_cli.testing.synth import write_completed, write_fixtures
 
 JOURNALS = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
 
@@ -70,7 +70,7 @@ def test_output_does_not_depend_on_jobs(capfdbinary, monkeypatch, tree, name, ar
 
 def test_large_files_are_grepped_here_in_their_turn(capfdbinary, monkeypatch, tree) -> None:
     """Files at or above PARALLEL_MIN_BYTES stay in the main process; order and bytes are unchanged."""
-    monkeypatch.setattr(ract_cli.parallel, "PARALLEL_MIN_BYTES", 40_000)  # a few of the runs count as large
+    monkeypatch.setattr(ract_cli.read.parallel, "PARALLEL_MIN_BYTES", 40_000)  # a few of the runs count as large
     sizes = sorted(p.stat().st_size for p in tree.rglob("events.jsonl"))
     assert sizes[0] < 40_000 <= sizes[-1]
     one = run(capfdbinary, "-H", "--kind", "*", str(tree))
@@ -128,9 +128,9 @@ def test_jobs_out_of_range_is_a_usage_error(capfdbinary, tree, bad) -> None:
 @pytest.mark.parametrize("budget", [1, 100_000])
 def test_a_small_in_flight_budget_changes_nothing(capfdbinary, monkeypatch, tree, budget) -> None:
     """IN_FLIGHT_BYTES bounds what waits in memory: one file at a time at the least, same output."""
-    import ract_cli.grep
+    import ract_cli.grep.search
 
-    monkeypatch.setattr(ract_cli.grep, "IN_FLIGHT_BYTES", budget)
+    monkeypatch.setattr(ract_cli.grep.search, "IN_FLIGHT_BYTES", budget)
     one = run(capfdbinary, "-H", "--kind", "*", str(tree))
     many = run(capfdbinary, "-j", "3", "-H", "--kind", "*", str(tree))
     assert many == one and one[1].count(b"\n") > 500

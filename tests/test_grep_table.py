@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hardening_support import ROOT, run_on_pty
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.cli.app import main
-from ract_cli.writer import EventWriter, FsyncPolicy, event_hash
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, event_hash
 
 RUNS = ["120d7eae7ee0c9c181816e553722e2fe", "410d1cc7be160683b49c268f18a6ff49", "450e154f62c2d870c077f0b9edeee9d7"]
 FIXTURES = [f"fixtures/runs/{run}/events.jsonl" for run in RUNS]  # relative to ROOT: paths as an auditor types them

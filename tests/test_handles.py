@@ -1,6 +1,6 @@
 """Open handles keep only what their consumers need, so hostile logs cannot grow memory through them."""
 
-from ract_cli.handles import HandleTracker
+from ract_cli.read.handles import HandleTracker
 
 
 def _event(kind, payload, event_id, step_id=None, parent_id=None):

@@ -33,8 +33,10 @@ from hardening_support import (
     write_small_log,
 )
 
-from ract_cli.reader import ChainReader, analyze_line, split_line_ending
-from ract_cli.verify import verify_file
+from ract_cli.read.framing import split_line_ending
+from ract_cli.read.line import analyze_line
+from ract_cli.read.reader import ChainReader
+from ract_cli.verify.verifier import verify_file
 
 CORPUS = Path(__file__).parent / "data" / "json-parsing" / "test_parsing"
 FILES = sorted(p.name for p in CORPUS.iterdir())
@@ -204,7 +206,7 @@ JOURNAL = Path(__file__).resolve().parent.parent / "fixtures" / "journals" / "ac
 def test_corpus_in_a_raxol_journal(tmp_path: Path) -> None:
     """The same corpus as line 2 of a Raxol journal (SPEC §8): malformed lines are malformed (exit 1);
     an object that is not a record is a CONTRACT_VIOLATION; nothing raises, in any command."""
-    from ract_cli.verify import VerifyOptions
+    from ract_cli.verify.verifier import VerifyOptions
 
     records = JOURNAL.read_bytes().splitlines(keepends=True)
     paths = []

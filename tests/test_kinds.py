@@ -17,7 +17,7 @@ from kind_examples import (
     all_valid_cases,
 )
 
-from ract_cli.kinds import (
+from ract_cli.format.kinds import (
     KINDS,
     KINDS_BY_NAME,
     LATEST_SCHEMA_VERSION,

@@ -1,25 +1,147 @@
-"""The library never imports the CLI stack; the CLI is a thin layer over it."""
+"""The architecture (docs/architecture.md): layers import only downward, no cycles, no CLI stack in the library."""
 
-import pkgutil
+import ast
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import ract_cli
 
-LIBRARY_MODULES = sorted(
-    f"ract_cli.{m.name}" for m in pkgutil.iter_modules(ract_cli.__path__) if m.name not in ("cli", "__main__")
-)
+ROOT = Path(ract_cli.__file__).parent
+
+#: layer of each top-level part of ract_cli; a module may import its own part or a lower layer
+LAYERS = {
+    "errors": 0,
+    "findings": 1,
+    "format": 2,
+    "read": 3,
+    "_core": 3,
+    "dialects": 4,
+    "writer": 5,
+    "verify": 6,
+    "repair": 6,
+    "replay": 6,
+    "grep": 6,
+    "project": 6,
+    "diff": 6,
+    "proofs": 6,
+    "export": 6,
+    "sql": 6,
+    "testing": 7,
+    "cli": 8,
+    "__main__": 9,
+    "__init__": 9,  # the package's lazy names may point anywhere but the CLI
+}
+#: commands that build on another command's library, each edge on purpose (docs/architecture.md)
+COMMAND_EDGES = {
+    ("export", "project"),  # the runs table is project's report, computed on the same pass
+    ("sql", "export"),  # sql reads logs into export's tables
+}
 
 
-def test_there_are_library_modules_to_check():
-    assert "ract_cli.reader" in LIBRARY_MODULES and "ract_cli.writer" in LIBRARY_MODULES
+def _modules() -> list[Path]:
+    return sorted(p for p in ROOT.rglob("*.py") if ".venv" not in p.parts)
+
+
+def _part(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    name = ".".join(rel.parts)
+    return name.removesuffix(".__init__") if name != "ract_cli.__init__" else "ract_cli.__init__"
+
+
+def _imports(path: Path) -> list[tuple[int, str, bool]]:
+    """(line, imported module, at top level) for every ract_cli import of a file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    top = {id(n) for n in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import (use ract_cli.… so the layer shows)"
+            mods = [node.module or ""]
+        elif isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        else:
+            continue
+        for mod in mods:
+            if mod == "ract_cli" and isinstance(node, ast.ImportFrom):
+                # a lazy top-level name stands for the module it comes from
+                for alias in node.names:
+                    if alias.name.startswith("__"):
+                        continue  # the package's own metadata (__version__)
+                    target = ract_cli._EXPORTS.get(alias.name)
+                    found.append((node.lineno, f"ract_cli.{target}" if target else "ract_cli", id(node) in top))
+            elif mod == "ract_cli" or mod.startswith("ract_cli."):
+                found.append((node.lineno, mod, id(node) in top))
+    return found
+
+
+def test_every_part_has_a_layer():
+    parts = {_part(_name(p)) for p in _modules()}
+    assert parts - set(LAYERS) == set(), "a new top-level part needs a layer in LAYERS and docs/architecture.md"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_only_go_down(path):
+    me = _part(_name(path))
+    bad = []
+    for line, mod, _ in _imports(path):
+        other = _part(mod)
+        if other == me or (other in ("errors", "findings") and me not in ("errors", "findings")):
+            continue
+        if me == "__init__" and other != "cli":
+            continue
+        if LAYERS[other] < LAYERS[me] or (me, other) in COMMAND_EDGES:
+            continue
+        bad.append(f"line {line}: {mod} ({other}, layer {LAYERS[other]}) from layer {LAYERS[me]}")
+    assert bad == []
+
+
+def test_no_import_cycle_between_modules():
+    graph: dict[str, set[str]] = {}
+    names = {_name(p) for p in _modules()}
+    for path in _modules():
+        deps = set()
+        for _, mod, top in _imports(path):
+            if not top:
+                continue
+            deps.add(mod)
+            deps.update(m for m in names if mod.startswith(m + ".") and m != "ract_cli.__init__")  # parent packages run first
+        graph[_name(path)] = {d for d in deps if d in names and d != _name(path)}
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, trail: list[str]) -> bool:
+        state[node] = 1
+        for dep in sorted(graph.get(node, ())):
+            if state.get(dep) == 1:
+                cycle.extend([*trail[trail.index(dep):], dep] if dep in trail else [node, dep])
+                return True
+            if dep not in state and visit(dep, [*trail, dep]):
+                return True
+        state[node] = 2
+        return False
+
+    for start in sorted(graph):
+        if start not in state and visit(start, [start]):
+            break
+    assert cycle == []
 
 
 def test_library_modules_do_not_import_typer_or_rich():
+    library = sorted(
+        _name(p) for p in _modules() if _part(_name(p)) not in ("cli", "__main__", "__init__", "testing")
+    )
+    assert "ract_cli.read.reader" in library and "ract_cli.writer.event_writer" in library
     code = (
         "import importlib, sys\n"
-        f"for name in {LIBRARY_MODULES!r}:\n"
+        f"for name in {library!r}:\n"
         "    importlib.import_module(name)\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'rich', 'click'))\n"
         "print(','.join(bad))\n"
@@ -29,22 +151,23 @@ def test_library_modules_do_not_import_typer_or_rich():
 
 
 def test_library_source_never_mentions_the_cli_stack():
-    root = Path(ract_cli.__file__).parent
     offenders = []
-    for path in root.glob("*.py"):
+    for path in _modules():
+        if _part(_name(path)) in ("cli", "__main__"):
+            continue
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
             if stripped.startswith(("import ", "from ")) and any(
                 f" {mod}" in stripped or f"{mod}." in stripped for mod in ("typer", "rich")
             ):
-                offenders.append(f"{path.name}: {stripped}")
+                offenders.append(f"{path.relative_to(ROOT)}: {stripped}")
     assert offenders == []
 
 
 def test_every_public_name_resolves_lazily():
     code = (
         "import sys, ract_cli\n"
-        "assert 'ract_cli.raxol' not in sys.modules, 'package import must stay lazy'\n"
+        "assert 'ract_cli.dialects' not in sys.modules, 'package import must stay lazy'\n"
         "assert sorted(ract_cli.__all__) == sorted(ract_cli._EXPORTS)\n"
         "print(sorted(type(getattr(ract_cli, n)).__name__ for n in ract_cli.__all__)[:1])\n"
     )

@@ -21,13 +21,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kind_examples import all_field_invalid_cases, all_valid_cases
 
-from ract_cli import parallel
-from ract_cli.canonical import jcs_exact
-from ract_cli.fastpath import FAST_CHECKS, fast_analyze
-from ract_cli.kinds import VALIDATORS
-from ract_cli.reader import ChainReader, ChainState, analyze_line, split_line_ending
-from ract_cli.synth import FIXTURES, fixture_path, write_benchmark_log, write_completed
-from ract_cli.verify import VerifyOptions, verify_file, verify_paths
+from ract_cli.read import parallel
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.kinds import VALIDATORS
+from ract_cli.read.chain import ChainState
+from ract_cli.read.fastpath import FAST_CHECKS, fast_analyze
+from ract_cli.read.framing import split_line_ending
+from ract_cli.read.line import analyze_line
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import FIXTURES, fixture_path, write_benchmark_log, write_completed
+from ract_cli.verify.verifier import VerifyOptions, verify_file, verify_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_PATHS = {name: fixture_path(ROOT / "fixtures", name) for name in FIXTURES}
@@ -378,7 +381,7 @@ json_values = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(kind=st.sampled_from(sorted(VALIDATORS)), data=st.data())
 def test_fast_payload_checks_property(kind: str, data) -> None:
-    from ract_cli.kinds import KINDS_BY_NAME
+    from ract_cli.format.kinds import KINDS_BY_NAME
 
     names = [f.name for f in KINDS_BY_NAME[kind].fields] or ["x"]
     payload = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=5), json_values, max_size=4))
@@ -401,7 +404,7 @@ def test_fast_payload_checks_property(kind: str, data) -> None:
     start=st.sampled_from([2, 5, 4096]),
 )
 def test_id_set_is_exact_before_and_after_it_spills(ids: list[str], small: int, start: int) -> None:
-    from ract_cli.reader import _IdSet
+    from ract_cli.read.idset import _IdSet
 
     id_set = _IdSet()
     id_set.SMALL, id_set._START = small, start  # spill early, and grow the parts many times

@@ -33,7 +33,7 @@ from hardening_support import (
     write_small_log,
 )
 
-from ract_cli.verify import verify_file
+from ract_cli.verify.verifier import verify_file
 
 
 def _commands() -> list[str]:
@@ -292,7 +292,7 @@ def test_repair_output_never_replaces_a_special_file(target: str, tmp_path: Path
     """
     if "repair" not in _commands():
         pytest.skip("no repair command yet")
-    from ract_cli.synth import fixture_path
+    from ract_cli.testing.synth import fixture_path
 
     log = tmp_path / "run" / "events.jsonl"
     log.parent.mkdir()
@@ -333,7 +333,7 @@ def test_empty_path_is_not_the_current_directory(tmp_path: Path, monkeypatch: py
     current directory (verify, grep, project) or took ``./events.jsonl``
     (replay, and repair, which rewrote it). Now exit 5 everywhere.
     """
-    from ract_cli.synth import fixture_path
+    from ract_cli.testing.synth import fixture_path
 
     good = tmp_path / "run" / "events.jsonl"
     good.parent.mkdir()

@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from ract_cli.errors import ExitCode
-from ract_cli.kinds import KINDS
-from ract_cli.project import (
+from ract_cli.format.kinds import KINDS
+from ract_cli.project.report import (
     FLAG_CODES,
     ProjectOptions,
     Projector,
@@ -24,8 +24,8 @@ from ract_cli.project import (
     project_file,
     project_paths,
 )
-from ract_cli.synth import fixture_path, fixture_run_id, write_aborted
-from ract_cli.writer import EventWriter
+from ract_cli.testing.synth import fixture_path, fixture_run_id, write_aborted
+from ract_cli.writer.event_writer import EventWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -44,7 +44,7 @@ FIXTURE_LINES = {"completed": fixture("completed").read_bytes().count(b"\n")}
 
 def _first_hash_mismatch(path: Path) -> int:
     """Line of the first event whose stored hash is not the hash of its content (plain json + writer hash)."""
-    from ract_cli.writer import event_hash
+    from ract_cli.writer.event_writer import event_hash
 
     for number, line in enumerate(path.read_bytes().splitlines(), start=1):
         event = json.loads(line)
@@ -434,7 +434,7 @@ def test_an_empty_or_unreadable_log_has_status_unknown(tmp_path: Path) -> None:
 
 def test_project_events_is_the_pure_core() -> None:
     # replay can project any prefix of the events with the same function
-    from ract_cli.reader import ChainReader
+    from ract_cli.read.reader import ChainReader
 
     events = [ev.event for ev in ChainReader(fixture("aborted"))]
     full = project_file(fixture("aborted"))

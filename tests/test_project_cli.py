@@ -14,8 +14,8 @@ import jsonschema
 import pytest
 
 from ract_cli.cli.app import main
-from ract_cli.synth import FIXTURES, fixture_path
-from ract_cli.writer import EventWriter
+from ract_cli.testing.synth import FIXTURES, fixture_path
+from ract_cli.writer.event_writer import EventWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "project"

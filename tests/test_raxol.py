@@ -23,26 +23,14 @@ from raxol_cases import (
     write_journal,
 )
 
-from ract_cli import raxol
+from ract_cli.dialects import raxol
+from ract_cli.dialects.raxol.contract import ABSENT, ACCEPTED, REJECTED, UNKNOWN, Atom, EvidenceStatus, evidence_status
+from ract_cli.dialects.raxol.encode import chain_records, encode_line, record_hash, sanitize_payload
+from ract_cli.dialects.raxol.record import JournalEvent
 from ract_cli.errors import ExitCode, UsageError
-from ract_cli.raxol import (
-    ABSENT,
-    ACCEPTED,
-    REJECTED,
-    UNKNOWN,
-    Atom,
-    EvidenceStatus,
-    JournalEvent,
-    chain_records,
-    detect_dialect,
-    detect_file_dialect,
-    encode_line,
-    evidence_status,
-    record_hash,
-    sanitize_payload,
-)
-from ract_cli.reader import ChainReader
-from ract_cli.synth_raxol import JOURNAL_FIXTURES, journal_bytes, journal_path, write_journal_fixtures
+from ract_cli.read.dialect import detect_dialect, detect_file_dialect
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth_raxol import JOURNAL_FIXTURES, journal_bytes, journal_path, write_journal_fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -559,7 +547,7 @@ def test_journal_fixture_verdicts(name: str) -> None:
 
 
 def test_journal_replay_skips_deltas_and_stops_at_a_break(tmp_path: Path) -> None:
-    from ract_cli.raxol_replay import JournalReplaySession
+    from ract_cli.replay.journal import JournalReplaySession
 
     session = JournalReplaySession(FIXTURES / "journals" / "accepted.jsonl")
     kinds = [step.event.kind for step in session.steps()]
@@ -583,7 +571,7 @@ def test_journal_replay_skips_deltas_and_stops_at_a_break(tmp_path: Path) -> Non
 
 
 def test_journal_report_shape() -> None:
-    from ract_cli.raxol import journal_report
+    from ract_cli.project.journal import journal_report
 
     for name, fixture in JOURNAL_FIXTURES.items():
         reader = read(journal_path(FIXTURES, name))

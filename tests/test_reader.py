@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.errors import ChainBrokenError, ExitCode, LogIOError
 from ract_cli.findings import FINDING_CODES
-from ract_cli.model import GENESIS_HASH
-from ract_cli.reader import ChainReader, EventReader, analyze_line
-from ract_cli.synth import fixture_path, fixture_run_id
-from ract_cli.verify import VerifyOptions, verify_file
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.line import analyze_line
+from ract_cli.read.reader import ChainReader, EventReader
+from ract_cli.testing.synth import fixture_path, fixture_run_id
+from ract_cli.verify.verifier import VerifyOptions, verify_file
 
 DROP = object()  # marks a key to delete in ``_edit``
 
@@ -946,7 +947,7 @@ def test_unreadable_file(logs) -> None:
 
 def test_io_error_mid_read_is_a_finding(logs, monkeypatch: pytest.MonkeyPatch) -> None:
     path = logs.five()
-    import ract_cli.reader as reader_module
+    import ract_cli.read.reader as reader_module
 
     real_open = reader_module.open_log
 

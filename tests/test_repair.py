@@ -20,17 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ract_cli.errors import ExitCode, LogIOError, UsageError, WriterLockedError
-from ract_cli.kinds import VALIDATORS
-from ract_cli.reader import ChainReader
-from ract_cli.repair import (
-    RepairOptions,
-    RepairRefused,
-    closes_for_events,
-    repair_file,
-    repair_id,
-)
-from ract_cli.synth import FIXTURES, fixture_path, fixture_run_id
-from ract_cli.writer import EventWriter, FsyncPolicy, encode_line, event_hash
+from ract_cli.format.kinds import VALIDATORS
+from ract_cli.read.reader import ChainReader
+from ract_cli.repair.repairer import RepairOptions, RepairRefused, closes_for_events, repair_file, repair_id
+from ract_cli.testing.synth import FIXTURES, fixture_path, fixture_run_id
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, encode_line, event_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ract_cli.cli.app import main
-from ract_cli.synth import fixture_path, fixture_run_id
-from ract_cli.writer import EventWriter, FsyncPolicy, encode_line, event_hash
+from ract_cli.testing.synth import fixture_path, fixture_run_id
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, encode_line, event_hash
 
 ROOT = Path(__file__).resolve().parents[1]
 RACT = Path(sys.executable).with_name("ract")
@@ -186,7 +186,7 @@ def test_locked_log_is_exit_5_in_process(tmp_path, capsys):
 
 HOLD_LOCK = """
 import sys
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 with EventWriter(sys.argv[1], fsync=FsyncPolicy.NEVER):
     print("locked", flush=True)
     sys.stdin.readline()

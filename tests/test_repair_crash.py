@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from ract_cli.repair import RepairOptions, repair_file
-from ract_cli.synth import write_benchmark_log
+from ract_cli.repair.repairer import RepairOptions, repair_file
+from ract_cli.testing.synth import write_benchmark_log
 
 CHILD = """
 import sys

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ract_cli.errors import ExitCode, UsageError
-from ract_cli.replay import (
+from ract_cli.replay.session import (
     MAX_PACE_SLEEP_S,
     Replayer,
     ReplayOptions,
@@ -22,7 +22,7 @@ from ract_cli.replay import (
     replay,
     summarize,
 )
-from ract_cli.synth import FIXTURES, fixture_path
+from ract_cli.testing.synth import FIXTURES, fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_ROOT = ROOT / "fixtures"
@@ -209,7 +209,7 @@ def test_torn_tail_replays_everything_before_it() -> None:
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
 def test_session_exit_code_matches_the_reader(name: str) -> None:
-    from ract_cli.reader import ChainReader
+    from ract_cli.read.reader import ChainReader
 
     reader = ChainReader(fixture(name))
     reader.read_all()
@@ -447,7 +447,7 @@ def test_current_step_follows_opens_and_closes(logs) -> None:
 
 
 def test_replay_detects_a_raxol_journal() -> None:
-    from ract_cli.raxol_replay import JournalReplaySession
+    from ract_cli.replay.journal import JournalReplaySession
 
     journal = ROOT / "fixtures" / "journals" / "accepted.jsonl"
     session = replay(journal, ReplayOptions(workspace=None))

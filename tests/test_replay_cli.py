@@ -18,7 +18,7 @@ import pytest
 from git_support import GitRepo
 
 from ract_cli.cli.app import main
-from ract_cli.synth import FIXTURES, fixture_path
+from ract_cli.testing.synth import FIXTURES, fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "golden" / "replay"

@@ -9,9 +9,9 @@ import jsonschema
 import pytest
 from kind_examples import H32, INVARIANT_INVALID, all_field_invalid_cases, all_valid_cases, merged
 
-from ract_cli.kinds import KINDS, KINDS_BY_NAME
-from ract_cli.model import GENESIS_HASH
-from ract_cli.schema_export import envelope_schema, export, kind_schema, main, render
+from ract_cli.format.kinds import KINDS, KINDS_BY_NAME
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.format.schema_export import envelope_schema, export, kind_schema, main, render
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMITTED = ROOT / "docs" / "schemas"

@@ -454,7 +454,7 @@ def test_unknown_kind_exit_3(tmp_path, capsys):
 
 
 def test_vocabulary_has_64_kinds():
-    from ract_cli.kinds import kinds_for_version
+    from ract_cli.format.kinds import kinds_for_version
 
     assert len(kinds_for_version(9)) == 64
     assert len(kinds_for_version(9) - kinds_for_version(8)) == 20
@@ -502,7 +502,7 @@ def test_payload_types(tmp_path, capsys, kind, payload, want):
 
 
 def _score_kind():
-    from ract_cli.kinds import KINDS
+    from ract_cli.format.kinds import KINDS
 
     for k in KINDS:
         for f in k.fields:
@@ -521,7 +521,7 @@ def test_score_bounds(tmp_path, capsys, score, want):
 
 
 def test_json_schemas_published():
-    from ract_cli import schema_export
+    from ract_cli.format import schema_export
 
     names = [n for n in dir(schema_export) if not n.startswith("_")]
     assert names  # the module exists and exports something
@@ -754,7 +754,7 @@ def test_repair_torn_tail_only_check(tmp_path, capsys):
 
 
 def test_repair_refuses_locked(tmp_path, capsys):
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
 
     p = logpath(tmp_path)
     with EventWriter(p, run_id=RUN) as w:
@@ -1019,7 +1019,7 @@ def test_project_chain_head(tmp_path, capsys):
 # --------------------------------------------------------------------------
 # §8 Raxol journals
 # --------------------------------------------------------------------------
-from ract_cli.raxol import evidence_status  # noqa: E402
+from ract_cli.dialects.raxol.contract import evidence_status
 
 EVIDENCE_ROWS = [
     ({"final": True, "evidence": "accepted"}, "accepted"),
@@ -1139,7 +1139,7 @@ def test_raxol_legacy_marker_warning(tmp_path, capsys):
 # §9 writer
 # --------------------------------------------------------------------------
 def test_writer_lock_resume_and_verify(tmp_path, capsys):
-    from ract_cli.writer import EventWriter, is_locked
+    from ract_cli.writer.event_writer import EventWriter, is_locked
 
     p = logpath(tmp_path)
     with EventWriter(p, run_id=RUN) as w:
@@ -1158,7 +1158,7 @@ def test_writer_lock_resume_and_verify(tmp_path, capsys):
 
 
 def test_writer_redaction_from_yaml(tmp_path, capsys, monkeypatch):
-    from ract_cli.writer import EventWriter, RedactionProfile
+    from ract_cli.writer.event_writer import EventWriter, RedactionProfile
 
     (tmp_path / "ract.yaml").write_text(
         "trace:\n  redaction:\n    patterns: ['sk-[A-Za-z0-9]{16,}']\n    fields: [password]\n"
@@ -1292,7 +1292,7 @@ def test_hash_mismatch_has_expected_actual(tmp_path, capsys):
 def test_canonical_library_matches_corpus_and_rfc8785():
     import random
 
-    from ract_cli.canonical import canonical_bytes
+    from ract_cli.format.canonical import canonical_bytes
 
     corpora = Path("/work/shared/corpora/jcs")
     for inp in sorted((corpora / "input").glob("*.json")):
@@ -1522,7 +1522,7 @@ def test_repair_missing_final_newline_and_regressed_clock(tmp_path, capsys):
 
 
 def test_replay_recorded_responses(tmp_path):
-    from ract_cli.replay import recorded_responses
+    from ract_cli.replay.session import recorded_responses
 
     s = new_id()
     evs = chain(
@@ -1601,7 +1601,7 @@ def test_raxol_project_evidence_trust(tmp_path, capsys):
 
 
 def test_writer_second_writer_refused_and_flush_per_event(tmp_path, capsys):
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
 
     p = logpath(tmp_path)
     for policy in ("every", "close", "never"):
@@ -1700,7 +1700,7 @@ def test_raxol_marker_rules(tmp_path, capsys, name, version, record, want, warn)
 
 
 def test_writer_sanitizes_unencodable_values(tmp_path, capsys):
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
 
     p = logpath(tmp_path)
     with EventWriter(p, run_id=RUN) as w:
@@ -1741,7 +1741,7 @@ def test_cli_surface(tmp_path):
 
 def test_writer_redaction_enabled_by_ract_yaml_in_cwd(tmp_path, capsys, monkeypatch):
     """Reference: the profile 'is off by default; enable it in ract.yaml' (SPEC §9: configured from ract.yaml)."""
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
 
     monkeypatch.chdir(tmp_path)
     p = logpath(tmp_path)

@@ -559,7 +559,7 @@ def test_project_fleet_of_a_directory(tmp_path, capsys):
 # --------------------------------------------------------------------------
 # §8 Raxol journals
 # --------------------------------------------------------------------------
-from ract_cli.raxol import evidence_status  # noqa: E402
+from ract_cli.dialects.raxol.contract import evidence_status
 
 
 class _Ev(enum.Enum):
@@ -766,7 +766,8 @@ def test_raxol_grep_kind_matches_type(tmp_path):
 # --------------------------------------------------------------------------
 # §9 writer (library, as a user calls it)
 # --------------------------------------------------------------------------
-from ract_cli.writer import EventWriter, encode_line, sanitize_payload  # noqa: E402
+from ract_cli.format.sanitize import sanitize_payload
+from ract_cli.writer.event_writer import EventWriter, encode_line
 
 
 class _BadRepr:

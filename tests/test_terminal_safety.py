@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from hardening_support import RACT, ROOT, assert_no_traceback, run_on_pty, trace_commands, write_small_log
 
-from ract_cli.writer import EventWriter, FsyncPolicy
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 HOSTILE = [
     "[bold red]PASS[/]",

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from ract_cli.canonical import jcs_exact
 from ract_cli.cli.app import main
 from ract_cli.findings import FINDING_CODES
-from ract_cli.synth import FIXTURES, fixture_path
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.testing.synth import FIXTURES, fixture_path
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = "1a2b3c4d5e6f708192a3b4c5d6e7f809"  # the logs fixture's run id (tests/conftest.py)

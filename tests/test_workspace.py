@@ -9,7 +9,7 @@ from git_support import GitRepo
 
 from ract_cli.errors import ExitCode
 from ract_cli.findings import FINDING_CODES, exit_code_for
-from ract_cli.workspace import DIVERGE_NOTE, CommittedStep, check_commits, check_head, full_sha
+from ract_cli.replay.workspace import DIVERGE_NOTE, CommittedStep, check_commits, check_head, full_sha
 
 
 @pytest.fixture

@@ -28,12 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kind_examples import VALID
 
-from ract_cli.canonical import canonical_bytes, jcs_exact
 from ract_cli.errors import ExitCode, LogIOError, RactError, WriterLockedError
-from ract_cli.handles import CLOSE_FOR_OPEN
-from ract_cli.model import GENESIS_HASH
-from ract_cli.reader import ChainReader
-from ract_cli.writer import (
+from ract_cli.format.canonical import canonical_bytes, jcs_exact
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.format.sanitize import sanitize_payload
+from ract_cli.read.handles import CLOSE_FOR_OPEN
+from ract_cli.read.reader import ChainReader
+from ract_cli.writer.event_writer import (
     EventWriter,
     FsyncPolicy,
     RedactionProfile,
@@ -41,7 +42,6 @@ from ract_cli.writer import (
     event_hash,
     is_locked,
     read_head,
-    sanitize_payload,
 )
 
 
@@ -209,7 +209,7 @@ def test_resume_with_another_run_id_is_refused(logs) -> None:
 
 
 def test_resume_onto_a_foreign_formatted_log(tmp_path: Path, repo_root: Path) -> None:
-    from ract_cli.synth import fixture_path, fixture_run_id
+    from ract_cli.testing.synth import fixture_path, fixture_run_id
 
     src = fixture_path(repo_root / "fixtures", "foreign-format")
     path = tmp_path / fixture_run_id("foreign-format") / "events.jsonl"
@@ -294,7 +294,7 @@ def test_second_writer_in_this_process_is_locked_out(logs) -> None:
 
 _HOLDER = textwrap.dedent("""
     import sys
-    from ract_cli.writer import EventWriter
+    from ract_cli.writer.event_writer import EventWriter
     w = EventWriter(sys.argv[1], run_id="%s", fsync="never")
     w.append("run.started", {})
     print("locked", flush=True)
@@ -307,7 +307,7 @@ _HOLDER = textwrap.dedent("""
 _CONTENDER = textwrap.dedent("""
     import sys
     from ract_cli.errors import WriterLockedError
-    from ract_cli.writer import EventWriter, is_locked
+    from ract_cli.writer.event_writer import EventWriter, is_locked
     print("is_locked", is_locked(sys.argv[1]), flush=True)
     try:
         EventWriter(sys.argv[1], fsync="never")
@@ -837,7 +837,7 @@ def test_strict_writer_writes_what_sanitizing_replaced(
     assert written == [event] or jcs_exact(written[0]) == jcs_exact(event)
     report = _verify_json(path)
     codes = [(code, line) for code, line, _ in _findings(report) if code not in ("OPEN_RUN", "OPEN_HANDLE")]
-    from ract_cli.kinds import VALIDATORS
+    from ract_cli.format.kinds import VALIDATORS
 
     if VALIDATORS[kind]({key: value}):  # the repr text breaks the field's type: a SCHEMA finding
         assert report["exit_code"] == ExitCode.SCHEMA
@@ -910,7 +910,7 @@ def test_strict_writer_refuses_exactly_the_callers_errors(logs, case: tuple[str,
     """Property: documented fields given hostile values. The writer refuses exactly when a key it
     did not have to replace breaks the schema; otherwise it writes, and the chain verifies (at worst
     a SCHEMA finding on a replaced field)."""
-    from ract_cli.kinds import VALIDATORS
+    from ract_cli.format.kinds import VALIDATORS
 
     kind, payload = case
     clean = sanitize_payload(payload)
@@ -1218,7 +1218,7 @@ HOSTILE_CONTAINER_NAMES = [name for name, _ in _hostile_container_cases()]
 @pytest.mark.parametrize("name", HOSTILE_CONTAINER_NAMES)
 def test_hostile_containers_become_repr_text(logs, name: str) -> None:
     """Built inside the test: pytest itself would trip over a hostile ``__class__`` in a parameter."""
-    from ract_cli import raxol
+    from ract_cli.dialects import raxol
 
     value = dict(_hostile_container_cases())[name]
 
@@ -1238,7 +1238,7 @@ def test_hostile_containers_become_repr_text(logs, name: str) -> None:
 
 
 def test_hostile_container_report_names_the_key() -> None:
-    from ract_cli.writer import sanitize_report
+    from ract_cli.format.sanitize import sanitize_report
 
     clean, replaced = sanitize_report({"a": ItemsRaise(x=1), "b": [IterRaises()], "c": 1, 2: "k", "d": {"e": 1}})
     assert clean["a"] == repr({"x": 1}) and clean["b"] == ["[]"] and clean["c"] == 1 and clean["2"] == "k"
@@ -1274,8 +1274,8 @@ _hostile_nested = st.recursive(
 @hyp(300)
 @given(value=_hostile_nested)
 def test_sanitizing_hostile_containers_never_raises(value: object) -> None:
-    from ract_cli import raxol
-    from ract_cli.writer import sanitize_report
+    from ract_cli.dialects import raxol
+    from ract_cli.format.sanitize import sanitize_report
 
     clean, replaced = sanitize_report({"x": value})
     assert canonical_bytes(clean) == jcs_exact(clean)
@@ -1369,7 +1369,7 @@ def test_raxol_atoms_keep_their_names_next_to_hostile_containers() -> None:
     """A hostile neighbour no longer costs the whole record its atom names (ract_cli/raxol.py)."""
     import enum
 
-    from ract_cli import raxol
+    from ract_cli.dialects import raxol
 
     class Evidence(enum.Enum):
         accepted = "accepted"

@@ -16,8 +16,7 @@ from typing import Annotated
 
 import typer
 
-from ..errors import EXIT_CODE_MEANINGS, RactError
-from .render import (
+from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
     flush_stdout,
@@ -27,6 +26,7 @@ from .render import (
     stderr_console,
     stdout_closed,
 )
+from ract_cli.errors import EXIT_CODE_MEANINGS, RactError
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -57,7 +57,7 @@ def version() -> str:
     try:
         return metadata.version("ract-cli")
     except metadata.PackageNotFoundError:
-        from .. import __version__
+        from ract_cli import __version__
 
         return __version__
 

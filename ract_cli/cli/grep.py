@@ -13,23 +13,9 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import RactError, UsageError
-from ..findings import ERROR, Finding
-from ..grep import (
-    FileResult,
-    GrepOptions,
-    GrepSearch,
-    Match,
-    build_filter,
-    format_ns,
-    grep_paths,
-    unknown_kind_patterns,
-)
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from .app import trace_app
-from .options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
     dumps_json,
@@ -40,6 +26,20 @@ from .render import (
     stdout_console,
     stdout_is_terminal,
 )
+from ract_cli.errors import RactError, UsageError
+from ract_cli.findings import ERROR, Finding
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.grep.search import (
+    FileResult,
+    GrepOptions,
+    GrepSearch,
+    Match,
+    build_filter,
+    format_ns,
+    grep_paths,
+    unknown_kind_patterns,
+)
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 SHOWN_FINDINGS_PER_FILE = 10
 TABLE_BATCH = 200

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..reader import DEFAULT_MAX_LINE_BYTES
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 Paths = Annotated[
     list[str],

@@ -16,14 +16,10 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from ..errors import ExitCode, RactError
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
-from .render import (
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
+from ract_cli.cli.render import (
     clean,
     dumps_json,
     explain_failure,
@@ -34,6 +30,10 @@ from .render import (
     stdout_console,
     stdout_is_terminal,
 )
+from ract_cli.errors import ExitCode, RactError
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.project.report import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 
 class Format(str, enum.Enum):

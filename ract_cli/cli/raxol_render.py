@@ -14,9 +14,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..raxol import evidence_status
-from ..raxol_replay import JournalReplayStep
-from .render import clean
+from ract_cli.cli.render import clean
+from ract_cli.dialects.raxol.contract import evidence_status
+from ract_cli.replay.journal import JournalReplayStep
 
 SUMMARY_WIDTH = 60
 

@@ -19,7 +19,7 @@ import orjson
 from rich.console import Console
 from rich.markup import escape as _escape_markup
 
-from ..errors import ExitCode, RactError
+from ract_cli.errors import ExitCode, RactError
 
 # C0 controls, DEL, C1 controls, bidi overrides/isolates, line/paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")

@@ -6,13 +6,13 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitCode, RactError
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from ..repair import RepairOptions, RepairRefused, RepairResult, repair_file
-from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from .render import clean, stderr_console
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
+from ract_cli.cli.render import clean, stderr_console
+from ract_cli.errors import ExitCode, RactError
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.repair.repairer import RepairOptions, RepairRefused, RepairResult, repair_file
 
 _SHOWN_FINDINGS = 10
 

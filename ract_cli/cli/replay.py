@@ -11,14 +11,25 @@ from typing import Annotated, Any
 
 import typer
 
-from ..errors import ExitCode, RactError
-from ..findings import Finding, warning
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from ..replay import (
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
+from ract_cli.cli.raxol_render import journal_state_lines, journal_timeline_line
+from ract_cli.cli.render import (
+    clean,
+    explain_failure,
+    silence_stdout,
+    stderr_console,
+    stdout_closed,
+    stdout_is_terminal,
+)
+from ract_cli.errors import ExitCode, RactError
+from ract_cli.findings import Finding, warning
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.replay.result import ReplayResult
+from ract_cli.replay.session import (
     MAX_PACE_SLEEP_S,
     ReplayOptions,
-    ReplayResult,
     ReplaySession,
     ReplayStep,
     format_elapsed,
@@ -29,9 +40,6 @@ from ..replay import (
     resolve_log_path,
     summarize,
 )
-from .app import trace_app
-from .options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from .render import clean, explain_failure, silence_stdout, stderr_console, stdout_closed, stdout_is_terminal
 
 
 class Format(str, enum.Enum):
@@ -209,8 +217,6 @@ def replay_command(
 
 def _renderers(journal: bool) -> tuple[Callable[[Any], str], Callable[[dict[str, Any]], list[str]]]:
     if journal:
-        from .raxol_render import journal_state_lines, journal_timeline_line
-
         return journal_timeline_line, journal_state_lines
     return timeline_line, state_lines
 

@@ -10,14 +10,9 @@ from typing import Annotated
 
 import typer
 
-from ..errors import ExitCode, RactError
-from ..findings import Finding
-from ..kinds import LATEST_SCHEMA_VERSION
-from ..reader import DEFAULT_MAX_LINE_BYTES
-from ..verify import FileReport, VerifyOptions, VerifyReport, verify_paths
-from .app import trace_app
-from .options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
-from .render import (
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.render import (
     clean,
     dumps_json,
     explain_failure,
@@ -27,6 +22,11 @@ from .render import (
     stderr_is_terminal,
     stdout_closed,
 )
+from ract_cli.errors import ExitCode, RactError
+from ract_cli.findings import Finding
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport, verify_paths
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20

@@ -34,13 +34,16 @@ from typing import Any
 
 import orjson
 
-from .discovery import resolve_log_path
-from .errors import ExitCode, UsageError, lowest_nonzero
-from .findings import Finding
-from .handles import HandleTracker, OpenHandle
-from .kinds import LATEST_SCHEMA_VERSION
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, LogEvent, resolve_dialect
-from .workspace import CommittedStep, WorkspaceReport, check_commits, check_head
+from ract_cli.dialects import ChainReader, resolve_dialect
+from ract_cli.errors import ExitCode, UsageError
+from ract_cli.findings import Finding
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.handles import HandleTracker, OpenHandle
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent
+from ract_cli.replay.journal import JournalReplaySession
+from ract_cli.replay.result import ReplayResult
+from ract_cli.replay.workspace import CommittedStep, WorkspaceReport, check_commits, check_head
 
 __all__ = [
     "DEFAULT_MAX_FINDINGS",
@@ -546,45 +549,6 @@ class ReplayOptions:
     dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
 
 
-@dataclass
-class ReplayResult:
-    """The verdict of one replay, as data."""
-
-    path: str
-    events: int  # events replayed (shown)
-    stop: str  # "end" | "until" | "break"
-    until_reached: bool | None  # None when no --until was given
-    broken_at: int | None  # line of the first integrity failure
-    state: dict[str, Any]  # the state where replay stopped (ReplayState.to_dict())
-    findings: list[Finding]  # the reader's, then the workspace's and --check-commits'
-    workspace: WorkspaceReport | None
-    suppressed: int = 0  # reader findings past ``max_findings``: counted, not kept
-    chain_exit_code: ExitCode = ExitCode.OK  # the chain reader's verdict, suppressed findings included
-
-    @property
-    def exit_code(self) -> ExitCode:
-        """SPEC §3: lowest non-zero code; ``--until`` naming no replayed event adds USAGE (2)."""
-        codes = [f.exit_code for f in self.findings]
-        codes.append(self.chain_exit_code)
-        if self.until_reached is False:
-            codes.append(ExitCode.USAGE)
-        return lowest_nonzero(codes)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "exit_code": int(self.exit_code),
-            "events": self.events,
-            "stop": self.stop,
-            "until_reached": self.until_reached,
-            "broken_at": self.broken_at,
-            "state": self.state,
-            "findings": [f.to_dict() for f in self.findings],
-            "workspace": self.workspace.to_dict() if self.workspace else None,
-            "suppressed_findings": self.suppressed,
-        }
-
-
 class ReplaySession:
     """One replay: ``workspace`` is checked on creation; iterate ``steps()``; then ``finish()``."""
 
@@ -692,8 +656,6 @@ def replay(path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions(
     if isinstance(options.until, int) and options.until < 1:
         raise UsageError("--until: event indexes start at 1")
     if resolve_dialect(options.dialect, path, options.max_line_bytes) == "raxol":
-        from .raxol_replay import JournalReplaySession
-
         return JournalReplaySession(
             path,
             until=options.until,

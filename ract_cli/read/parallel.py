@@ -30,9 +30,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .findings import error
-from .handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
-from .reader import ChainState, LineFramer, LineResult, Problem, line_result, open_log, resolve_dialect
+from ract_cli.findings import error
+from ract_cli.read.chain import ChainState
+from ract_cli.read.dialect import resolve_dialect
+from ract_cli.read.files import open_log
+from ract_cli.read.framing import LineFramer
+from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
+from ract_cli.read.line import LineResult, Problem
+from ract_cli.read.reader import line_result
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .raxol import chain_records, encode_line
+from ract_cli.dialects.raxol.encode import chain_records, encode_line
 
 BASE_MS = 1_764_000_000_000  # 2025-11-24T16:00:00Z, in milliseconds
 PROMPTS = (

@@ -26,7 +26,7 @@ Conventions used in the definitions:
 
 from __future__ import annotations
 
-from ract_cli.model import JSON_TYPES, Field, Invariant, KindDef, PayloadValidator, compile_validator
+from ract_cli.format.model import JSON_TYPES, Field, Invariant, KindDef, PayloadValidator, compile_validator
 
 __all__ = [
     "KINDS",

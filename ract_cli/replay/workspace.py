@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .findings import Finding, error, warning
+from ract_cli.findings import Finding, error, warning
 
 #: A full git object name: SHA-1 (40 hex) or SHA-256 (64 hex).
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")

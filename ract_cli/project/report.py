@@ -26,12 +26,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from .discovery import discover
-from .errors import ExitCode, lowest_nonzero
-from .findings import ERROR, Finding
-from .handles import CLOSE_FOR_OPEN, RUN_CLOSES, STEP_CLOSES, HandleTracker, OpenHandle
-from .kinds import LATEST_SCHEMA_VERSION
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader
+from ract_cli.dialects import ChainReader, discovery_suffixes
+from ract_cli.errors import ExitCode, lowest_nonzero
+from ract_cli.findings import ERROR, Finding
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.project.journal import journal_report
+from ract_cli.read.discovery import discover
+from ract_cli.read.handles import CLOSE_FOR_OPEN, RUN_CLOSES, STEP_CLOSES, HandleTracker, OpenHandle
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 __all__ = [
     "FLAG_CODES",
@@ -933,8 +935,6 @@ def project_file(
         dialect=options.dialect,
     )
     if reader.dialect == "raxol":  # a Raxol agent journal (SPEC §8): its own report, docs/raxol.md
-        from .raxol import journal_report
-
         reader.read_all()
         return journal_report(reader, shown, max_items=options.max_items)
     projector = Projector(max_items=options.max_items)
@@ -1072,8 +1072,6 @@ class ProjectResult:
 
 def project_paths(paths: Sequence[str | os.PathLike[str]], options: ProjectOptions = ProjectOptions()) -> ProjectResult:
     """Project every log under the given files and directories (SPEC §7)."""
-    from .raxol import discovery_suffixes
-
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
     result = ProjectResult(findings=list(found.findings), detailed=detailed)

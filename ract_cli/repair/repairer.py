@@ -25,14 +25,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .discovery import resolve_log_path
-from .errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
-from .findings import ERROR, Finding
-from .handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
-from .kinds import LATEST_SCHEMA_VERSION, VALIDATORS
-from .model import GENESIS_HASH
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, analyze_line, open_log, resolve_dialect
-from .writer import encode_line, event_hash, is_locked
+from ract_cli.dialects import ChainReader, resolve_dialect
+from ract_cli.errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
+from ract_cli.findings import ERROR, Finding
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, VALIDATORS
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.files import open_log
+from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, analyze_line
+from ract_cli.writer.event_writer import encode_line, event_hash, is_locked
 
 __all__ = [
     "COPIED_KEYS",

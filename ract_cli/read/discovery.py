@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import LogIOError
-from .findings import Finding, error
+from ract_cli.errors import LogIOError
+from ract_cli.findings import Finding, error
 
 LOG_FILE_NAME = "events.jsonl"
 

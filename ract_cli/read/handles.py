@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from .kinds import KINDS_BY_NAME
+from ract_cli.format.kinds import KINDS_BY_NAME
 
 #: open kind -> close kind that repair synthesizes for it (SPEC §4)
 CLOSE_FOR_OPEN: dict[str, str] = {

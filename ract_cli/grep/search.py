@@ -40,12 +40,14 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from .discovery import discover
-from .errors import ExitCode, LogIOError, UsageError, lowest_nonzero
-from .findings import ERROR, Finding, error
-from .kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, kinds_for_version
-from .model import ENVELOPE_KEYS, HEX32
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, iter_lines_unverified
+from ract_cli.dialects import ChainReader, discovery_suffixes
+from ract_cli.errors import ExitCode, LogIOError, UsageError, lowest_nonzero
+from ract_cli.findings import ERROR, Finding, error
+from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, kinds_for_version
+from ract_cli.format.model import ENVELOPE_KEYS, HEX32
+from ract_cli.read.discovery import discover
+from ract_cli.read.framing import iter_lines_unverified
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -505,7 +507,7 @@ class GrepSearch:
     def __init__(self, paths: Sequence[str | os.PathLike[str]], flt: GrepFilter, options: GrepOptions) -> None:
         self.filter = flt
         self.options = options
-        found = discover(paths, suffixes=(".jsonl",) if options.dialect == "raxol" else ())
+        found = discover(paths, suffixes=discovery_suffixes(options.dialect))
         self.files = [str(p) for p in found.files]
         self._path_findings = list(found.findings)
         self.total_matches = 0
@@ -583,7 +585,7 @@ class GrepSearch:
         of ``PARALLEL_MIN_BYTES`` or more is grepped here, streaming, in its
         turn.
         """
-        from .parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, file_size, make_pool
+        from ract_cli.read.parallel import PARALLEL_MIN_BYTES, POOL_FAILURES, file_size, make_pool
 
         options, flt = self.options, self.filter
         paths = self.files

@@ -14,8 +14,8 @@ import json
 import sys
 from pathlib import Path
 
-from ract_cli.kinds import KINDS, LATEST_SCHEMA_VERSION
-from ract_cli.model import ENVELOPE_KEYS, JSON_TYPES, MAX_TIMESTAMP_NS, Field, KindDef
+from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION
+from ract_cli.format.model import ENVELOPE_KEYS, JSON_TYPES, MAX_TIMESTAMP_NS, Field, KindDef
 
 __all__ = ["DIALECT", "envelope_schema", "export", "kind_schema", "main", "render"]
 

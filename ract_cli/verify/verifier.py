@@ -8,13 +8,15 @@ from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
-from .discovery import discover
-from .errors import ExitCode, UsageError, lowest_nonzero
-from .findings import Finding, error
-from .kinds import LATEST_SCHEMA_VERSION
-from .model import HEX64
-from .parallel import POOL_FAILURES, can_split, file_size, make_pool, scan_file
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader, ChainState
+from ract_cli.dialects import ChainReader, discovery_suffixes
+from ract_cli.errors import ExitCode, UsageError, lowest_nonzero
+from ract_cli.findings import Finding, error
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.format.model import HEX64
+from ract_cli.read.chain import ChainState
+from ract_cli.read.discovery import discover
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.parallel import POOL_FAILURES, can_split, file_size, make_pool, scan_file
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def verify_paths(
     large files) are verified. With ``options.jobs > 1`` files are verified
     in parallel by a process pool, and each large file in byte ranges.
     """
-    found = discover(paths, suffixes=(".jsonl",) if options.dialect == "raxol" else ())
+    found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     check_options(options, len(found.files) + len(found.findings))
     report = VerifyReport(findings=list(found.findings))
     sizes = [file_size(p) for p in found.files]

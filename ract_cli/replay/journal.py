@@ -16,9 +16,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UsageError
-from .raxol import JournalEvent, _tally, _text, evidence_status
-from .reader import DEFAULT_MAX_LINE_BYTES, ChainReader
+from ract_cli.dialects import ChainReader
+from ract_cli.dialects.raxol.contract import evidence_status
+from ract_cli.dialects.raxol.record import JournalEvent
+from ract_cli.dialects.raxol.state import _tally, _text
+from ract_cli.errors import UsageError
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.replay.result import ReplayResult
 
 ITEM_TYPES_WITH_DEPTH = frozenset({"item_started", "item_completed", "item_delta"})
 
@@ -163,8 +167,6 @@ class JournalReplaySession:
 
     def finish(self):
         """Read the rest of the journal (verifying, never replaying); return the verdict."""
-        from .replay import ReplayResult
-
         if not self._iterated:
             for _ in self.steps():
                 pass

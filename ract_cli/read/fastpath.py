@@ -38,8 +38,8 @@ from collections.abc import Callable
 
 import orjson
 
-from .kinds import KINDS, kinds_for_version
-from .model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
+from ract_cli.format.kinds import KINDS, kinds_for_version
+from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
 
 _loads = orjson.loads
 _dumps = orjson.dumps

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .writer import EventWriter, FsyncPolicy
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 BASE_TS = 1_764_000_000_000_000_000  # 2025-11-24T16:00:00Z
 TOOLS = ("bash", "read_file", "write_file", "grep", "pytest", "git_diff")

@@ -1,0 +1,419 @@
+"""What spans journal records: the hash chain, item ids per turn, nothing after the final turn, the summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ract_cli.dialects.raxol.contract import (
+    FAMILY,
+    LEGACY_VERSION,
+    LOOP_TYPES,
+    MARKER_KEYS,
+    MARKER_SINCE,
+    REJECTED,
+    EvidenceStatus,
+    _is_int,
+    _short,
+    evidence_status,
+    parse_version,
+)
+from ract_cli.findings import Finding, error, warning
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.chain import ChainState
+from ract_cli.read.line import LineResult, Problem
+
+# --- across records ------------------------------------------------------
+
+
+@dataclass
+class JournalSummary:
+    """What a journal says, as ``project`` reports it; ``to_dict`` is the JSON shape."""
+
+    schema_version: str
+    records: int
+    durable_records: int
+    deltas: int
+    turns: int  # turn_started records
+    turn_boundaries: int  # turn_completed records
+    items_by_type: dict[str, int]  # completed items
+    items_started: int
+    usage: dict[str, int | float]
+    iterations: int | None  # highest iteration stamped on a turn_completed
+    errors: list[dict]  # the first MAX_KEPT error records: {"line", "reason"}
+    error_count: int
+    unknown_types: dict[str, int]
+    closed: bool  # a final turn_completed was seen
+    final_line: int | None
+    evidence: EvidenceStatus | None  # None when the journal has no final turn_completed
+    evidence_rejected: dict | None
+    chained: bool  # every record carries hash/prev_hash
+    chain_verified: bool  # chained, and no integrity failure
+    head: str | None
+
+    @property
+    def trust(self) -> str:
+        """What the evidence verdict stands on: a verified chain, a broken one, or the journal alone."""
+        if self.chain_verified:
+            return "verified-chain"
+        if self.chained:
+            return "broken-chain"
+        return "journal-trust"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dialect": "raxol",
+            "schema_version": self.schema_version,
+            "records": self.records,
+            "durable_records": self.durable_records,
+            "deltas": self.deltas,
+            "turns": self.turns,
+            "turn_boundaries": self.turn_boundaries,
+            "items_by_type": dict(self.items_by_type),
+            "items_started": self.items_started,
+            "usage": dict(self.usage),
+            "iterations": self.iterations,
+            "errors": list(self.errors),
+            "error_count": self.error_count,
+            "unknown_types": dict(self.unknown_types),
+            "closed": self.closed,
+            "final_line": self.final_line,
+            "evidence": None if self.evidence is None else str(self.evidence),
+            "evidence_rejected": self.evidence_rejected,
+            "chained": self.chained,
+            "chain_verified": self.chain_verified,
+            "trust": self.trust,
+            "head": self.head,
+        }
+
+
+def _version_text(version: tuple[int, int, int]) -> str:
+    return ".".join(map(str, version))
+
+
+def _add_usage(totals: dict[str, int | float], usage: dict, prefix: str = "", depth: int = 0) -> None:
+    for key, value in usage.items():
+        name = f"{prefix}{key}"
+        if type(value) in (int, float):
+            _tally(totals, name, value)
+        elif type(value) is dict and depth < 3:
+            _add_usage(totals, value, name + ".", depth + 1)
+
+
+MAX_KEYS = 1000  # distinct names kept per table (item types, usage keys, unknown types); the rest pool in "(other)"
+MAX_TEXT = 200  # characters kept of a log-derived string in a summary
+MAX_KEPT = 1000  # error records itemized
+OTHER = "(other)"
+
+
+def _tally(table: dict, key: str, amount: int | float = 1) -> None:
+    if key not in table and len(table) >= MAX_KEYS:
+        key = OTHER
+    table[key] = table.get(key, 0) + amount
+
+
+def _text(value: Any) -> str:
+    text = value if type(value) is str else _short(value)
+    return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
+
+
+def _record_id(record: dict) -> str | None:
+    rid = record.get("id")
+    return rid[:200] if type(rid) is str else None
+
+
+@dataclass
+class JournalState(ChainState):
+    """Cross-record checks of a journal, fed one ``LineResult`` at a time in file order.
+
+    Shares ``ChainState``'s finding bookkeeping (``add``, ``max_findings``,
+    ``exit_code``, ``first_integrity_failure``, ``events``, ``head``).
+    """
+
+    version: tuple[int, int, int] | None = None  # last stamped schema_version
+    chained: bool | None = None  # decided by the first record
+    chain_partial: bool = False
+    closed: bool = False
+    final_line: int | None = None
+    final_payload: dict | None = None
+    turns: int = 0
+    turn_boundaries: int = 0
+    turn_open: bool = False
+    deltas: int = 0
+    items_started: int = 0
+    items_by_type: dict = field(default_factory=dict)
+    usage: dict = field(default_factory=dict)
+    iterations: int | None = None
+    errors: list = field(default_factory=list)  # the first MAX_KEPT error records
+    error_count: int = 0
+    unknown_types: dict = field(default_factory=dict)
+    _started: dict = field(default_factory=dict)  # item_id -> (item_type, line) in the current turn
+    _completed: set = field(default_factory=set)
+
+    @property
+    def schema_version(self) -> tuple[int, int, int]:
+        return self.version or LEGACY_VERSION
+
+    def feed(self, result: LineResult, line: int, offset: int) -> None:
+        where = {"path": self.path, "line": line, "offset": offset}
+        record = result.event
+        event_id = _record_id(record) if record is not None else None
+        for p in result.problems:
+            self.add(_finding(p, event_id, where))
+        first_line = not self._seen_first_line
+        self._seen_first_line = True
+        if record is None:
+            self.expected_prev = result.stored_hash  # re-anchor, as for RACT lines
+            return
+        self.events += 1
+        self._feed_chain(record, result.stored_hash, first_line, event_id, where)
+        self._feed_contract(record, event_id, where)
+        self._last_event_line = line  # trust ends as for RACT logs (ChainState.add)
+
+    def _feed_chain(
+        self, record: dict, stored_hash: str | None, first_line: bool, event_id: str | None, where: dict
+    ) -> None:
+        chained = "hash" in record or "prev_hash" in record
+        if self.chained is None:  # the first record decides whether the journal is chained
+            self.chained = chained
+        elif chained != self.chained and not self.chain_partial:
+            self.chain_partial = True
+            message = (
+                "record carries no hash/prev_hash in a chained journal"
+                if self.chained
+                else "record starts a hash chain mid-journal: the records before it are not covered"
+            )
+            self.add(error("CHAIN_BREAK", message, event_id=event_id, **where))
+        if not chained:
+            self.expected_prev = None
+            return
+        prev = record.get("prev_hash")
+        if first_line:
+            if prev != GENESIS_HASH:
+                self.add(
+                    error(
+                        "MISSING_GENESIS",
+                        "first record's prev_hash is not the genesis hash (64 zeros)",
+                        event_id=event_id,
+                        expected=GENESIS_HASH,
+                        actual=_short(prev),
+                        **where,
+                    )
+                )
+        elif self.expected_prev is not None and prev != self.expected_prev:
+            self.add(
+                error(
+                    "CHAIN_BREAK",
+                    "prev_hash does not equal the previous record's hash",
+                    event_id=event_id,
+                    expected=self.expected_prev,
+                    actual=_short(prev),
+                    **where,
+                )
+            )
+        self.expected_prev = stored_hash
+        self.head = stored_hash
+
+    def _feed_contract(self, record: dict, event_id: str | None, where: dict) -> None:
+        if self.closed:
+            self.add(
+                error(
+                    "CONTRACT_VIOLATION",
+                    f"record after the final turn_completed (line {self.final_line})",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        if "schema_version" in record:
+            version = parse_version(record["schema_version"])
+            if version is not None:
+                if self.version is not None and version != self.version:
+                    self.add(
+                        warning(
+                            "CONTRACT_WARNING",
+                            f"schema_version changes from {_version_text(self.version)} "
+                            f"to {_version_text(version)} within one journal",
+                            event_id=event_id,
+                            **where,
+                        )
+                    )
+                self.version = version
+        rtype = record.get("type")
+        payload = record.get("payload")
+        if type(rtype) is not str or type(payload) is not dict:
+            return
+        if rtype not in LOOP_TYPES or record.get("family", FAMILY) != FAMILY:
+            _tally(self.unknown_types, _text(rtype))
+            return
+        if any(key in payload for key in MARKER_KEYS) and self.schema_version < MARKER_SINCE:
+            self.add(
+                warning(
+                    "CONTRACT_WARNING",
+                    f"evidence marker in a schema_version "
+                    f"{_version_text(self.schema_version)} journal (the marker exists from 1.1.0 on)",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        item_id = payload.get("item_id")
+        item_id = item_id if type(item_id) is str and item_id else None
+        if rtype == "turn_started":
+            if self.turn_open:
+                self._close_items(f"turn_started at line {where['line']}", event_id)
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        "turn_started while the previous turn has no turn_completed",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
+            self.turns += 1
+            self.turn_open = True
+            self._started, self._completed = {}, set()
+        elif rtype == "item_started" and item_id is not None:
+            self.items_started += 1
+            if item_id in self._started:
+                self.add(
+                    error(
+                        "CONTRACT_VIOLATION",
+                        f"item_id {_short(item_id)} was already used in this turn (line {self._started[item_id][1]})",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
+            else:
+                self._started[item_id] = (payload.get("item_type"), where["line"])
+        elif rtype == "item_delta":
+            self.deltas += 1
+            if item_id is not None and (item_id not in self._started or item_id in self._completed):
+                state = "already completed" if item_id in self._completed else "not started in this turn"
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        f"item_delta for item {_short(item_id)}, {state}",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
+        elif rtype == "item_completed" and item_id is not None:
+            item_type = payload.get("item_type")
+            if item_id not in self._started:
+                self.add(
+                    error(
+                        "CONTRACT_VIOLATION",
+                        f"item_completed for item {_short(item_id)}, which was not started in this turn",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
+            elif item_id in self._completed:
+                self.add(
+                    error("CONTRACT_VIOLATION", f"item {_short(item_id)} completed twice", event_id=event_id, **where)
+                )
+            else:
+                self._completed.add(item_id)
+                started_type = self._started[item_id][0]
+                if type(started_type) is str and type(item_type) is str and started_type != item_type:
+                    self.add(
+                        warning(
+                            "CONTRACT_WARNING",
+                            f"item {_short(item_id)} started as {_short(started_type)} "
+                            f"but completed as {_short(item_type)}",
+                            event_id=event_id,
+                            **where,
+                        )
+                    )
+            if type(item_type) is str:
+                _tally(self.items_by_type, _text(item_type))
+        elif rtype == "turn_completed":
+            self.turn_boundaries += 1
+            self._close_items(f"turn_completed at line {where['line']}", event_id)
+            self.turn_open = False
+            self._started, self._completed = {}, set()
+            if type(payload.get("usage")) is dict:
+                _add_usage(self.usage, payload["usage"])
+            iteration = payload.get("iteration")
+            if _is_int(iteration) and iteration >= 0:
+                self.iterations = iteration if self.iterations is None else max(self.iterations, iteration)
+            if payload.get("final") is True and not self.closed:
+                self.closed = True
+                self.final_line = where["line"]
+                self.final_payload = payload
+        elif rtype == "error":
+            self.error_count += 1
+            if len(self.errors) < MAX_KEPT:
+                self.errors.append({"line": where["line"], "reason": _text(payload.get("reason"))})
+
+    def _close_items(self, boundary: str, event_id: str | None) -> None:
+        for item_id, (_, line) in self._started.items():
+            if item_id not in self._completed:
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        f"item {_short(item_id)} was started but never completed before the {boundary}",
+                        path=self.path,
+                        line=line,
+                    )
+                )
+
+    def finish(self) -> None:
+        """End of journal: empty journal, no final turn_completed, items left open."""
+        if self.events == 0:
+            if not self.findings:
+                make = error if self.require_closed else warning
+                self.add(make("EMPTY_LOG", "journal holds no record", path=self.path))
+            return
+        if not self.closed:
+            self._close_items("end of the journal", None)
+            make = error if self.require_closed else warning
+            self.add(
+                make("OPEN_RUN", "journal has no final turn_completed (final: true): the run is open", path=self.path)
+            )
+
+    def summary(self) -> JournalSummary:
+        """The projection ``project`` reports (call after the reader is done)."""
+        evidence = evidence_status(self.final_payload) if self.final_payload is not None else None
+        detail = self.final_payload.get("evidence_rejected") if evidence == REJECTED else None
+        chained = bool(self.chained) and not self.chain_partial
+        return JournalSummary(
+            schema_version=_version_text(self.schema_version),
+            records=self.events,
+            durable_records=self.events - self.deltas,
+            deltas=self.deltas,
+            turns=self.turns,
+            turn_boundaries=self.turn_boundaries,
+            items_by_type=dict(sorted(self.items_by_type.items())),
+            items_started=self.items_started,
+            usage=dict(sorted(self.usage.items())),
+            iterations=self.iterations,
+            errors=list(self.errors),
+            error_count=self.error_count,
+            unknown_types=dict(sorted(self.unknown_types.items())),
+            closed=self.closed,
+            final_line=self.final_line,
+            evidence=evidence,
+            evidence_rejected=_detail(detail) if type(detail) is dict else None,
+            chained=bool(self.chained),
+            chain_verified=chained and self.first_integrity_failure is None,
+            head=self.head if self.chained else None,
+        )
+
+
+def _detail(detail: dict) -> dict:
+    """An ``evidence_rejected`` detail, bounded for a report."""
+    refs = detail.get("refs")
+    out: dict[str, Any] = {
+        "reason": _text(detail.get("reason")),
+        "ref": detail.get("ref") if _is_int(detail.get("ref")) else None,
+    }
+    if type(refs) is list:
+        out["refs"] = [_text(r) for r in refs[:50]]
+        out["refs_count"] = len(refs)
+    return out
+
+
+def _finding(p: Problem, event_id: str | None, where: dict) -> Finding:
+    return Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
+
+

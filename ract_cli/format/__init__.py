@@ -1,0 +1,1 @@
+"""The wire format as pure functions (SPEC §2): canonical form and hash, envelope rules, the kinds table."""

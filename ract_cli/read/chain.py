@@ -1,0 +1,236 @@
+"""What spans lines (SPEC §2.2, §2.4, §3): genesis, linkage, run_id, duplicate ids, clock, open handles."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ract_cli.errors import ExitCode, lowest_nonzero
+from ract_cli.findings import ERROR, Finding, error, exit_code_for, warning
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.handles import HandleTracker
+from ract_cli.read.idset import _IdSet
+from ract_cli.read.line import LineResult
+
+
+@dataclass
+class ChainState:
+    """Checks that span lines, fed one ``LineResult`` at a time in file order."""
+
+    path: str
+    require_closed: bool = False
+    expected_prev: str | None = GENESIS_HASH
+    run_id: str | None = None
+    events: int = 0
+    head: str | None = None
+    first_ts: int | None = None
+    last_ts: int | None = None
+    prev_ts: int | None = None
+    handles: HandleTracker = field(default_factory=HandleTracker)
+    findings: list[Finding] = field(default_factory=list)
+    max_findings: int | None = None  # keep at most this many; count the rest
+    suppressed: int = 0
+    first_integrity_failure: int | None = None  # line number
+    _suppressed_codes: set = field(default_factory=set)
+    _ids: _IdSet = field(default_factory=_IdSet)
+    _seen_first_line: bool = False
+    _last_event_line: int | None = None
+
+    def add(self, finding: Finding) -> None:
+        if self.max_findings is not None and len(self.findings) >= self.max_findings:
+            self.suppressed += 1
+            self._suppressed_codes.add(finding.exit_code)
+        else:
+            self.findings.append(finding)
+        if (
+            finding.severity == ERROR
+            and finding.exit_code == ExitCode.TAMPERED
+            and self.first_integrity_failure is None
+        ):
+            # Trust ends at the last event a clean successor confirms. An event's own
+            # hash only shows the line was hashed; that it was not edited with its
+            # hash recomputed is shown by the next line linking to it as a valid
+            # event. So a failure on the line right after an event takes that event
+            # too: it may be the forged one (a CHAIN_BREAK at k+1 after k was rehashed).
+            line = finding.line
+            if line is not None and self._last_event_line is not None and self._last_event_line == line - 1:
+                line = self._last_event_line
+            self.first_integrity_failure = line
+
+    def feed(self, result: LineResult, line: int, offset: int) -> None:
+        event = result.event
+        if (
+            event is not None
+            and not result.problems
+            and event["prev_hash"] == self.expected_prev
+            and event["run_id"] == self.run_id
+            and self.prev_ts is not None
+            and event["timestamp_ns"] >= self.prev_ts
+        ):
+            # The common case, same outcome as the general path below: a clean
+            # event that links on, same run, clock not going back.
+            if not self._ids.add(event["id"]):
+                self.add(
+                    error(
+                        "DUPLICATE_ID",
+                        f"event id {event['id']} already appears earlier in this file",
+                        event_id=event["id"],
+                        path=self.path,
+                        line=line,
+                        offset=offset,
+                    )
+                )
+            ts = self.prev_ts = event["timestamp_ns"]
+            if ts > self.last_ts:  # type: ignore[operator]
+                self.last_ts = ts
+            self.events += 1
+            self.expected_prev = self.head = result.stored_hash
+            self._last_event_line = line
+            self.handles.feed(event, line, offset)
+            return
+        where = {"path": self.path, "line": line, "offset": offset}
+        event_id = event["id"] if event is not None else None
+        for p in result.problems:
+            self.add(
+                Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
+            )
+        first_line = not self._seen_first_line
+        self._seen_first_line = True
+        if event is None:
+            # Re-anchor on the line's own hash when it has one; otherwise the
+            # next event's linkage cannot be judged (its break is this line's).
+            self.expected_prev = result.stored_hash
+            return
+
+        prev = event["prev_hash"]
+        if self.expected_prev is not None and prev != self.expected_prev:
+            if first_line:
+                self.add(
+                    error(
+                        "MISSING_GENESIS",
+                        "first event's prev_hash is not the genesis hash (64 zeros)",
+                        event_id=event_id,
+                        expected=GENESIS_HASH,
+                        actual=prev,
+                        **where,
+                    )
+                )
+            else:
+                self.add(
+                    error(
+                        "CHAIN_BREAK",
+                        "prev_hash does not equal the previous event's hash",
+                        event_id=event_id,
+                        expected=self.expected_prev,
+                        actual=prev,
+                        **where,
+                    )
+                )
+        self.expected_prev = result.stored_hash  # re-anchor on this line's own hash
+
+        if self.run_id is None:
+            self.run_id = event["run_id"]
+        elif event["run_id"] != self.run_id:
+            self.add(
+                error(
+                    "FOREIGN_RUN_ID",
+                    "run_id differs from the log's run_id",
+                    event_id=event_id,
+                    expected=self.run_id,
+                    actual=event["run_id"],
+                    **where,
+                )
+            )
+        if not self._ids.add(event_id):
+            self.add(
+                error(
+                    "DUPLICATE_ID",
+                    f"event id {event_id} already appears earlier in this file",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+
+        ts = event["timestamp_ns"]
+        if self.prev_ts is not None and ts < self.prev_ts:
+            self.add(
+                warning(
+                    "CLOCK_REGRESSION",
+                    "timestamp goes backwards",
+                    event_id=event_id,
+                    expected=f">= {self.prev_ts}",
+                    actual=str(ts),
+                    **where,
+                )
+            )
+        self.prev_ts = ts
+        self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+        self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+        self.events += 1
+        self.head = result.stored_hash
+        self._last_event_line = line
+        self.handles.feed(event, line, offset)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """SPEC §3 over every finding, including those past ``max_findings``."""
+        return lowest_nonzero([exit_code_for(self.findings), *self._suppressed_codes])
+
+    def finish(self) -> None:
+        """End-of-file checks: run directory, open handles, repaired closes."""
+        if self.events == 0:
+            if not self.findings:
+                self.add(
+                    warning("EMPTY_LOG", "log holds no event", path=self.path)
+                    if not self.require_closed
+                    else error("EMPTY_LOG", "log holds no event", path=self.path)
+                )
+            return
+        p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
+        if p.name == "events.jsonl" and self.run_id is not None and p.parent.name != self.run_id:
+            self.add(
+                warning(
+                    "RUN_DIR_MISMATCH",
+                    f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
+                    path=self.path,
+                    expected=self.run_id,
+                    actual=p.parent.name,
+                )
+            )
+        for handle in self.handles.open_handles():
+            if handle.kind == "run.started":
+                continue
+            self.add(
+                warning(
+                    "OPEN_HANDLE",
+                    f"{handle.kind} was never closed",
+                    path=self.path,
+                    line=handle.line,
+                    offset=handle.offset,
+                    event_id=handle.event_id,
+                )
+            )
+        if not self.handles.run_is_closed:
+            start = self.handles.run_started
+            make = error if self.require_closed else warning
+            self.add(
+                make(
+                    "OPEN_RUN",
+                    "run was never closed (no run.completed or run.aborted)",
+                    path=self.path,
+                    line=start.line if start else None,
+                    offset=start.offset if start else None,
+                    event_id=start.event_id if start else None,
+                )
+            )
+        if self.handles.synthesized_closes:
+            self.add(
+                warning(
+                    "REPAIRED",
+                    f"log holds {self.handles.synthesized_closes} synthesized close(s) written by repair",
+                    path=self.path,
+                )
+            )
+
+

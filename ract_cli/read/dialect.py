@@ -1,0 +1,117 @@
+"""Dialects (SPEC §8): what the reader asks of a kind of log, and which kind a file is.
+
+The reader knows a dialect only through ``Dialect``: how one line is judged
+alone, what checks span lines, the type of the events it yields and which
+files a directory search takes. RACT run logs are built in; a dialect package
+registers itself on import (``ract_cli.dialects`` registers Raxol journals),
+so this layer never imports one. Detection is a rule on a record's shape and
+needs no dialect: a journal named by the rule but not registered is an error,
+never read as the wrong dialect.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ract_cli.errors import UsageError
+from ract_cli.read.chain import ChainState
+from ract_cli.read.files import open_log
+from ract_cli.read.framing import split_line_ending
+from ract_cli.read.line import LineResult, LogEvent, analyze_line
+
+#: every name ``--dialect`` takes; "auto" picks one per file from its first record
+DIALECTS = ("auto", "ract", "raxol")
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """One kind of log, as the reader uses it."""
+
+    name: str
+    analyze: Callable[[bytes, int], LineResult]  # one line (without its ending) alone, given the schema version
+    state_type: type[ChainState]  # fed every line's result in file order: what spans lines
+    event_type: type[LogEvent]  # what the reader yields for a usable line
+    suffixes: tuple[str, ...] = ()  # file suffixes a directory search takes besides events.jsonl
+    splittable: bool = False  # byte ranges of one file may be checked in parallel (read/parallel.py)
+
+
+RACT = Dialect("ract", analyze_line, ChainState, LogEvent, splittable=True)
+
+_REGISTRY: dict[str, Dialect] = {RACT.name: RACT}
+
+
+def register(dialect: Dialect) -> None:
+    """Make a dialect available to the reader by its name (one of ``DIALECTS``)."""
+    if dialect.name not in DIALECTS[1:]:
+        raise ValueError(f"unknown dialect name {dialect.name!r}")
+    _REGISTRY[dialect.name] = dialect
+
+
+def get_dialect(name: str) -> Dialect:
+    """The registered dialect called ``name`` ("ract" or "raxol"; resolve "auto" first)."""
+    if name not in DIALECTS[1:]:
+        raise UsageError(f"dialect must be ract, raxol or auto, not {name!r}")
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UsageError(f"dialect {name} is not loaded (import ract_cli.dialects)") from None
+
+
+def detect_dialect(first_record: Any) -> str:
+    """``"raxol"`` for a record with ``type`` and no ``kind``, else ``"ract"``."""
+    if isinstance(first_record, Mapping) and "type" in first_record and "kind" not in first_record:
+        return "raxol"
+    return "ract"
+
+
+_DETECT_LINES = 8
+_DETECT_BYTES = 1 << 20
+
+
+def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _DETECT_BYTES) -> str:
+    """The dialect of a file from its first parseable record (of its first few lines).
+
+    A file that cannot be opened, or whose first lines hold no JSON object,
+    is ``"ract"``: the RACT reader then reports what is wrong with it.
+    """
+    limit = min(max_line_bytes, _DETECT_BYTES)
+    try:
+        f = open_log(path)
+    except Exception:
+        return "ract"
+    with f:
+        for _ in range(_DETECT_LINES):
+            try:
+                raw = f.readline(limit + 2)
+            except OSError:
+                return "ract"
+            if not raw:
+                break
+            if len(raw) == limit + 2 and not raw.endswith(b"\n"):
+                break  # too long to judge here
+            body, _ = split_line_ending(raw)
+            try:
+                obj = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                continue
+            if type(obj) is dict:
+                return detect_dialect(obj)
+    return "ract"
+
+
+def resolve_dialect(dialect: str, path: str | os.PathLike[str], max_line_bytes: int = _DETECT_BYTES) -> str:
+    """``"ract"`` or ``"raxol"``: ``"auto"`` detects from the file's first record (SPEC §8)."""
+    if dialect == "auto":
+        return detect_file_dialect(path, max_line_bytes=max_line_bytes)
+    get_dialect(dialect)  # validates the name
+    return dialect
+
+
+def discovery_suffixes(dialect: str) -> tuple[str, ...]:
+    """File suffixes a directory search also takes: ``*.jsonl`` journals when the dialect is raxol."""
+    return _REGISTRY[dialect].suffixes if dialect in _REGISTRY else ()

@@ -1,0 +1,261 @@
+"""SPEC §2.1 framing: lines, line endings, over-long lines, torn tails; the unverified line stream of grep --no-verify."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import orjson
+
+from ract_cli.read.files import open_log
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, Problem, _describe_json_error, _too_deep_problem, too_deep
+
+
+def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
+    """The line's body without ``\\n`` / ``\\r\\n``, and whether it had ``\\n``."""
+    if raw.endswith(b"\n"):
+        body = raw[:-1]
+        if body.endswith(b"\r"):
+            body = body[:-1]
+        return body, True
+    return raw, False
+
+
+def _torn_tail_problem(raw: bytes) -> Problem:
+    return Problem("TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")
+
+
+class LineFramer:
+    """SPEC §2.1 framing, shared by ``ChainReader`` and ``iter_lines_unverified``.
+
+    Iterate it for ``(line_no, offset, raw)``: ``raw`` is the line's exact bytes
+    with its ending, or ``None`` for a line longer than ``max_line_bytes`` (its
+    rest is skipped, never held in memory). A read failure ends the iteration
+    and is left in ``read_error`` / ``error_line`` / ``error_offset``.
+
+    ``needles``: when given, a complete line (one ending in ``\n``) holding
+    none of these byte strings is counted but not yielded -- the raw-bytes
+    prefilter of ``grep --no-verify``. A last line without ``\n`` and an
+    over-long line are always yielded.
+    """
+
+    def __init__(
+        self, f: BinaryIO, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, needles: tuple[bytes, ...] | None = None
+    ) -> None:
+        self.f = f
+        self.max_line_bytes = max_line_bytes
+        self.needles = needles
+        self.read_error: str | None = None
+        self.error_line: int | None = None
+        self.error_offset: int | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, int, bytes | None]]:
+        if self.needles is not None and not any(b"\n" in n or not n for n in self.needles):
+            yield from _frame_prefiltered(self)
+            return
+        f, limit, needles = self.f, self.max_line_bytes, self.needles
+        readline = f.readline
+        size = limit + 2  # +2: room for "\r\n" after a maximal body
+        offset = 0
+        line_no = 0
+        single = needles[0] if needles is not None and len(needles) == 1 else None
+        while True:
+            try:
+                raw = readline(size)
+            except OSError as exc:
+                self.read_error = f"read failed: {exc.strerror or exc}"
+                self.error_line, self.error_offset = line_no + 1, offset
+                return
+            if not raw:
+                return
+            line_no += 1
+            start = offset
+            offset += len(raw)
+            if needles is not None and raw[-1:] == b"\n":
+                if single is not None:
+                    if single not in raw:
+                        continue
+                elif not any(n in raw for n in needles):
+                    continue
+            if len(raw) >= size - 1 and len(split_line_ending(raw)[0]) > limit:
+                # over the limit: a body of limit+1 bytes then "\n" fits the read but not the limit
+                if len(raw) == size and raw[-1:] != b"\n":
+                    try:
+                        offset += self._skip_rest_of_line(f)
+                    except OSError as exc:
+                        self.read_error = f"read failed: {exc.strerror or exc}"
+                        self.error_line, self.error_offset = line_no, start
+                        return
+                yield line_no, start, None
+                continue
+            yield line_no, start, raw
+            if raw[-1:] != b"\n":
+                # End of file mid-line: the file ends here, as read now. A writer may be
+                # appending the rest this instant; reading on would split its line in two.
+                return
+
+    @staticmethod
+    def _skip_rest_of_line(f: BinaryIO) -> int:
+        skipped = 0
+        while True:
+            chunk = f.readline(1 << 16)  # small chunks: the skipped line is never held
+            skipped += len(chunk)
+            if not chunk or chunk.endswith(b"\n"):
+                return skipped
+
+
+PREFILTER_BLOCK_BYTES = 1 << 20
+
+
+def _frame_prefiltered(
+    framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """``LineFramer`` with needles, block by block: lines holding no needle are never looked at one by one.
+
+    Reads ``block_size`` bytes at a time and jumps from needle to needle
+    (``bytes.find``), counting the newlines it skips, so line numbers and
+    offsets are those of the line-by-line framing. Memory: one block plus the
+    line being assembled, which is cut off (as over-long) past
+    ``max_line_bytes``. Yields a line holding a needle, the last line when it
+    lacks ``\n``, and over-long lines (``None``).
+    """
+    f, limit, needles = framer.f, framer.max_line_bytes, framer.needles
+    assert needles is not None
+    buf = b""  # always starts at a line start (file offset ``base``)
+    base = 0
+    line_no = 0  # lines before ``buf``
+    skipping = False  # inside an over-long line already reported: drop bytes up to its newline
+    parts: list[bytes] = []  # blocks of a long line without a newline yet (joined once: linear, not quadratic)
+    held = 0  # bytes in ``buf`` + ``parts``
+    while True:
+        try:
+            chunk = f.read(block_size)
+        except OSError as exc:
+            framer.read_error = f"read failed: {exc.strerror or exc}"
+            framer.error_line, framer.error_offset = line_no + 1, base + held
+            return
+        eof = not chunk
+        if not skipping and not eof and buf and b"\n" not in chunk:
+            parts.append(chunk)  # still inside the line begun in ``buf``
+            held += len(chunk)
+            if held <= limit + 2:
+                continue
+            line_no += 1  # no newline yet and already over the limit
+            yield line_no, base, None
+            base += held
+            buf, parts, held, skipping = b"", [], 0, True
+            continue
+        if parts:
+            buf = b"".join([buf, *parts])
+            parts = []
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                base += len(chunk)
+                if chunk:
+                    continue
+                return
+            base += nl + 1
+            chunk = chunk[nl + 1 :]
+            skipping = False
+        buf = buf + chunk if buf else chunk
+        held = len(buf)
+        end = buf.rfind(b"\n") + 1  # [0, end) holds complete lines only
+        pos = 0
+        hits = [buf.find(n, 0, end) for n in needles]
+        while True:
+            hit = min((h for h in hits if h >= 0), default=-1)
+            if hit < 0:
+                break
+            start = buf.rfind(b"\n", pos, hit) + 1 or pos  # 0: no newline between pos and the hit
+            stop = buf.find(b"\n", hit) + 1
+            line_no += buf.count(b"\n", pos, start) + 1
+            raw = buf[start:stop]
+            too_long = len(raw) > limit + 1 and len(split_line_ending(raw)[0]) > limit
+            yield line_no, base + start, None if too_long else raw
+            pos = stop
+            hits = [h if h >= pos or h < 0 else buf.find(n, pos, end) for h, n in zip(hits, needles)]
+        line_no += buf.count(b"\n", pos, end)
+        base += end
+        buf = buf[end:]
+        held = len(buf)
+        if eof:  # what is left is a last line without its newline
+            if buf:
+                yield line_no + 1, base, None if len(buf) > limit else buf
+            return
+        if held > limit + 2:  # no newline yet and already over the limit
+            line_no += 1
+            yield line_no, base, None
+            base += held
+            buf, held = b"", 0
+            skipping = True
+
+
+@dataclass(slots=True)
+class RawLine:
+    """One line read by ``iter_lines_unverified``: framed and parsed, never checked."""
+
+    line: int  # 1-based
+    offset: int  # byte offset of the line's first byte
+    raw: bytes  # the line's bytes exactly as in the file, line ending included (b"" when not read)
+    event: dict | None  # the parsed JSON object; None when the line is not one
+    problem: Problem | None  # why ``event`` is None: MALFORMED_LINE, LINE_TOO_LONG, TORN_TAIL or IO_ERROR
+
+
+def iter_lines_unverified(
+    path: str | os.PathLike[str],
+    *,
+    prefilter: tuple[bytes, ...] | None = None,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> Iterator[RawLine]:
+    """The fast, unchecked reading mode (``grep --no-verify``).
+
+    Same framing as ``ChainReader`` (``LineFramer``: line splitting, CRLF,
+    ``max_line_bytes``, torn tail, read errors) but no hash, chain, envelope or
+    schema check: each yielded line is only parsed as a JSON object. With
+    ``prefilter``, complete lines holding none of those byte strings are
+    skipped before parsing. Raises ``LogIOError`` when the file cannot be
+    opened; a later read failure is yielded as an ``IO_ERROR`` line, last.
+    """
+    handle = open_log(Path(path))
+    with handle:
+        framer = LineFramer(handle, max_line_bytes, prefilter)
+        loads = orjson.loads
+        for line_no, start, raw in framer:
+            if raw is None:
+                yield RawLine(
+                    line_no,
+                    start,
+                    b"",
+                    None,
+                    Problem("LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)"),
+                )
+                continue
+            body, has_newline = split_line_ending(raw)
+            try:
+                obj = loads(body)
+            except orjson.JSONDecodeError as exc:
+                obj = exc
+            deep = type(obj) is dict and too_deep(body, obj)  # the same bound as the chain reader
+            if type(obj) is dict and not deep:
+                yield RawLine(line_no, start, raw, obj, None)
+            elif not has_newline:
+                yield RawLine(line_no, start, raw, None, _torn_tail_problem(raw))
+            elif deep:
+                yield RawLine(line_no, start, raw, None, _too_deep_problem())
+            else:
+                reason = (
+                    "blank line"
+                    if not body.strip()
+                    else (_describe_json_error(obj) if isinstance(obj, Exception) else "not a JSON object")
+                )
+                yield RawLine(line_no, start, raw, None, Problem("MALFORMED_LINE", f"not valid JSON: {reason}"))
+        if framer.read_error is not None:
+            yield RawLine(
+                framer.error_line or 1, framer.error_offset or 0, b"", None, Problem("IO_ERROR", framer.read_error)
+            )
+
+

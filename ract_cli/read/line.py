@@ -1,0 +1,300 @@
+"""One line of a RACT log, judged alone (SPEC §2.1-2.6): parse, envelope, canonical hash, kind and payload.
+
+Pure functions of a line's bytes: they know nothing of other lines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+import orjson
+
+from ract_cli.findings import ERROR
+from ract_cli.format.canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
+from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
+from ract_cli.format.model import ENVELOPE_KEYS, HEX32, HEX64, MAX_TIMESTAMP_NS
+from ract_cli.read.fastpath import fast_analyze
+
+DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
+_SORT = orjson.OPT_SORT_KEYS
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_HASH_PREFIX = b'{"hash":"'  # sorted keys put "hash" first in a valid envelope
+_ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+
+
+@dataclass(slots=True)
+class Problem:
+    """A finding of one line, before it knows its file and position."""
+
+    code: str
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+    severity: str = ERROR
+
+
+@dataclass(slots=True)
+class LineResult:
+    """What ``analyze_line`` learned from one line."""
+
+    event: dict | None  # the parsed object when it is a usable envelope
+    stored_hash: str | None  # the line's own "hash" when it is 64 lowercase hex
+    problems: list[Problem]
+    parsed: bool = True  # False: not one JSON object (malformed, torn, too long)
+
+
+# --- one line ------------------------------------------------------------
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _pairs_no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    result: dict = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _exact_int(text: str) -> int:
+    value = int(text)
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ValueError(f"integer {text[:40]} is outside the signed 64-bit range")
+    return value
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def parse_exact(body: bytes) -> object:
+    """Parse with exact integers, rejecting duplicate keys and 64-bit overflow.
+
+    Used when orjson's fast result cannot be trusted to be exact: foreign
+    formatting (possible duplicate keys) or number tokens orjson rounds.
+    """
+    return json.loads(
+        body.decode("utf-8"),
+        object_pairs_hook=_pairs_no_duplicates,
+        parse_int=_exact_int,
+        parse_constant=_reject_constant,
+    )
+
+
+def _describe_json_error(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+#: The deepest nesting of arrays and objects a line may have (the line's own object is level 1).
+#: SPEC §2.1 sets no bound; without one, Python's recursion limit would decide past ~900 levels, and
+#: how much of it is left depends on the caller's stack -- one process would accept a line another
+#: calls malformed. Deeper is MALFORMED_LINE everywhere. (orjson alone reads 1024 and writes 254.)
+MAX_NESTING = 512
+_ORJSON_WRITES = 254  # a line with fewer '[' and '{' bytes than this cannot be nested deeper
+
+
+def nesting_depth(value: object) -> int:
+    """How deeply arrays and objects nest in a parsed value (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if type(item) is dict:
+            children = item.values()
+        elif type(item) is list:
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if type(child) in (dict, list))
+    return deepest
+
+
+def too_deep(body: bytes, obj: object) -> bool:
+    """Whether a parsed line nests deeper than ``MAX_NESTING`` (cheap unless it might)."""
+    if body.count(b"[") + body.count(b"{") <= _ORJSON_WRITES:
+        return False
+    return nesting_depth(obj) > MAX_NESTING
+
+
+def _too_deep_problem() -> Problem:
+    return Problem("MALFORMED_LINE", f"nested deeper than {MAX_NESTING} levels of arrays and objects")
+
+
+def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
+    """SPEC §2.1 parse rules, shared by both dialects: exactly one JSON object,
+    no duplicate key, exact 64-bit integers.
+
+    Returns ``(object, orjson's sorted dump, fast)`` where ``fast`` means the
+    line is byte-identical to that dump and the dump is already JCS; or the
+    failing ``LineResult``.
+    """
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        reason = "blank line" if not body.strip() else _describe_json_error(exc)
+        return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {reason}")], parsed=False)
+    if type(obj) is not dict:
+        kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
+        return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
+    try:
+        dumped = orjson.dumps(obj, option=_SORT)
+    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): exact path
+        if too_deep(body, obj):
+            return LineResult(None, None, [_too_deep_problem()], parsed=False)
+        dumped = b""
+    fast = dumped == body and orjson_is_jcs(dumped)
+    if not fast:
+        # Foreign formatting or a number orjson rounds: re-read exactly.
+        try:
+            obj = parse_exact(body)
+        except _DuplicateKey as exc:
+            return LineResult(
+                None, None, [Problem("DUPLICATE_KEY", f"duplicate key {str(exc)!r} in an object")], parsed=False
+            )
+        except (ValueError, RecursionError) as exc:
+            return LineResult(
+                None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {_describe_json_error(exc)}")], parsed=False
+            )
+    return obj, dumped, fast
+
+
+def hash_without_hash_key(obj: dict, fast: bool) -> str | Problem:
+    """SPEC §2.4: SHA-256 hex of the canonical bytes of ``obj`` minus its ``hash`` key."""
+    unhashed = {k: v for k, v in obj.items() if k != "hash"}
+    try:
+        canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
+    except CanonicalizationError as exc:
+        return Problem("MALFORMED_LINE", str(exc))
+    except RecursionError:
+        return Problem("MALFORMED_LINE", "nesting too deep to canonicalize")
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
+    """Check one line (without its line ending). Pure: no file, no neighbours.
+
+    ``fast=False`` skips the fast path (fastpath.py) -- for tests that prove
+    both paths agree; the verdict is the same either way.
+    """
+    if fast:
+        proven = fast_analyze(body, schema_version)  # a fully valid event, proven cheaply
+        if proven is not None:
+            return LineResult(proven[0], proven[1], [])
+    parsed = parse_object(body)
+    if isinstance(parsed, LineResult):
+        return parsed
+    obj, dumped, is_canonical = parsed
+
+    problems = _check_envelope(obj)
+    stored = obj.get("hash")
+    stored_hash = stored if type(stored) is str and HEX64.fullmatch(stored) else None
+    if problems:
+        return LineResult(None, stored_hash, problems)
+
+    # Canonical bytes without "hash": in the fast path they are the line itself
+    # minus its leading "hash" member (sorted keys put it first).
+    if is_canonical and dumped.startswith(_HASH_PREFIX) and dumped[73:75] == b'",':
+        computed = hashlib.sha256(b"{" + dumped[75:]).hexdigest()
+    else:
+        computed = hash_without_hash_key(obj, is_canonical)
+        if isinstance(computed, Problem):
+            return LineResult(None, stored_hash, [computed], parsed=False)
+    if computed != stored_hash:
+        problems.append(
+            Problem(
+                "HASH_MISMATCH",
+                "stored hash differs from the canonical hash of the event",
+                expected=computed,
+                actual=stored,
+            )
+        )
+
+    kind = obj["kind"]
+    if kind not in kinds_for_version(schema_version):
+        known = kind in KINDS_BY_NAME
+        detail = f"added in schema version {KINDS_BY_NAME[kind].version}" if known else "not in the vocabulary"
+        problems.append(Problem("UNKNOWN_KIND", f"kind {kind!r} is {detail} (schema version {schema_version})"))
+    else:
+        for message in VALIDATORS[kind](obj["payload"]):
+            problems.append(Problem("PAYLOAD_INVALID", f"{kind}: {message}"))
+    return LineResult(obj, stored_hash, problems)
+
+
+def _check_envelope(obj: dict) -> list[Problem]:
+    """SPEC §2.2: exactly nine keys, each of its type."""
+    problems: list[Problem] = []
+    keys = obj.keys()
+    if keys != ENVELOPE_KEYS:
+        missing = sorted(ENVELOPE_KEYS - keys)
+        extra = sorted(keys - ENVELOPE_KEYS)
+        if missing:
+            problems.append(Problem("ENVELOPE_ERROR", f"missing key(s): {', '.join(missing)}"))
+        if extra:
+            problems.append(Problem("ENVELOPE_ERROR", f"extra key(s) not covered by the schema: {', '.join(extra)}"))
+    for name in ("id", "run_id"):
+        value = obj.get(name)
+        if name in obj and not (type(value) is str and HEX32.fullmatch(value)):
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=_short(value))
+            )
+    for name in ("step_id", "parent_id"):
+        value = obj.get(name)
+        if name in obj and value is not None and not (type(value) is str and HEX32.fullmatch(value)):
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=_short(value))
+            )
+    if "timestamp_ns" in obj:
+        ts = obj["timestamp_ns"]
+        if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
+            problems.append(
+                Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=_short(ts))
+            )
+    if "kind" in obj and type(obj["kind"]) is not str:
+        problems.append(Problem("ENVELOPE_ERROR", "kind must be a string", actual=_short(obj["kind"])))
+    if "payload" in obj and type(obj["payload"]) is not dict:
+        problems.append(Problem("ENVELOPE_ERROR", "payload must be an object", actual=_short(obj["payload"])))
+    for name in ("prev_hash", "hash"):
+        value = obj.get(name)
+        if name in obj and not (type(value) is str and HEX64.fullmatch(value)):
+            problems.append(
+                Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=_short(value))
+            )
+    return problems
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+
+
+# --- a usable event ------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LogEvent:
+    """One usable event of a log, where it is, and whether it is still trusted."""
+
+    line: int  # 1-based
+    offset: int  # byte offset of the line's first byte
+    raw: bytes  # the line's bytes exactly as in the file, line ending included
+    event: dict
+    trusted: bool  # no integrity failure at or before this line
+
+    @property
+    def kind(self) -> str:
+        return self.event["kind"]
+
+    @property
+    def payload(self) -> dict:
+        return self.event["payload"]
+
+
