@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench schemas fixtures goldens sweep fuzz clean
+.PHONY: demo test lint bench schemas fixtures goldens sweep fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The lint and type gate (.ci/run runs it before the tests): ruff's rules and format, mypy --strict.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py

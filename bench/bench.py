@@ -71,6 +71,11 @@ class BenchContext:
     ract: list[str] = field(default_factory=lambda: [sys.executable, "-m", "ract_cli"])
 
     @staticmethod
+    def naive(path: Path) -> int:
+        """The naive verifier of the main table, for row modules that measure it on other logs."""
+        return naive_verify(path)
+
+    @staticmethod
     def row(*args: Any, **kwargs: Any) -> dict:
         """A result row in the shape every row module returns (see ``row`` below)."""
         return row(*args, **kwargs)
@@ -101,7 +106,13 @@ class BenchContext:
             best = min(best, time.perf_counter() - start)
         return best
 
-    def time_cmd(self, argv: Sequence[str], repeat: int = 3, stdout: IO[Any] | int | None = None) -> float:
+    def time_cmd(
+        self,
+        argv: Sequence[str],
+        repeat: int = 3,
+        stdout: IO[Any] | int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> float:
         """Best wall-clock seconds of a subprocess (its exit code is not checked).
 
         ``stdout=None`` discards the output; pass a file object (or
@@ -119,6 +130,7 @@ class BenchContext:
                 stderr=subprocess.DEVNULL,
                 check=False,
                 cwd=ROOT,
+                env={**os.environ, **env} if env else None,
             )
             best = min(best, time.perf_counter() - start)
         return best

@@ -1,0 +1,132 @@
+"""``make bench`` rows on logs in the byte layouts users' runtimes write (issue 14).
+
+The benchmark log (our writer's layout: sorted keys, compact) is re-serialized
+into two layouts this project did not write, with the same values and hashes
+(the hash covers values, not bytes):
+
+- ``schema``: the schema's field order (id, run_id, step_id, parent_id,
+  timestamp_ns, kind, payload, prev_hash, hash), compact separators;
+- ``dumps``: ``json.dumps`` defaults (``", "`` / ``": "`` separators, ASCII
+  ``\\uXXXX`` escapes) with the keys of every object shuffled (seeded).
+
+Each layout gets, measured in this run: the floor (orjson parse + sorted dump
++ sha256 per line), the physical limit (sha256 of the raw bytes), ``ract trace
+verify -q`` with each core available (``RACT_CORE=python|native``, 1 and 2
+jobs), the naive verifier, jq, grep verified and ``--no-verify``, and project.
+Ratios are against the floor of the same layout (jq for grep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "bench" / "out"
+SCHEMA_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+
+
+def _shuffled(value: object, rng: random.Random) -> object:
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: _shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [_shuffled(v, rng) for v in value]
+    return value
+
+
+def layout_log(source: Path, layout: str) -> Path:
+    """The benchmark log re-serialized in ``layout`` (written once, cached next to it)."""
+    target = OUT / f"{source.stem}-{layout}.jsonl"
+    if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
+        return target
+    rng = random.Random(14)
+    tmp = target.with_suffix(".tmp")
+    with open(source, "rb") as src, open(tmp, "wb") as dst:
+        for line in src:
+            event = json.loads(line)
+            if layout == "schema":
+                dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + b"\n")
+            elif layout == "dumps":
+                dst.write(json.dumps(_shuffled(event, rng)).encode() + b"\n")
+            else:
+                raise ValueError(layout)
+    os.replace(tmp, target)
+    return target
+
+
+def floor_loop(path: Path) -> None:
+    loads, dumps, sha256, opt = orjson.loads, orjson.dumps, hashlib.sha256, orjson.OPT_SORT_KEYS
+    with open(path, "rb") as f:
+        for line in f:
+            sha256(dumps(loads(line), option=opt)).hexdigest()
+
+
+def sha_only(path: Path) -> None:
+    sha256 = hashlib.sha256
+    with open(path, "rb") as f:
+        for line in f:
+            sha256(line).hexdigest()
+
+
+def cores() -> list[str]:
+    """The cores this checkout can run: python always, native when the extension is built."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "import ract_cli._core"], capture_output=True, cwd=ROOT, check=False
+    )
+    return ["python", "native"] if probe.returncode == 0 else ["python"]
+
+
+def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
+    out: list[dict] = []
+    jq = shutil.which("jq")
+    available = cores()
+    for layout in ("ours", "schema", "dumps"):
+        path = ctx.log_path if layout == "ours" else layout_log(ctx.log_path, layout)
+        n = ctx.events
+        floor = ctx.time(lambda p=path: floor_loop(p))
+        out.append(ctx.row(f"[{layout}] floor (orjson+sorted dump+sha256)", n, floor))
+        sha = ctx.time(lambda p=path: sha_only(p))
+        out.append(ctx.row(f"[{layout}] physical limit (sha256 of raw lines)", n, sha, ratio=floor / sha, ratio_of="floor"))
+        naive = ctx.time(lambda p=path: ctx.naive(p), repeat=1)
+        out.append(ctx.row(f"[{layout}] naive verifier", n, naive, ratio=floor / naive, ratio_of="floor"))
+        for core in available:
+            env = {"RACT_CORE": core}
+            for jobs in (1, 2):
+                seconds = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(path)], env=env)
+                target = (2.0 if jobs == 1 else 3.0) if core == "native" else (0.3 if jobs == 1 else None)
+                out.append(
+                    ctx.row(
+                        f"[{layout}] verify -q -j{jobs} core={core}",
+                        n,
+                        seconds,
+                        ratio=floor / seconds,
+                        ratio_of="floor",
+                        target=target,
+                    )
+                )
+            seconds = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(path)], env=env)
+            out.append(ctx.row(f"[{layout}] project --format json core={core}", n, seconds))
+            if jq:
+                jq_s = ctx.time_cmd([jq, "-c", 'select(.kind=="process.reaped")', str(path)])
+                grep_s = ctx.time_cmd([*ctx.ract, "trace", "grep", "--kind", "process.reaped", str(path)], env=env)
+                raw_s = ctx.time_cmd(
+                    [*ctx.ract, "trace", "grep", "--no-verify", "--kind", "process.reaped", str(path)], env=env
+                )
+                out.append(ctx.row(f"[{layout}] jq select(process.reaped)", n, jq_s))
+                out.append(
+                    ctx.row(f"[{layout}] grep verified core={core}", n, grep_s, ratio=jq_s / grep_s, ratio_of="jq", target=4.0)
+                )
+                out.append(
+                    ctx.row(f"[{layout}] grep --no-verify core={core}", n, raw_s, ratio=jq_s / raw_s, ratio_of="jq", target=10.0)
+                )
+    return out
