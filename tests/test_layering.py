@@ -32,6 +32,7 @@ LAYERS = {
     "testing": 7,
     "cli": 8,
     "__main__": 9,
+    "otel": 6,
     "__init__": 9,  # the package's lazy names may point anywhere but the CLI
 }
 #: commands that build on another command's library, each edge on purpose (docs/architecture.md)

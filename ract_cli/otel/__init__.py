@@ -1,0 +1,147 @@
+"""``ract trace export --format otlp-json`` (SPEC §12.2): runs as OpenTelemetry GenAI traces, one line per run.
+
+Each line is one OTLP/JSON ``TracesData`` object, as the OpenTelemetry
+collector's file exporter writes them and its ``otlpjsonfile`` receiver reads
+them: lowerCamelCase keys, hex ``traceId``/``spanId``, enums as integers,
+64-bit integers as decimal strings. Every log is read through the one chain
+reader; what follows a chain break is exported with ``ract.trusted = false``
+and the exit code says the log did not verify.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from ract_cli.dialects import ChainReader, discovery_suffixes
+from ract_cli.errors import ExitCode, lowest_nonzero
+from ract_cli.findings import Finding, error
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.otel.spans import STATUS_UNSET, Span, TraceBuilder, attributes_json
+from ract_cli.read.discovery import discover
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+
+SCOPE_NAME = "ract"
+DEFAULT_SERVICE_NAME = "ract"
+
+__all__ = ["OtlpOptions", "OtlpResult", "export_otlp", "trace_line"]
+
+
+@dataclass(frozen=True)
+class OtlpOptions:
+    service_name: str = DEFAULT_SERVICE_NAME
+    schema_version: int = LATEST_SCHEMA_VERSION
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    scope_version: str = "0"
+
+
+@dataclass
+class OtlpFile:
+    """What exporting one log did."""
+
+    path: str
+    exit_code: ExitCode
+    spans: int = 0
+    events: int = 0
+    findings: list[Finding] = field(default_factory=list)
+
+
+@dataclass
+class OtlpResult:
+    files: list[OtlpFile] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # discovery's (missing paths...)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """SPEC §12: the lowest non-zero verification code of the inputs."""
+        return lowest_nonzero([*(f.exit_code for f in self.files), *(f.exit_code for f in self.findings)])
+
+
+def _span_json(span: Span, trace_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = {"traceId": trace_id, "spanId": span.span_id}
+    if span.parent_id is not None:
+        data["parentSpanId"] = span.parent_id
+    data["name"] = span.name
+    data["kind"] = span.kind
+    data["startTimeUnixNano"] = str(span.start_ns)
+    data["endTimeUnixNano"] = str(span.end_ns if span.end_ns is not None else span.start_ns)
+    data["attributes"] = attributes_json(span.attributes)
+    if span.events:
+        data["events"] = [
+            {"timeUnixNano": str(e.time_ns), "name": e.name, "attributes": attributes_json(e.attributes)}
+            for e in span.events
+        ]
+    status: dict[str, Any] = {"code": span.status}
+    if span.status != STATUS_UNSET and span.status_message:
+        status["message"] = span.status_message
+    data["status"] = status
+    return data
+
+
+def trace_line(spans: Sequence[Span], trace_id: str, log_path: str, options: OtlpOptions = OtlpOptions()) -> bytes:
+    """One ``TracesData`` object as one line of OTLP/JSON (the same bytes for the same spans)."""
+    resource = {
+        "attributes": attributes_json({"service.name": options.service_name, "ract.log.path": log_path}),
+    }
+    scope = {"name": SCOPE_NAME, "version": options.scope_version}
+    body = {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": scope, "spans": [_span_json(s, trace_id) for s in spans]}]}
+        ]
+    }
+    return orjson.dumps(body) + b"\n"
+
+
+def _export_file(path: str, write: Callable[[bytes], object], options: OtlpOptions) -> OtlpFile:
+    reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes)
+    if reader.dialect != "ract":
+        finding = error("IO_ERROR", "otlp-json export reads RACT run logs; this is a Raxol journal", path=path)
+        return OtlpFile(path, ExitCode.IO, findings=[finding])
+    builder: TraceBuilder | None = None
+    for ev in reader:
+        if builder is None:
+            builder = TraceBuilder(ev.event["run_id"])
+        builder.feed(ev)
+    result = OtlpFile(path, reader.exit_code, findings=list(reader.findings))
+    if builder is not None:
+        spans = builder.finish()
+        write(trace_line(spans, builder.run_id, path, options))
+        result.spans, result.events = len(spans), builder.events
+    return result
+
+
+def export_otlp(
+    paths: Iterable[str | os.PathLike[str]],
+    output: str | os.PathLike[str] | IO[bytes],
+    options: OtlpOptions = OtlpOptions(),
+) -> OtlpResult:
+    """Export every log under ``paths`` (files and directories) to ``output``, one line per run.
+
+    ``output`` is a path (written atomically: a temporary file in the same
+    directory, renamed at the end) or a binary stream such as stdout.
+    """
+    found = discover(list(paths), suffixes=discovery_suffixes("ract"))
+    result = OtlpResult(findings=list(found.findings))
+    if not isinstance(output, str | os.PathLike):
+        for path in found.files:
+            result.files.append(_export_file(str(path), output.write, options))
+        return result
+    target = Path(output)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as stream:
+            for path in found.files:
+                result.files.append(_export_file(str(path), stream.write, options))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return result
