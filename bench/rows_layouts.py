@@ -80,9 +80,7 @@ def sha_only(path: Path) -> None:
 
 def cores() -> list[str]:
     """The cores this checkout can run: python always, native when the extension is built."""
-    probe = subprocess.run(
-        [sys.executable, "-c", "import ract_cli._core"], capture_output=True, cwd=ROOT, check=False
-    )
+    probe = subprocess.run([sys.executable, "-c", "import ract_cli._core"], capture_output=True, cwd=ROOT, check=False)
     return ["python", "native"] if probe.returncode == 0 else ["python"]
 
 
@@ -96,7 +94,9 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
         floor = ctx.time(lambda p=path: floor_loop(p))
         out.append(ctx.row(f"[{layout}] floor (orjson+sorted dump+sha256)", n, floor))
         sha = ctx.time(lambda p=path: sha_only(p))
-        out.append(ctx.row(f"[{layout}] physical limit (sha256 of raw lines)", n, sha, ratio=floor / sha, ratio_of="floor"))
+        out.append(
+            ctx.row(f"[{layout}] physical limit (sha256 of raw lines)", n, sha, ratio=floor / sha, ratio_of="floor")
+        )
         naive = ctx.time(lambda p=path: ctx.naive(p), repeat=1)
         out.append(ctx.row(f"[{layout}] naive verifier", n, naive, ratio=floor / naive, ratio_of="floor"))
         for core in available:
@@ -124,9 +124,23 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
                 )
                 out.append(ctx.row(f"[{layout}] jq select(process.reaped)", n, jq_s))
                 out.append(
-                    ctx.row(f"[{layout}] grep verified core={core}", n, grep_s, ratio=jq_s / grep_s, ratio_of="jq", target=4.0)
+                    ctx.row(
+                        f"[{layout}] grep verified core={core}",
+                        n,
+                        grep_s,
+                        ratio=jq_s / grep_s,
+                        ratio_of="jq",
+                        target=4.0,
+                    )
                 )
                 out.append(
-                    ctx.row(f"[{layout}] grep --no-verify core={core}", n, raw_s, ratio=jq_s / raw_s, ratio_of="jq", target=10.0)
+                    ctx.row(
+                        f"[{layout}] grep --no-verify core={core}",
+                        n,
+                        raw_s,
+                        ratio=jq_s / raw_s,
+                        ratio_of="jq",
+                        target=10.0,
+                    )
                 )
     return out

@@ -7,6 +7,7 @@ thing whichever command printed it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import IntEnum
 
 
@@ -21,6 +22,7 @@ class ExitCode(IntEnum):
     IO = 5  # missing, unreadable, or not a log
     DIVERGED = 6  # replay --strict-head: workspace HEAD differs
     NO_MATCH = 7  # grep: chain verified, nothing matched
+    DIFFERENT = 8  # diff: both logs verified and the runs diverge
 
     @property
     def meaning(self) -> str:
@@ -39,6 +41,7 @@ EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
     ExitCode.IO: "a path is missing, unreadable, or not a log",
     ExitCode.DIVERGED: "replay --strict-head: workspace HEAD differs from the run's snapshot",
     ExitCode.NO_MATCH: "grep: the chain verified and no event matched",
+    ExitCode.DIFFERENT: "diff: both logs verified and the runs diverge",
 }
 
 
@@ -106,6 +109,3 @@ class ChainBrokenError(RactError):
         self.expected = expected
         self.actual = actual
         self.code = code
-
-
-from collections.abc import Iterable  # noqa: E402  (used only in annotations above)

@@ -7,6 +7,7 @@ code carries, so every command agrees.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,16 @@ FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
     "FOREIGN_RUN_ID": (ExitCode.TAMPERED, "event run_id differs from the log's run_id"),
     "DUPLICATE_ID": (ExitCode.TAMPERED, "event id already used earlier in this file"),
     "HEAD_MISMATCH": (ExitCode.TAMPERED, "chain head differs from --expect-head"),
+    # checkpoints and proofs (SPEC §14; docs/checkpoints.md)
+    "CHECKPOINT_SIGNATURE": (ExitCode.TAMPERED, "checkpoint is not a signed note that verifies with the --vkey given"),
+    "CHECKPOINT_TRUNCATED": (ExitCode.TAMPERED, "log holds fewer events than its signed checkpoint"),
+    "CHECKPOINT_MISMATCH": (ExitCode.TAMPERED, "log's first N events do not have the checkpoint's Merkle root"),
+    "CHECKPOINT_ORIGIN": (ExitCode.TAMPERED, "checkpoint's origin differs from --origin"),
+    "PROOF_MALFORMED": (ExitCode.TAMPERED, "proof file is not a c2sp.org/tlog-proof@v1 (or consistency) proof"),
+    "PROOF_EVENT": (ExitCode.TAMPERED, "proof's event line is missing or does not verify (SPEC §2.3)"),
+    "PROOF_INCLUSION": (ExitCode.TAMPERED, "inclusion proof does not lead to the checkpoint's root"),
+    "PROOF_CONSISTENCY": (ExitCode.TAMPERED, "newer checkpoint's tree does not extend the older one's"),
+    "CHECKPOINT_TORN": (ExitCode.OK, "sidecar's last checkpoint is cut short (writer killed while sealing)"),
     # schema (3)
     "UNKNOWN_KIND": (ExitCode.SCHEMA, "kind outside the selected schema version's vocabulary"),
     "PAYLOAD_INVALID": (ExitCode.SCHEMA, "payload violates its kind's schema"),
@@ -118,6 +129,3 @@ def warning(code: str, message: str, **where: Any) -> Finding:
 def exit_code_for(findings: Iterable[Finding]) -> ExitCode:
     """SPEC §3: the lowest non-zero exit code among the findings."""
     return lowest_nonzero(f.exit_code for f in findings)
-
-
-from collections.abc import Iterable  # noqa: E402

@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hardening_support import (  # noqa: E402
+from hardening_support import (
     command_argv,
     read_only_commands,
     run_inprocess,
@@ -184,7 +184,7 @@ def one(
                 return lie
         if run_cli:
             for command in read_only_commands():
-                c, out, err = run_inprocess(command_argv(command, path))
+                c, _out, err = run_inprocess(command_argv(command, path))
                 stats[f"{command}:{c}"] += 1
                 if "Traceback" in err:
                     return f"{command}: traceback on stderr\n{err[-3000:]}"

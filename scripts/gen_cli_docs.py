@@ -1,6 +1,6 @@
 """Regenerate docs/cli.md from the CLI's own --help: python scripts/gen_cli_docs.py [docs/cli.md].
 
-The reference cannot drift from the code: ``tests/test_verify_cli.py`` renders
+The reference cannot drift from the code: ``tests/test_docs.py`` renders
 it again and compares. Help is rendered in-process at a fixed width (100
 columns) so the file does not depend on the terminal it was made in.
 """
@@ -17,7 +17,7 @@ WIDTH = "100"
 HEADER = """# CLI reference
 
 Generated from `--help` by `python scripts/gen_cli_docs.py`; do not edit by
-hand (`tests/test_verify_cli.py` checks it is current). Exit codes:
+hand (`tests/test_docs.py` checks it is current). Exit codes:
 [exit-codes.md](exit-codes.md). Each command has its own page too
 (`docs/<command>.md`).
 """

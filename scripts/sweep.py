@@ -28,7 +28,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hardening_support import Unparseable, strict_values, write_small_log  # noqa: E402
+from hardening_support import Unparseable, strict_values, write_small_log
 
 from ract_cli.testing.synth import fixture_path
 from ract_cli.verify.verifier import VerifyOptions, verify_file

@@ -207,12 +207,38 @@ _READ_ONLY_ARGS: dict[str, list[str]] = {
     "project": [],
     "grep": [],
     "repair": ["--check"],
+    "checkpoint": ["--key", str(ROOT / "tests/data/proofs/PeterNeumann.skey"), "--origin", "example.com/ract/test"],
+    "prove": ["--line", "1", "--checkpoint", str(ROOT / "tests/data/proofs/one-event.checkpoint")],
+    "verify-proof": ["--vkey", str(ROOT / "tests/data/proofs/PeterNeumann.vkey")],
+    "export": ["--format", "otlp-json", "--output", "-"],  # stdout only: the parquet form writes a directory
+    "sql": ["SELECT count(*) AS n FROM events"],
+    "diff": [],  # the input against itself (command_argv): its verdict is the input's own
 }
+#: commands that read no log (the hardening tests have nothing to feed them)
+NOT_ON_LOGS = frozenset({"keygen"})
+#: commands that read only RACT run logs and take no --dialect (docs/checkpoints.md): a journal given to them
+#: is refused as a log that does not verify
+RACT_ONLY = frozenset({"checkpoint", "prove", "verify-proof"})
 
 
 def command_argv(command: str, path: str | os.PathLike[str], *extra: str) -> list[str]:
-    """``trace <command> [read-only flags] <path>``: argv that never modifies ``path``."""
+    """``trace <command> [read-only flags] <path>``: argv that never modifies ``path``.
+
+    ``diff`` compares the input with itself, so its exit code is the input's verdict.
+    """
+    if command == "diff":
+        return ["trace", "diff", *extra, str(path), str(path)]
     return ["trace", command, *_READ_ONLY_ARGS.get(command, []), *extra, str(path)]
+
+
+#: commands whose exit code judges the input against another file (a fixed test checkpoint; the input read as a
+#: proof), not the input's own verdict: run for robustness everywhere, left out of the verdict comparisons
+NOT_THE_INPUTS_VERDICT = frozenset({"prove", "verify-proof"})
+
+
+def verdict_commands() -> list[str]:
+    """Read-only commands whose exit code is the input log's own verdict (as verify's)."""
+    return [c for c in read_only_commands() if c not in NOT_THE_INPUTS_VERDICT]
 
 
 def read_only_commands() -> list[str]:

@@ -36,7 +36,7 @@ def _assert_clean(result: sweep_engine.SweepResult, seed: int) -> None:
     assert not result.crashes, f"seed={seed}: verify raised on flips {result.crashes[:5]}"
     assert not result.lies, f"seed={seed}: verify passed flips that changed values {result.lies[:5]}"
     # Every exemption is one of the JSON spellings that denote the same value.
-    for offset, bit, what in result.exempt:
+    for _offset, _bit, what in result.exempt:
         assert what.endswith("identical values"), what
 
 

@@ -7,7 +7,8 @@ pseudo-terminal for what a terminal shows, and real log files written by ``Event
 The exit-code rule checked here (docs/exit-codes.md): grep, ``--help`` and ``--version`` exit 141
 (128 + SIGPIPE) when stdout is closed or its reader is gone; verify, project and replay, whose exit
 code is a verdict on the logs, keep that verdict. Never 1 (TAMPERED) from rich or typer, never a
-traceback.
+traceback. A finding line is printed as it is (``PATH:100:`` is never read as rich's ``:100:`` emoji
+code), and a usage error on a value holding a quote keeps click's wording.
 """
 
 from __future__ import annotations
@@ -31,10 +32,17 @@ FIXTURES = ROOT / "fixtures"
 OK_LOG = str(fixture_path(FIXTURES, "completed"))  # verifies: exit 0
 TAMPERED_LOG = str(fixture_path(FIXTURES, "tampered"))  # exit 1
 BROKEN_PIPE_EXIT = 141
+FIXTURE = FIXTURES / "runs" / "120d7eae7ee0c9c181816e553722e2fe"  # the completed fixture's run directory
+COMPLETED = FIXTURE / "events.jsonl"
 
 
 def ract_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "ract_cli", *args]
+
+
+def ract(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m ract_cli ARGS`` as a user runs it (its own process), stderr piped, stdout a pipe unless given."""
+    return subprocess.run(ract_argv(*args), stdout=stdout, stderr=subprocess.PIPE, cwd=cwd, timeout=120)
 
 
 def run_piped(args: list[str]) -> subprocess.CompletedProcess:
@@ -358,3 +366,81 @@ def test_json_report_still_counts_suppressed(tmp_path: Path) -> None:
     )
     data = json.loads(proc.stdout)
     assert data["files"][0]["suppressed_findings"] > 0
+
+
+# --- -q with stdout closed, and a reader gone: every command, every format ------------------------
+
+
+@pytest.mark.parametrize("command", [["grep"], ["project"], ["replay"]])
+def test_quiet_needs_no_stdout(command: list[str]) -> None:
+    """Regression (review of session 2's commits 7e6c4a0..63e83a1, bug 3): -q with
+    stdout closed gave a traceback and exit 1 (verify -q exited 0).
+    """
+    args = ["trace", *command, "-q", str(FIXTURE / "events.jsonl")]
+    expected = ract(*args).returncode
+    closed = subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m", "ract_cli", *args],
+        stderr=subprocess.PIPE,
+        timeout=120,
+    )
+    assert b"Traceback" not in closed.stderr
+    assert closed.returncode == expected
+
+
+@pytest.mark.parametrize("fmt", ["table", "jsonl", "json"])
+def test_broken_pipe_exit_code_is_141_for_every_format(fmt: str) -> None:
+    """Regression (review of session 2's commits 7e6c4a0..63e83a1, bug 4): grep
+    --format table into a closed pipe exited 1 (TAMPERED), not 141.
+    """
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: EPIPE, deterministically
+    try:
+        proc = ract("trace", "grep", "--format", fmt, str(FIXTURE), stdout=write_end)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr.decode(errors="replace")
+
+
+# --- a finding line is printed as it is, never read as rich markup --------------------------------
+
+
+@pytest.fixture
+def bad_line_100(tmp_path: Path) -> Path:
+    lines = COMPLETED.read_bytes().splitlines(keepends=True)
+    log = tmp_path / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
+    log.parent.mkdir()
+    log.write_bytes(b"".join(lines[:99]) + b"garbage\n" + b"".join(lines[99:]))
+    return log
+
+
+@pytest.mark.parametrize("command", ["verify", "replay", "grep", "project"])
+def test_a_finding_on_line_100_is_printed_as_line_100_not_an_emoji(bad_line_100: Path, command: str) -> None:
+    """Regression (found reading the CLI as a newcomer, fixed in 0685145): rich read the
+    ":100:" of "PATH:100:" as an emoji code and printed a 💯.
+    """
+    argv = ["trace", command, str(bad_line_100)]
+    if command == "project":
+        argv += ["--format", "text"]
+    result = ract(*argv, cwd=bad_line_100.parent)
+    err = result.stderr.decode()
+    assert result.returncode == 1
+    expected = "line 100" if command == "project" else f"{bad_line_100}:100:"
+    assert expected in err, err[-600:]
+    assert "\N{HUNDRED POINTS SYMBOL}" not in err + result.stdout.decode("utf-8", "replace")
+
+
+# --- a bad value holding a quote keeps click's wording --------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["it's", "'" + "x" * 200])
+def test_bad_integer_with_a_quote_is_reworded(value: str) -> None:
+    """Regression (review of session 2's commits 7e6c4a0..63e83a1, bug 6): a bad
+    integer holding a quote lost click's wording ("is not a valid integer."), and a long one
+    was printed whole.
+    """
+    proc = ract("trace", "grep", "--jobs", value, str(FIXTURE))
+    message = proc.stderr.decode()
+    assert proc.returncode == 2
+    assert "is not a valid integer." in message
+    assert "int range" not in message
+    assert "x" * 100 not in message  # a long value is cut, as a single-quoted one is

@@ -115,7 +115,7 @@ def test_writer_killed_at_random_points(tmp_path: Path) -> None:
         outcomes[code] += 1
         if not has_repair:
             continue
-        code, out, err = run_inprocess(["trace", "repair", str(path)])
+        code, _out, err = run_inprocess(["trace", "repair", str(path)])
         assert_no_traceback(err, "repair")
         assert code == 0, (i, err[-1000:])
         after = verify_file(path)

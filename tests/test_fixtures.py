@@ -95,7 +95,7 @@ def test_interrupted_run(repo_root: Path) -> None:
     assert sorted(f.code for f in warnings) == ["OPEN_HANDLE"] * 4 + ["OPEN_RUN"]
     open_kinds = sorted(f.message.split()[0] for f in warnings if f.code == "OPEN_HANDLE")
     assert open_kinds == ["handshake.requested", "prompt.sent", "step.started", "tool.called"]
-    assert [h.kind for h in reader.handles.open_handles()][0] == "run.started"
+    assert next(h.kind for h in reader.handles.open_handles()) == "run.started"
 
 
 def test_tampered_run(repo_root: Path) -> None:

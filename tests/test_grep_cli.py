@@ -637,19 +637,6 @@ def test_a_fifo_is_an_io_error_not_a_hang(capfdbinary, tmp_path, mode):
     assert (code, out) == (5, b"") and "FIFO" in err
 
 
-def test_docs_page_mentions_every_option():
-    import typer.main
-
-    from ract_cli.cli.app import _register_commands, trace_app
-
-    _register_commands()
-    command = typer.main.get_command(trace_app).commands["grep"]  # type: ignore[attr-defined]
-    options = [o for p in command.params for o in [*p.opts, *getattr(p, "secondary_opts", [])] if o.startswith("-")]
-    assert "--where" in options and "--no-verify" in options
-    doc = (ROOT / "docs" / "grep.md").read_text(encoding="utf-8")
-    assert [o for o in options if f"`{o}" not in doc] == []
-
-
 def test_a_hostile_path_is_escaped_on_a_terminal_and_raw_in_a_pipe(tmp_path, capfdbinary):
     src = _hostile_log(tmp_path)
     evil_dir = tmp_path / "runs" / "x\x1b[31mRED\u202e"

@@ -76,7 +76,7 @@ def assert_locations(shown: str, rows: list[tuple[str, int, str]], *, full: bool
     found = locations(shown)
     assert len(found) == len(rows), (len(found), len(rows), shown[:2000])
     paths = {p for p, _, _ in rows}
-    for (ellipsis, text, line), (path, number, _) in zip(found, rows):
+    for (ellipsis, text, line), (path, number, _) in zip(found, rows, strict=False):
         assert line == number
         if full or not ellipsis:
             assert text == path, (text, path)
@@ -167,7 +167,7 @@ def test_payload_summary_is_cut_not_the_location(capfdbinary, monkeypatch, colum
     assert code == 0
     starts = [m.start() for m in LOCATION.finditer(out)] + [len(out)]
     assert len(starts) == len(rows) + 1
-    for (_, _, summary), begin, end in zip(rows, starts, starts[1:]):
+    for (_, _, summary), begin, end in zip(rows, starts, starts[1:], strict=False):
         block = out[begin:end]
         assert summary[:12] in block, (summary[:12], block)
         if len(summary) > 40:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from hardening_support import (
+    RACT_ONLY,
     assert_no_traceback,
     command_argv,
     read_only_commands,
@@ -173,12 +174,12 @@ def test_corpus_through_every_command_inprocess(corpus_logs: dict) -> None:
     print(f"seed={SEED} commands={commands}")
     for command in commands:
         paths = [str(corpus_logs[name][0]) for name in FILES]
-        code, out, err = run_inprocess(command_argv(command, paths[0], *paths[1:]))
+        code, _out, err = run_inprocess(command_argv(command, paths[0], *paths[1:]))
         assert_no_traceback(err, command)
         if code == 2 and ("extra argument" in err or "unexpected" in err.lower()):
             for name in sample:  # one path per call
                 path, _ = corpus_logs[name]
-                code, out, err = run_inprocess(command_argv(command, path))
+                code, _out, err = run_inprocess(command_argv(command, path))
                 assert_no_traceback(err, (command, name))
                 assert code == 1, (command, name, code, err[-500:])
         else:
@@ -225,13 +226,13 @@ def test_corpus_in_a_raxol_journal(tmp_path: Path) -> None:
         worst = {oracle(b) for b in bodies}
         assert int(report.exit_code) == (1 if worst & MALFORMED else 3), (name, report.exit_code)
     for command in read_only_commands():
-        if command == "repair":
-            continue  # refuses every journal (SPEC §8): covered by the raxol tests
-        code, out, err = run_inprocess(command_argv(command, paths[0], *map(str, paths[1:]), "--dialect", "raxol"))
+        if command == "repair" or command in RACT_ONLY:
+            continue  # repair refuses every journal (SPEC §8): covered by the raxol tests; RACT_ONLY take no --dialect
+        code, _out, err = run_inprocess(command_argv(command, paths[0], *map(str, paths[1:]), "--dialect", "raxol"))
         assert_no_traceback(err, command)
         if code == 2 and "extra argument" in err:
             for path in paths[::20]:
-                code, out, err = run_inprocess(command_argv(command, path, "--dialect", "raxol"))
+                code, _out, err = run_inprocess(command_argv(command, path, "--dialect", "raxol"))
                 assert_no_traceback(err, (command, path.name))
                 assert code in (1, 3), (command, path.name, code)
         else:

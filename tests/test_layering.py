@@ -113,7 +113,9 @@ def test_no_import_cycle_between_modules():
             if not top:
                 continue
             deps.add(mod)
-            deps.update(m for m in names if mod.startswith(m + ".") and m != "ract_cli.__init__")  # parent packages run first
+            deps.update(
+                m for m in names if mod.startswith(m + ".") and m != "ract_cli.__init__"
+            )  # parent packages run first
         me = _name(path)
         # a package's own ancestors are already importing when it runs: not an edge of a cycle
         graph[me] = {d for d in deps if d in names and d != me and not me.startswith(d + ".")}
@@ -124,7 +126,7 @@ def test_no_import_cycle_between_modules():
         state[node] = 1
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                cycle.extend([*trail[trail.index(dep):], dep] if dep in trail else [node, dep])
+                cycle.extend([*trail[trail.index(dep) :], dep] if dep in trail else [node, dep])
                 return True
             if dep not in state and visit(dep, [*trail, dep]):
                 return True
@@ -138,9 +140,7 @@ def test_no_import_cycle_between_modules():
 
 
 def test_library_modules_do_not_import_typer_or_rich():
-    library = sorted(
-        _name(p) for p in _modules() if _part(_name(p)) not in ("cli", "__main__", "__init__", "testing")
-    )
+    library = sorted(_name(p) for p in _modules() if _part(_name(p)) not in ("cli", "__main__", "__init__", "testing"))
     assert "ract_cli.read.reader" in library and "ract_cli.writer.event_writer" in library
     code = (
         "import importlib, sys\n"

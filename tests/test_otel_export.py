@@ -6,6 +6,8 @@ import base64
 import io
 import json
 import shutil
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -230,3 +232,29 @@ def test_a_file_output_is_written_atomically(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.OK
     assert out.read_bytes() == export([COMPLETED])[0][0] + b"\n"
     assert [p.name for p in tmp_path.iterdir()] == ["traces.jsonl"]  # no temporary file left behind
+
+
+def _ract(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "export", *args], capture_output=True, timeout=120
+    )
+
+
+def test_cli_to_stdout_pipes_one_line_per_run_and_exits_with_the_inputs_verdict() -> None:
+    proc = _ract("--format", "otlp-json", "--output", "-", "--service-name", "ci", str(FIXTURES))
+    assert proc.returncode == ExitCode.TAMPERED, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == len(RUN_LOGS)
+    assert lines == export(RUN_LOGS, OtlpOptions(service_name="ci"))[0]
+    assert b"did not verify" in proc.stderr and b"exit 1 (TAMPERED)" in proc.stderr
+
+
+def test_cli_refuses_to_replace_a_file_without_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "traces.jsonl"
+    assert _ract("--format", "otlp-json", "--output", str(out), str(COMPLETED)).returncode == 0
+    before = out.read_bytes()
+    second = _ract("--format", "otlp-json", "--output", str(out), str(INTERRUPTED))
+    assert second.returncode == ExitCode.USAGE and b"--overwrite" in second.stderr
+    assert out.read_bytes() == before  # untouched
+    third = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(INTERRUPTED))
+    assert third.returncode == ExitCode.INCOMPLETE and out.read_bytes() != before

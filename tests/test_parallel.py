@@ -11,6 +11,7 @@ same way: it may only change speed, never a verdict.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kind_examples import all_field_invalid_cases, all_valid_cases
 
-from ract_cli.read import parallel
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import VALIDATORS
+from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
 from ract_cli.read.fastpath import FAST_CHECKS, fast_analyze
 from ract_cli.read.framing import split_line_ending
@@ -109,7 +110,7 @@ def test_ranges_cover_the_file_and_start_on_line_starts(tmp_path: Path) -> None:
     for chunk in (1, 7, 100, 999, len(data) - 1, len(data), len(data) * 2):
         ranges = parallel.split_ranges(path, chunk)
         assert ranges[0][0] == 0 and ranges[-1][1] is None
-        for (start, end), (next_start, _) in zip(ranges, ranges[1:]):
+        for (start, end), (next_start, _) in itertools.pairwise(ranges):
             assert end == next_start and data[start - 1 : start] in (b"", b"\n") and data[end - 1 : end] == b"\n"
         pieces = [data[s:e] for s, e in ranges]
         assert b"".join(pieces) == data
@@ -140,26 +141,28 @@ def _five_event_log(tmp_path: Path, logs) -> Path:
 
 
 MUTATIONS = {
-    "torn tail": lambda lines: lines + [lines[2][:57]],
-    "torn tail after crlf": lambda lines: [l[:-1] + b"\r\n" for l in lines] + [b'{"hash":"ab'],
-    "crlf everywhere": lambda lines: [l[:-1] + b"\r\n" for l in lines],
-    "crlf on one line": lambda lines: lines[:2] + [lines[2][:-1] + b"\r\n"] + lines[3:],
-    "bad line in the middle": lambda lines: lines[:2] + [b"not json\n"] + lines[3:],
-    "blank line": lambda lines: lines[:2] + [b"\n"] + lines[2:],
+    "torn tail": lambda lines: [*lines, lines[2][:57]],
+    "torn tail after crlf": lambda lines: [*(line[:-1] + b"\r\n" for line in lines), b'{"hash":"ab'],
+    "crlf everywhere": lambda lines: [line[:-1] + b"\r\n" for line in lines],
+    "crlf on one line": lambda lines: [*lines[:2], lines[2][:-1] + b"\r\n", *lines[3:]],
+    "bad line in the middle": lambda lines: [*lines[:2], b"not json\n", *lines[3:]],
+    "blank line": lambda lines: [*lines[:2], b"\n", *lines[2:]],
     "line deleted": lambda lines: lines[:2] + lines[3:],
-    "line duplicated": lambda lines: lines[:3] + [lines[2]] + lines[3:],
+    "line duplicated": lambda lines: [*lines[:3], lines[2], *lines[3:]],
     "first line deleted": lambda lines: lines[1:],
-    "value edited": lambda lines: lines[:2] + [lines[2].replace(b'"ok":true', b'"ok":false')] + lines[3:],
-    "no final newline": lambda lines: lines[:-1] + [lines[-1][:-1]],
-    "lone carriage return": lambda lines: lines[:2] + [lines[2][:-1] + b"\r"] + lines[3:],
-    "array line": lambda lines: lines[:1] + [b"[1,2]\n"] + lines[1:],
+    "value edited": lambda lines: [*lines[:2], lines[2].replace(b'"ok":true', b'"ok":false'), *lines[3:]],
+    "no final newline": lambda lines: [*lines[:-1], lines[-1][:-1]],
+    "lone carriage return": lambda lines: [*lines[:2], lines[2][:-1] + b"\r", *lines[3:]],
+    "array line": lambda lines: [*lines[:1], b"[1,2]\n", *lines[1:]],
     "empty": lambda lines: [],
     "only newline": lambda lines: [b"\n"],
-    "duplicate key": lambda lines: lines[:2] + [lines[2].replace(b'{"hash"', b'{"kind":"x","hash"', 1)] + lines[3:],
+    "duplicate key": lambda lines: [*lines[:2], lines[2].replace(b'{"hash"', b'{"kind":"x","hash"', 1), *lines[3:]],
     "foreign format line": lambda lines: (
-        lines[:2]
-        + [orjson.dumps(orjson.loads(lines[2]), option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\n"]
-        + lines[3:]
+        [
+            *lines[:2],
+            orjson.dumps(orjson.loads(lines[2]), option=orjson.OPT_INDENT_2).replace(b"\n", b" ") + b"\n",
+            *lines[3:],
+        ]
     ),
 }
 
@@ -243,7 +246,7 @@ def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(parallel, "CHUNK_BYTES", 32 << 10)
     for jobs in (1, 2):
         seen: list[tuple[int, int]] = []
-        verify_paths([path], VerifyOptions(jobs=jobs), progress=lambda d, t: seen.append((d, t)))
+        verify_paths([path], VerifyOptions(jobs=jobs), progress=lambda d, t, seen=seen: seen.append((d, t)))
         assert seen and seen[-1] == (path.stat().st_size, path.stat().st_size)
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
 

@@ -5,7 +5,9 @@ dangling symlinks, FIFOs, sockets, character devices, a path through a
 regular file, a name too long, a regular file whose read fails (EIO from
 ``/proc/self/mem``) and a file unreadable by permission (the tests run as
 root, which bypasses permissions: that case runs in a forked child that
-drops to ``nobody`` first).
+drops to ``nobody`` first), a "regular" file whose read blocks
+(``/proc/kmsg``: an IO error, never a hang or a silent end of file) and a
+directory name that is not UTF-8 (a report, not a traceback).
 
 Each case runs in-process for every command (under a SIGALRM guard) and as
 a real subprocess for ``verify`` (under a timeout): a FIFO must never block.
@@ -13,31 +15,55 @@ a real subprocess for ``verify`` (under a timeout): a FIFO must never block.
 
 from __future__ import annotations
 
+import errno
+import fcntl
+import io
 import json
 import os
+import select
 import shutil
 import socket
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 from hardening_support import (
+    NOT_ON_LOGS,
     ROOT,
     assert_no_traceback,
     command_argv,
     hang_guard,
+    read_only_commands,
     run_inprocess,
     run_subprocess,
     trace_commands,
     write_small_log,
 )
 
+from ract_cli.read import files as reader
+from ract_cli.read.files import open_log
+from ract_cli.read.framing import LineFramer
+from ract_cli.testing.synth import fixture_path
 from ract_cli.verify.verifier import verify_file
+
+FIXTURES = ROOT / "fixtures"
+COMPLETED = fixture_path(FIXTURES, "completed")
+
+
+def fixture(name: str) -> str:
+    return str(fixture_path(FIXTURES, name))
+
+
+def ract(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m ract_cli ARGS`` in its own process, stdout and stderr piped."""
+    return subprocess.run([sys.executable, "-m", "ract_cli", *args], capture_output=True, cwd=cwd, timeout=120)
 
 
 def _commands() -> list[str]:
-    return trace_commands()
+    return [c for c in trace_commands() if c not in NOT_ON_LOGS]
 
 
 def _argv(command: str, path: Path | str) -> list[str]:
@@ -138,7 +164,7 @@ def test_hostile_path_every_command_inprocess(kind: str, tmp_path: Path) -> None
     before = sorted(p.name for p in tmp_path.rglob("*")) if kind != "dir-symlink-loop" else None
     for command in _commands():
         with hang_guard(15, (command, kind)):
-            code, out, err = run_inprocess(_argv(command, path))
+            code, _out, err = run_inprocess(_argv(command, path))
         assert_no_traceback(err, (command, kind))
         assert code == 5, (command, kind, code, err[-500:])
         assert err.strip(), (command, kind, "an IO failure must be explained on stderr")
@@ -168,7 +194,7 @@ def test_fifo_with_a_writer_waiting_does_not_block(tmp_path: Path) -> None:
     try:
         for command in _commands():
             with hang_guard(15, command):
-                code, out, err = run_inprocess(_argv(command, fifo))
+                code, _out, _err = run_inprocess(_argv(command, fifo))
             assert code == 5, (command, code)
     finally:
         os.close(fd)
@@ -250,7 +276,7 @@ def _check_unreadable(root: Path, how: str) -> None:
                 os.setuid(65534)
             for command in commands:
                 try:
-                    code, out, err = run_inprocess(_argv(command, log))
+                    code, _out, err = run_inprocess(_argv(command, log))
                     results[command] = [code, "Traceback" in err, err[-300:]]
                 except BaseException:
                     import traceback as tb
@@ -319,7 +345,7 @@ def test_repair_output_never_replaces_a_special_file(target: str, tmp_path: Path
         os.symlink(tmp_path / "gone", out)
     mode = os.lstat(out).st_mode
     with hang_guard(15, target):
-        code, stdout, err = run_inprocess(["trace", "repair", "--output", str(out), str(log)])
+        code, _stdout, err = run_inprocess(["trace", "repair", "--output", str(out), str(log)])
     assert_no_traceback(err, target)
     assert code == 2, (target, code, err)
     assert os.lstat(out).st_mode == mode, "the special file was replaced"
@@ -343,9 +369,125 @@ def test_empty_path_is_not_the_current_directory(tmp_path: Path, monkeypatch: py
     before = sorted(p.name for p in tmp_path.iterdir())
     monkeypatch.chdir(tmp_path)
     for command in _commands():
-        argv = ["trace", command, *(["--check"] if command == "repair" else []), ""]
+        argv = command_argv(command, "")  # repair: --check
         with hang_guard(15, command):
-            code, out, err = run_inprocess(argv)
+            code, _out, err = run_inprocess(argv)
         assert_no_traceback(err, command)
         assert code == 5, (command, code, err[-300:])
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no .bak, no sidecar: nothing repaired
+
+
+# --- a "regular" file whose read blocks (/proc/kmsg), and the non-blocking reader -----------------
+
+
+def test_regular_file_reads_unchanged_through_open_log(tmp_path: Path) -> None:
+    data = b"".join(b'{"n":%d,"pad":"%s"}\n' % (i, b"x" * (i * 37 % 5000)) for i in range(3000)) + b"torn"
+    path = tmp_path / "big.jsonl"
+    path.write_bytes(data)
+    with open_log(path) as f:
+        assert fcntl.fcntl(f.fileno(), fcntl.F_GETFL) & os.O_NONBLOCK  # and regular files ignore it
+        lines = list(iter(lambda: f.readline(1 << 16), b""))
+    assert b"".join(lines) == data
+    with open_log(path) as f:
+        assert f.read(10) == data[:10] and f.read() == data[10:]
+    with open_log(path) as f:
+        framed = [raw for _, _, raw in LineFramer(f)]
+    assert b"".join(framed) == data
+
+
+def test_a_read_that_would_block_raises_instead_of_ending_the_file() -> None:
+    """A non-blocking read with no data must be an error, never a silent end of file.
+
+    The read end of a real pipe stands in for a blocking "regular" file (its
+    reads block the same way); ``open_log`` itself refuses a FIFO by path.
+    """
+    r, w = os.pipe()
+    try:
+        os.set_blocking(r, False)
+        os.write(w, b'{"a":1}\n{"b":2}\n{"c"')
+        with io.BufferedReader(reader._NonBlockingFileIO(r, "rb", closefd=False), buffer_size=1 << 20) as f:
+            framer = LineFramer(f)
+            with hang_guard(10, "LineFramer over a would-block read"):
+                lines = [raw for _, _, raw in framer]
+        assert lines == [b'{"a":1}\n', b'{"b":2}\n']  # the partial third line is not passed off as a torn tail
+        assert framer.read_error is not None and "would block" in framer.read_error
+        assert framer.error_line == 3
+        with reader._NonBlockingFileIO(r, "rb", closefd=False) as raw:
+            for read in (lambda: raw.read(10), raw.read, raw.readall, lambda: raw.readinto(bytearray(10))):
+                with pytest.raises(BlockingIOError) as caught:
+                    read()
+                assert caught.value.errno == errno.EAGAIN
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def _kmsg_would_block() -> bool:
+    """/proc/kmsg is readable and has nothing pending (so reading it blocks, and consumes nothing)."""
+    try:
+        if not stat.S_ISREG(os.stat("/proc/kmsg").st_mode):
+            return False
+        fd = os.open("/proc/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return not poller.poll(0)
+    finally:
+        os.close(fd)
+
+
+needs_kmsg = pytest.mark.skipif(
+    not _kmsg_would_block(),
+    reason="/proc/kmsg is not readable here, or has messages pending (reading would consume them)",
+)
+
+
+@needs_kmsg
+@pytest.mark.parametrize("command", ["verify", "replay", "project", "grep", "repair"])
+def test_blocking_regular_file_is_an_io_error_inprocess(command: str) -> None:
+    assert command in read_only_commands()
+    with hang_guard(15, (command, "/proc/kmsg")):
+        code, out, err = run_inprocess(command_argv(command, "/proc/kmsg"))
+    assert_no_traceback(err, command)
+    assert code == 5, (command, err[-800:])
+    assert "would block" in out + err, (command, out[-300:], err[-800:])
+
+
+@needs_kmsg
+def test_blocking_regular_file_is_an_io_error_subprocess() -> None:
+    import json
+
+    proc = run_subprocess(["trace", "verify", "--format", "json", "/proc/kmsg", fixture("completed")], timeout=30)
+    assert_no_traceback(proc.stderr, "/proc/kmsg")
+    assert proc.returncode == 5, proc.stderr[-500:]
+    files = {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+    assert [f["code"] for f in files["/proc/kmsg"]["findings"]] == ["IO_ERROR"]
+    assert files[fixture("completed")]["exit_code"] == 0  # the other path is still verified
+
+
+# --- a directory name that is not UTF-8 -----------------------------------------------------------
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs a file system that takes non-UTF-8 names")
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["project", "--format", "json"],
+        ["grep", "--format", "json", "--kind", "run.started"],
+        ["verify", "--format", "json"],
+    ],
+)
+def test_a_non_utf8_directory_name_gives_a_report_not_a_traceback(tmp_path: Path, argv: list[str]) -> None:
+    """Regression (found reading the CLI as a newcomer, fixed in 0685145): a directory name
+    that is not UTF-8 broke the JSON reports with a traceback.
+    """
+    odd = os.fsencode(tmp_path) + b"/run\xff"
+    os.makedirs(odd)
+    shutil.copyfile(COMPLETED, os.path.join(odd, b"events.jsonl"))
+    result = ract("trace", *argv, str(tmp_path))
+    assert b"Traceback" not in result.stderr
+    assert result.returncode == 0, result.stderr[-600:]
+    document = json.loads(result.stdout)  # still one valid JSON document
+    assert document

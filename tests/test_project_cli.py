@@ -94,13 +94,6 @@ def test_several_files_give_the_fleet_shape(at_root: None, capsys: pytest.Captur
     assert data["totals"]["runs"] == 2
 
 
-@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.name)
-def test_golden_json_validates_against_the_documented_schema(path: Path) -> None:
-    jsonschema.Draft202012Validator.check_schema(SCHEMA)
-    errors = list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(json.loads(path.read_text("utf-8"))))
-    assert not errors, [e.message[:200] for e in errors[:5]]
-
-
 def test_golden_json_is_stable_sorted_and_indented() -> None:
     text = (GOLDEN / "completed.json").read_text("utf-8")
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -217,7 +210,7 @@ def _separators(row: str) -> int:
 
 
 def test_hostile_strings_round_trip_in_json(hostile_log: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(["trace", "project", str(hostile_log), "--format", "json"], capsys)
+    _code, out, _ = run(["trace", "project", str(hostile_log), "--format", "json"], capsys)
     data = json.loads(out)
     assert EVIL_TOOL in data["tools"]["by_tool"]  # JSON keeps the data exact (it is escaped by JSON itself)
     assert data["outcome"]["termination_cause"] == EVIL_TOOL

@@ -51,7 +51,7 @@ class Ev(enum.Enum):
     partial = "partial"  # a future grow-only value
 
 
-class EvStr(str, enum.Enum):
+class EvStr(enum.StrEnum):
     ACCEPTED = "accepted"
 
 
@@ -600,9 +600,9 @@ def test_deeply_nested_records_never_crash(tmp_path: Path, depth: int) -> None:
     nested = "[" * depth + "]" * depth
     lines = [
         '{"type":"turn_started","payload":{"prompt":"p"}}',
-        '{"type":%s,"payload":{}}' % nested,
-        '{"type":"turn_completed","payload":{"usage":%s,"final":false,"iteration":%s}}' % (nested, nested),
-        '{"type":"turn_completed","payload":{"usage":{},"final":true,"evidence":%s,"refs":%s}}' % (nested, nested),
+        '{"type":' + nested + ',"payload":{}}',
+        '{"type":"turn_completed","payload":{"usage":' + nested + ',"final":false,"iteration":' + nested + "}}",
+        '{"type":"turn_completed","payload":{"usage":{},"final":true,"evidence":' + nested + ',"refs":' + nested + "}}",
     ]
     path = tmp_path / "deep.jsonl"
     path.write_text("\n".join(lines) + "\n")
@@ -611,7 +611,13 @@ def test_deeply_nested_records_never_crash(tmp_path: Path, depth: int) -> None:
     assert reader.state.summary().evidence in (UNKNOWN, None)
     chained = tmp_path / "deep-chained.jsonl"
     chained.write_text(
-        '{"type":"error","payload":{"reason":%s},"prev_hash":"%s","hash":"%s"}\n' % (nested, "0" * 64, "0" * 64)
+        '{"type":"error","payload":{"reason":'
+        + nested
+        + '},"prev_hash":"'
+        + "0" * 64
+        + '","hash":"'
+        + "0" * 64
+        + '"}\n'
     )
     assert read(chained, dialect="raxol").exit_code == ExitCode.TAMPERED
 

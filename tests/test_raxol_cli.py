@@ -58,7 +58,7 @@ def test_verify_contract_warning_exits_0(tmp_path: Path, capsys, mutate, warning
 
 
 def test_verify_unknown_type_is_a_warning(tmp_path: Path, capsys) -> None:
-    code, out, err = ract(capsys, "verify", "--format", "json", journal(tmp_path, "grown"))
+    code, out, _err = ract(capsys, "verify", "--format", "json", journal(tmp_path, "grown"))
     findings = json.loads(out)["files"][0]["findings"]
     assert code == 0
     assert [(f["code"], f["severity"]) for f in findings] == [("UNKNOWN_TYPE", "warning")]
@@ -144,9 +144,9 @@ COMMANDS = ("verify", "project", "replay", "grep", "repair")
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_has_the_dialect_option(capsys, command: str) -> None:
-    code, out, err = ract(capsys, command, "--help")
+    code, out, _ = ract(capsys, command, "--help")
     assert code == 0 and "--dialect" in out
-    code, _, err = ract(capsys, command, "--dialect", "elixir", JOURNALS / "accepted.jsonl")
+    code, _, _err = ract(capsys, command, "--dialect", "elixir", JOURNALS / "accepted.jsonl")
     assert code == 2
 
 
@@ -164,7 +164,7 @@ def test_directory_search_takes_jsonl_journals_only_with_dialect_raxol(tmp_path:
     (tmp_path / "nested").mkdir()
     journal(tmp_path / "nested", "rejected")
     assert ract(capsys, "verify", tmp_path)[0] == 5  # no events.jsonl under it
-    code, out, err = ract(capsys, "verify", "--dialect", "raxol", "--format", "json", tmp_path)
+    code, out, _err = ract(capsys, "verify", "--dialect", "raxol", "--format", "json", tmp_path)
     assert code == 0
     assert sorted(Path(f["path"]).name for f in json.loads(out)["files"]) == [
         "accepted.jsonl",
@@ -191,17 +191,17 @@ def test_directory_search_takes_jsonl_journals_only_with_dialect_raxol(tmp_path:
 )
 def test_project_evidence_line(capsys, name: str, status: str, stands_on: str) -> None:
     path = JOURNALS / f"{name}.jsonl"
-    code, out, err = ract(capsys, "project", "--format", "text", path)
+    code, out, _ = ract(capsys, "project", "--format", "text", path)
     line = next(ln for ln in out.splitlines() if ln.startswith("evidence"))
     assert status in line and stands_on in line
-    code, out, err = ract(capsys, "project", "--format", "json", path)
+    code, out, _ = ract(capsys, "project", "--format", "json", path)
     report = json.loads(out)
     assert report["dialect"] == "raxol"
     assert report["evidence"]["status"] == status
     assert stands_on in report["evidence"]["stands_on"]
     assert report["evidence"]["verified_chain"] is (name == "chained")
     assert code == 0 == report["exit_code"]
-    code, out, err = ract(capsys, "project", "--format", "markdown", path)
+    code, out, _err = ract(capsys, "project", "--format", "markdown", path)
     assert "| evidence |" in out and status in out
 
 
@@ -286,7 +286,7 @@ def test_replay_jsonl_is_the_durable_lines_byte_for_byte(tmp_path: Path) -> None
 
 
 def test_replay_until_shows_the_journal_state(capsys) -> None:
-    code, out, err = ract(capsys, "replay", "--until", "4", JOURNALS / "accepted.jsonl")
+    code, out, _err = ract(capsys, "replay", "--until", "4", JOURNALS / "accepted.jsonl")
     assert code == 0
     assert "== state after record #4" in out and "open items (1)" in out
 
@@ -314,13 +314,13 @@ def test_grep_kind_matches_type(tmp_path: Path, verify: bool) -> None:
 
 
 def test_grep_journal_exit_codes(capsys) -> None:
-    code, out, err = ract(capsys, "grep", "-c", "--kind", "item_completed", JOURNALS / "chained.jsonl")
+    code, out, _ = ract(capsys, "grep", "-c", "--kind", "item_completed", JOURNALS / "chained.jsonl")
     assert code == 0 and int(out) == 10
-    code, _, err = ract(capsys, "grep", "--kind", "run.started", JOURNALS / "chained.jsonl")
+    code, _, _ = ract(capsys, "grep", "--kind", "run.started", JOURNALS / "chained.jsonl")
     assert code == 7
-    code, out, err = ract(capsys, "grep", "--kind", "turn_completed", JOURNALS / "chained-tampered.jsonl")
+    code, out, _ = ract(capsys, "grep", "--kind", "turn_completed", JOURNALS / "chained-tampered.jsonl")
     assert code == 1 and out.count('"type":"turn_completed"') == 1  # the forged final record is withheld
-    code, out, err = ract(capsys, "grep", "--format", "table", "--kind", "error", JOURNALS / "rejected.jsonl")
+    code, out, _err = ract(capsys, "grep", "--format", "table", "--kind", "error", JOURNALS / "rejected.jsonl")
     assert code == 0 and "error" in out and "None" not in out
 
 
@@ -339,7 +339,7 @@ def test_repair_refuses_journals(tmp_path: Path, capsys, args: tuple[str, ...]) 
     path = journal(tmp_path, "accepted")
     torn = path.read_bytes()[:-20]  # even a torn, open journal: a close would invent a done verdict
     path.write_bytes(torn)
-    code, out, err = ract(capsys, "repair", *args, path)
+    code, _out, err = ract(capsys, "repair", *args, path)
     assert code != 0 and "journal" in err and "done verdict" in err
     assert path.read_bytes() == torn
     assert sorted(p.name for p in tmp_path.iterdir()) == ["accepted.jsonl"]

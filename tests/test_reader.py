@@ -999,31 +999,3 @@ def test_bad_line_same_verdict_on_both_analysis_paths(logs, make, code: str) -> 
     fast, reference = analyze_line(bad), analyze_line(bad, fast=False)
     assert [p.code for p in fast.problems] == [p.code for p in reference.problems] == [code]
     assert fast.event is reference.event is None
-
-
-# --- docs/reader.md cannot drift -------------------------------------------------------
-
-
-def _codes_table(doc: str) -> dict[str, str]:
-    begin, end = doc.index("<!-- finding-codes:begin -->"), doc.index("<!-- finding-codes:end -->")
-    rows = {}
-    for line in doc[begin:end].splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = cells[1]
-    return rows
-
-
-def test_reader_doc_lists_every_finding_code(repo_root: Path) -> None:
-    doc = (repo_root / "docs" / "reader.md").read_text(encoding="utf-8")
-    table = _codes_table(doc)
-    missing = [
-        f"| `{code}` | {int(x)} {x.name} | {meaning} |"
-        for code, (x, meaning) in FINDING_CODES.items()
-        if code not in table
-    ]
-    assert not missing, "docs/reader.md: add these rows to the finding-codes table:\n" + "\n".join(missing)
-    for code, (exit_code, _) in FINDING_CODES.items():
-        assert f"`{code}`" in doc
-        assert table[code] == f"{int(exit_code)} {exit_code.name}", f"docs/reader.md: {code} exits {exit_code!r}"
-    assert set(table) <= set(FINDING_CODES), f"docs/reader.md lists unknown codes: {set(table) - set(FINDING_CODES)}"

@@ -512,7 +512,7 @@ def test_empty_and_torn_only_logs(tmp_path):
 
 def test_log_without_run_started_closes_what_it_can(tmp_path):
     data = fixture_bytes("interrupted")
-    kept, events, _ = split_complete(data)
+    _kept, events, _ = split_complete(data)
     # re-chain the events after the first (run.started) as a log of their own
     path = run_dir(tmp_path, "interrupted")
     prev, lines = "0" * 64, []
@@ -638,11 +638,11 @@ def _rehash(line: bytes, **changes) -> bytes:
 REFUSALS = {
     "hash mismatch (committed tampered fixture)": lambda: fixture_bytes("tampered"),
     "chain break (a middle line deleted)": lambda: b"".join(_lines("interrupted")[:5] + _lines("interrupted")[6:]),
-    "malformed middle line": lambda: b"".join(_lines("interrupted")[:5] + [b"not json\n"] + _lines("interrupted")[5:]),
-    "blank middle line": lambda: b"".join(_lines("interrupted")[:5] + [b"\n"] + _lines("interrupted")[5:]),
+    "malformed middle line": lambda: b"".join([*_lines("interrupted")[:5], b"not json\n", *_lines("interrupted")[5:]]),
+    "blank middle line": lambda: b"".join([*_lines("interrupted")[:5], b"\n", *_lines("interrupted")[5:]]),
     "malformed last line with newline": lambda: b"".join(_lines("interrupted")[:-1]) + b'{"hash":"12\n',
     "middle event edited and re-hashed (next link breaks)": lambda: b"".join(
-        _lines("interrupted")[:4] + [_rehash(_lines("interrupted")[4], timestamp_ns=1)] + _lines("interrupted")[5:]
+        [*_lines("interrupted")[:4], _rehash(_lines("interrupted")[4], timestamp_ns=1), *_lines("interrupted")[5:]]
     ),
     "schema error (re-hashed invalid payload)": lambda: _chain(
         [dict(json.loads(_lines("completed")[0]), payload={"predicate_count": "four"})]

@@ -135,7 +135,7 @@ def test_tampered_log_is_refused_untouched(tmp_path, capsys):
     data = fixture_bytes("tampered") + b'{"hash":"0'  # even with a torn tail: no sidecar
     path = log(tmp_path, "tampered", data)
     for args in ([path], ["--check", path], ["--no-backup", path], ["-o", tmp_path / "o.jsonl", path]):
-        code, out, err = run(capsys, *args)
+        code, _out, err = run(capsys, *args)
         assert code == 1 and "refused" in err and "HASH_MISMATCH" in err and "untouched" in err
         assert path.read_bytes() == data and names(path.parent) == ["events.jsonl"]
     assert not (tmp_path / "o.jsonl").exists()

@@ -100,7 +100,7 @@ def test_sigkill_during_repair_leaves_original_or_repaired(tmp_path, interrupted
         for _, _, child in work:
             child.stdin.write("go\n")
             child.stdin.flush()
-        for delay, path, child in sorted(work, key=lambda w: w[0]):
+        for delay, _path, child in sorted(work, key=lambda w: w[0]):
             pause = delay - (time.perf_counter() - start)
             if pause > 0:
                 time.sleep(pause)

@@ -320,7 +320,7 @@ def test_state_at_until_on_the_interrupted_fixture(index: int, plain_dir: Path) 
 
 def test_state_at_until_exact_for_the_kill_point(plain_dir: Path) -> None:
     events = fixture_events("interrupted")
-    code, out, _ = run(str(fixture("interrupted")), "--workspace", str(plain_dir), "--until", "22")
+    _code, out, _ = run(str(fixture("interrupted")), "--workspace", str(plain_dir), "--until", "22")
     s = state_block(out)
     step, prompt, tool, hs = events[18], events[19], events[20], events[21]
     assert s["open steps"] == [

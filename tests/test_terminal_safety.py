@@ -295,7 +295,7 @@ def test_markdown_report_cannot_be_forged(tmp_path: Path) -> None:
         w.append("tool.called", {"tool": evil, "arguments": {}})
         w.append("tool.result", {"tool": evil, "ok": False})
         w.append("run.aborted", {"termination_cause": evil, "reason": evil})
-    code, out, err = run_inprocess(["trace", "project", "--format", "markdown", str(path)])
+    code, out, _err = run_inprocess(["trace", "project", "--format", "markdown", str(path)])
     assert code == 0
     assert not re.search(r"(?<!\\)<img", out), "raw HTML from the log"  # \< renders as a literal <
     assert "\n# All checks" not in out and "\n| run | **PASS**" not in out

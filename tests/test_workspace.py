@@ -2,14 +2,28 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from git_support import GitRepo
 
+from ract_cli import EventWriter
 from ract_cli.errors import ExitCode
 from ract_cli.findings import FINDING_CODES, exit_code_for
 from ract_cli.replay.workspace import DIVERGE_NOTE, CommittedStep, check_commits, check_head, full_sha
+
+RUN_ID = "a" * 32
+STEP_ID = "b" * 32
+
+
+def ract(*args: str, stdout=subprocess.PIPE, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """``python -m ract_cli ARGS`` as a user runs it (its own process), stderr piped."""
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", *args], stdout=stdout, stderr=subprocess.PIPE, cwd=cwd, timeout=120
+    )
 
 
 @pytest.fixture
@@ -234,3 +248,42 @@ def test_glob_characters_in_the_log_name_are_literal(repo: GitRepo) -> None:
     (other / "events.jsonl.bak.1").write_bytes(b"{}\n")  # matched by the glob "[ab]*", but not ours
     report = check_head(repo.root, repo.head(), log_path=log)
     assert codes(report.findings) == ["WORKTREE_DIRTY"] and report.untracked == 1
+
+
+# --- a repair's sidecars are not worktree dirt ----------------------------------------------------
+
+
+def test_second_repair_is_not_worktree_dirt(tmp_path: Path) -> None:
+    """Regression (review of session 2's commits 7e6c4a0..63e83a1, bug 5): replay
+    counted a second repair's .bak.1 / .torn.1 as WORKTREE_DIRTY.
+    """
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-c", "user.email=r@e.v", "-c", "user.name=rev", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "f").write_text("x\n")
+    git("add", "f")
+    git("commit", "-qm", "init")
+    sha = git("rev-parse", "HEAD")
+    log = tmp_path / "evals" / "runs" / RUN_ID / "events.jsonl"
+    with EventWriter(log, run_id=RUN_ID, redaction=None) as w:
+        w.append("run.started", {"intent_id": "x", "predicate_count": 1})
+        w.append("step.started", {"parent_snapshot": sha}, step_id=STEP_ID)
+        w.append("tool.called", {"tool": "t"}, step_id=STEP_ID)
+    rel = str(log.relative_to(tmp_path))
+    assert ract("trace", "repair", "-q", rel, cwd=tmp_path).returncode == 0
+    with open(log, "ab") as f:
+        f.write(b'{"torn')
+    assert ract("trace", "repair", "-q", rel, cwd=tmp_path).returncode == 0
+    assert (log.parent / "events.jsonl.bak.1").exists()
+    proc = ract("trace", "replay", rel, cwd=tmp_path)
+    assert b"WORKTREE_DIRTY" not in proc.stderr

@@ -8,17 +8,19 @@ it without a subprocess.
 from __future__ import annotations
 
 import errno
+import functools
 import importlib
 import re
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
+    explain_failure,
     flush_stdout,
     markup_safe,
     silence_stderr,
@@ -27,6 +29,7 @@ from ract_cli.cli.render import (
     stdout_closed,
 )
 from ract_cli.errors import EXIT_CODE_MEANINGS, RactError
+from ract_cli.read.core import core_name
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -64,7 +67,7 @@ def version() -> str:
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"ract {version()}")
+        typer.echo(f"ract {version()} (core: {core_name()})")  # SPEC §11: which per-line core runs
         raise typer.Exit(0)
 
 
@@ -73,14 +76,33 @@ def _root(
     _version: Annotated[
         bool,
         typer.Option(
-            "--version", "-V", is_eager=True, callback=_print_version, help="Print the version (ract X.Y.Z) and exit."
+            "--version",
+            "-V",
+            is_eager=True,
+            callback=_print_version,
+            help="Print the version and the per-line core (ract X.Y.Z (core: native|python)) and exit.",
         ),
     ] = False,
 ) -> None:
     """ract: a toolkit for hash-chained JSONL run logs."""
 
 
-COMMAND_MODULES = ("verify", "repair", "replay", "grep", "project")
+#: the command table: every ``ract trace`` command, in help order, and the module that defines it
+COMMANDS: dict[str, str] = {
+    "verify": "verify",
+    "repair": "repair",
+    "replay": "replay",
+    "grep": "grep",
+    "project": "project",
+    "diff": "diff",
+    "export": "export",
+    "sql": "sql",
+    "keygen": "keygen",
+    "checkpoint": "checkpoint",
+    "prove": "prove",
+    "verify-proof": "prove",
+}
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 
 def _register_commands(argv: list[str] | None = None) -> None:
@@ -90,15 +112,35 @@ def _register_commands(argv: list[str] | None = None) -> None:
     one asked for keeps start-up short, which matters when a script runs
     ract once per file. Help and anything else import them all.
     """
-    wanted = COMMAND_MODULES
-    if argv is not None and len(argv) >= 2 and argv[0] == "trace" and argv[1] in COMMAND_MODULES:
-        wanted = (argv[1],)
+    wanted: tuple[str, ...] = COMMAND_MODULES
+    if argv is not None and len(argv) >= 2 and argv[0] == "trace" and argv[1] in COMMANDS:
+        wanted = (COMMANDS[argv[1]],)
     for name in wanted:
         importlib.import_module(f"{__package__}.{name}")
+    for info in trace_app.registered_commands:
+        if info.callback is not None and not getattr(info.callback, "_ract_boundary", False):
+            info.callback = _boundary(info.name or info.callback.__name__, info.callback)
     # Help lists the commands in registration order, which is import order: one in-process run of
     # ``trace project`` before ``--help`` would otherwise list project first. Keep one order.
-    order = {name: i for i, name in enumerate(COMMAND_MODULES)}
+    order = {name: i for i, name in enumerate(COMMANDS)}
     trace_app.registered_commands.sort(key=lambda info: order.get(info.name or "", len(order)))
+
+
+#: the command running now and its -q, for the error boundary in ``_run`` (in-process runs come one at a time)
+_RUNNING: list[tuple[str, bool]] = []
+
+
+def _boundary(command: str, callback: Callable[..., Any]) -> Callable[..., Any]:
+    """Note which command runs and whether it was given ``-q``, so ``_run``'s one ``except RactError`` can
+    say ``ract trace COMMAND: message``. ``functools.wraps`` keeps the signature typer reads the options from."""
+
+    @functools.wraps(callback)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        _RUNNING.append((command, bool(kwargs.get("quiet", False))))
+        return callback(*args, **kwargs)
+
+    run._ract_boundary = True  # type: ignore[attr-defined]  # wrapped once per process, however often main runs
+    return run
 
 
 #: click's messages for a bad number ("'x' is not a valid int range.") and an out-of-range one; click shows
@@ -180,6 +222,7 @@ def _on_stderr(show: Callable[[], object]) -> None:
 
 
 def _run(args: list[str]) -> int:
+    _RUNNING.clear()
     _register_commands(args)
     try:
         # not standalone: a usage error comes back here, to be reworded before typer shows it
@@ -205,8 +248,11 @@ def _run(args: list[str]) -> int:
         if code is None:
             return 0
         return code if isinstance(code, int) else 1
-    except RactError as exc:  # a library error that escaped a command
-        stderr_console().print(f"ract: {markup_safe(exc.message)}")
+    except RactError as exc:  # THE boundary: every library error a command lets through ends here
+        if _RUNNING:
+            command, quiet = _RUNNING[-1]
+            return explain_failure(command, exc, quiet=quiet)  # under -q, a bad command line is still said
+        stderr_console().print(f"ract: {markup_safe(exc.message)}")  # before any command ran (--version)
         return int(exc.exit_code)
     except typer.Abort:
         return 130

@@ -37,21 +37,33 @@ Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the e
 MAX_JOBS = 64
 
 
-def _jobs(help_text: str) -> object:
-    return Annotated[int, typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, metavar="N", help=help_text)]
+Jobs = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        max=MAX_JOBS,
+        metavar="N",
+        help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
+        "ranges. The verdict does not depend on N.",
+    ),
+]
+GrepJobs = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        max=MAX_JOBS,
+        metavar="N",
+        help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
+        "main process, streaming). Output and exit code do not depend on N.",
+    ),
+]
 
 
-Jobs = _jobs(
-    "Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
-    "ranges. The verdict does not depend on N."
-)
-GrepJobs = _jobs(
-    "Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
-    "main process, streaming). Output and exit code do not depend on N."
-)
-
-
-class Dialect(str, enum.Enum):
+class Dialect(enum.StrEnum):
     """Which format a log is read as (SPEC §8): detected per file, or forced."""
 
     auto = "auto"

@@ -1,28 +1,28 @@
 """``ract trace project``: the run report (SPEC §7), as terminal text, JSON or Markdown.
 
-The library (``ract_cli.project``) builds the report dict; this module only
-renders it. Every log-derived string goes through ``clean`` (terminal text,
-inside rich ``Text`` so markup is never interpreted) or ``md`` (Markdown).
+The library (``ract_cli.project``) builds the report dict and its documented
+Markdown form (``ract_cli.project.markdown``); this module parses the
+options, calls the library and renders the terminal form. Every
+log-derived string on a terminal goes through ``clean``, inside rich
+``Text`` so markup is never interpreted.
 """
 
 from __future__ import annotations
 
 import enum
-import re
 from typing import Annotated
 
 import typer
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
-from ract_cli.cli.raxol_render import journal_detail_renderable, journal_fleet_row, journal_markdown
+from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
     clean,
     dumps_json,
-    explain_failure,
     flush_stdout,
     silence_stdout,
     stderr_console,
@@ -30,13 +30,29 @@ from ract_cli.cli.render import (
     stdout_console,
     stdout_is_terminal,
 )
-from ract_cli.errors import ExitCode, RactError
+from ract_cli.errors import ExitCode
+from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.project.report import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths
+from ract_cli.project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths, to_markdown
+from ract_cli.project.human import (
+    FLEET_COLUMNS,
+    PERCENTILE_KEYS,
+    counts_text,
+    fleet_row,
+    fmt_duration,
+    fmt_ms,
+    is_journal,
+    outcome_text,
+    provider_cells,
+    signal_rows,
+    tool_cells,
+)
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
+__all__ = ["Format", "project_command", "render", "text_console", "to_json", "to_markdown"]
 
-class Format(str, enum.Enum):
+
+class Format(enum.StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
@@ -85,10 +101,7 @@ def project_command(
         max_items=max_items,
         dialect=dialect.value,
     )
-    try:
-        result = project_paths(paths, options)
-    except RactError as exc:
-        raise typer.Exit(explain_failure("project", exc, quiet=quiet)) from None
+    result = project_paths(paths, options)
     if quiet:
         raise typer.Exit(int(result.exit_code))
     _verdicts(result)
@@ -113,7 +126,7 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
         console = console or text_console()
         if len(result.runs) == 1 and result.detailed:
             run = result.runs[0]
-            console.print(journal_detail_renderable(run) if _is_journal(run) else detail_renderable(run))
+            console.print(journal_detail_renderable(run) if is_journal(run) else detail_renderable(run))
         else:
             console.print(fleet_renderable(result))
 
@@ -132,100 +145,39 @@ def _verdicts(result: ProjectResult) -> None:
         if run["exit_code"] == 0 and run["trusted"]:
             continue
         name = ExitCode(run["exit_code"]).name
-        if not run["trusted"]:
-            # the failure is on that line or the next (which leaves that event unconfirmed)
-            start = run["untrusted_from_line"]
-            first = next(
-                (
-                    f
-                    for f in run["findings"]
-                    if f["severity"] == "error"
-                    and f["line"] is not None
-                    and start is not None
-                    and f["line"] in (start, start + 1)
-                ),
-                None,
-            )
-            why = f" ({first['code']} at line {first['line']}: {first['message']})" if first else ""
-            covers = (
-                "its evidence verdict is not to be believed"
-                if _is_journal(run)
-                else "the report covers the lines before it"
-            )
-            text = f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
-        else:
-            first = next((f for f in run["findings"] if f["severity"] == "error"), None)
-            text = f"{first['code']}: {first['message']}" if first else name
+        text = _untrusted_verdict(run) if not run["trusted"] else _failure_verdict(run, name)
         err.print(f"ract trace project: FAIL ({name}) {clean(run['path'])}: {clean(text)}", markup=False)
 
 
-# --- JSON -----------------------------------------------------------------
+def _untrusted_verdict(run: Report) -> str:
+    # the failure is on that line or the next (which leaves that event unconfirmed)
+    start = run["untrusted_from_line"]
+    first = next(
+        (
+            f
+            for f in run["findings"]
+            if f["severity"] == "error"
+            and f["line"] is not None
+            and start is not None
+            and f["line"] in (start, start + 1)
+        ),
+        None,
+    )
+    why = f" ({first['code']} at line {first['line']}: {first['message']})" if first else ""
+    covers = (
+        "its evidence verdict is not to be believed" if is_journal(run) else "the report covers the lines before it"
+    )
+    return f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
+
+
+def _failure_verdict(run: Report, name: str) -> str:
+    first = next((f for f in run["findings"] if f["severity"] == "error"), None)
+    return f"{first['code']}: {first['message']}" if first else name
 
 
 def to_json(result: ProjectResult) -> str:
-    """Stable JSON: sorted keys, two-space indent, one trailing newline."""
+    """The documented JSON (``ProjectResult.to_dict``), stable: sorted keys, two-space indent, one newline."""
     return dumps_json(result.to_dict(), indent=True, sort_keys=True) + "\n"
-
-
-# --- human formatting shared by text and Markdown -------------------------
-
-
-def fmt_duration(ns: int | None) -> str:
-    if ns is None:
-        return "-"
-    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
-    if ns < 1_000_000:
-        return f"{sign}{ns / 1e3:.1f}µs"
-    if ns < 1_000_000_000:
-        return f"{sign}{ns / 1e6:.1f}ms"
-    seconds = ns / 1e9
-    if seconds < 60:
-        return f"{sign}{seconds:.3f}s"
-    minutes, seconds = divmod(seconds, 60)
-    if minutes < 60:
-        return f"{sign}{int(minutes)}m{seconds:06.3f}s"
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{sign}{hours}h{minutes:02d}m{seconds:06.3f}s"
-
-
-def fmt_ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
-def _outcome_text(run: dict) -> str:
-    o = run["outcome"]
-    if o["closed_by"] is None:
-        return "not closed"
-    parts = [o["closed_by"]]
-    if o["final_decision"] is not None:
-        parts.append(f"final_decision={o['final_decision']}")
-    if o["termination_cause"] is not None:
-        parts.append(f"termination_cause={o['termination_cause']}")
-    if o["reason"] is not None:
-        parts.append(f"reason={o['reason']}")
-    if o["synthesized"]:
-        parts.append("(synthesized by repair)")
-    return " ".join(parts)
-
-
-def _refused_text(row: dict) -> str:
-    parts = [f"{k}:{v}" for k, v in row["refused_by"].items()]
-    parts += [f"gate {k}:{v}" for k, v in row["refused_by_gate"].items()]
-    return f"{row['refused']}" + (f" ({', '.join(parts)})" if parts else "")
-
-
-def _counts_text(table: dict) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in table.items()) or "-"
-
-
-def _steps_text(run: dict) -> str:
-    s = run["steps"]
-    return f"{s['committed']}/{s['rolled_back']}/{s['open']}"
-
-
-def _tools_text(run: dict) -> str:
-    t = run["tools"]["totals"]
-    return f"{t['called']} ({t['failed']} failed, {t['refused']} refused)"
 
 
 # --- terminal text (rich) -------------------------------------------------
@@ -257,384 +209,133 @@ def _grid(title: str, columns: list[str], rows: list[list[object]]) -> Table:
 _STATUS_STYLE = {"completed": "green", "aborted": "yellow", "open": "yellow", "repaired": "magenta", "unknown": "red"}
 
 
-def detail_renderable(run: dict) -> Group:
-    """The detailed report of one run as rich renderables."""
-    parts: list = []
-    if not run["trusted"]:
-        u = run["untrusted"]
-        parts.append(
-            Text(
-                f"UNTRUSTED from line {run['untrusted_from_line']}: the log fails verification there; "
-                f"everything below covers lines 1-{run['untrusted_from_line'] - 1} only "
-                f"({u['events']} unverified event(s) not counted).",
-                style="bold red",
-            )
-        )
-    chain, timing = run["chain"], run["timing"]
-    parts.append(
-        _kv_table(
-            f"ract run report: {clean(run['path'])}",
-            [
-                ("run", run["run_id"]),
-                ("status", _t(run["status"], _STATUS_STYLE.get(run["status"]))),
-                ("outcome", _outcome_text(run)),
-                ("start", timing["start"]),
-                ("end", timing["end"]),
-                ("duration", fmt_duration(timing["duration_ns"])),
-                ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
-                (
-                    "trusted",
-                    _t(
-                        "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}",
-                        None if run["trusted"] else "bold red",
-                    ),
-                ),
-                ("events", f"{chain['verified_events']} verified of {chain['events']}"),
-                ("chain head", chain["head"]),
-                ("verified head", chain["verified_head"]),
-                ("verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"),
-            ],
-        )
+def _untrusted_banner(run: Report) -> Text:
+    return Text(
+        f"UNTRUSTED from line {run['untrusted_from_line']}: the log fails verification there; "
+        f"everything below covers lines 1-{run['untrusted_from_line'] - 1} only "
+        f"({run['untrusted']['events']} unverified event(s) not counted).",
+        style="bold red",
     )
+
+
+def _head_table(run: Report) -> Table:
+    chain, timing = run["chain"], run["timing"]
+    trusted = _t(
+        "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}",
+        None if run["trusted"] else "bold red",
+    )
+    return _kv_table(
+        f"ract run report: {clean(run['path'])}",
+        [
+            ("run", run["run_id"]),
+            ("status", _t(run["status"], _STATUS_STYLE.get(run["status"]))),
+            ("outcome", outcome_text(run)),
+            ("start", timing["start"]),
+            ("end", timing["end"]),
+            ("duration", fmt_duration(timing["duration_ns"])),
+            ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
+            ("trusted", trusted),
+            ("events", f"{chain['verified_events']} verified of {chain['events']}"),
+            ("chain head", chain["head"]),
+            ("verified head", chain["verified_head"]),
+            ("verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"),
+        ],
+    )
+
+
+def _steps_table(run: Report) -> Table:
     s = run["steps"]
     d = s["duration"] or {}
-    parts.append(
-        _kv_table(
-            "steps",
-            [
-                ("committed / rolled back / open", f"{s['committed']} / {s['rolled_back']} / {s['open']}"),
-                ("by outcome", _counts_text(s["by_outcome"])),
-                (
-                    "duration p50/p90/p99/max ms",
-                    " / ".join(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) if d else "-",
-                ),
-            ],
-        )
+    return _kv_table(
+        "steps",
+        [
+            ("committed / rolled back / open", f"{s['committed']} / {s['rolled_back']} / {s['open']}"),
+            ("by outcome", counts_text(s["by_outcome"])),
+            ("duration p50/p90/p99/max ms", " / ".join(fmt_ms(d.get(k)) for k in PERCENTILE_KEYS) if d else "-"),
+        ],
     )
+
+
+def _tools_grid(run: Report) -> Table | None:
     tools = run["tools"]["by_tool"]
-    if tools:
-        rows = []
-        for name, row in tools.items():
-            lat = row["latency"] or {}
-            latency = "/".join(f"{lat[k]:.1f}" for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")) if lat else "-"
-            rows.append(
-                [
-                    name,
-                    row["called"],
-                    row["ok"],
-                    row["failed"],
-                    row["unknown"],
-                    _refused_text(row),
-                    row["bypassed"],
-                    row["open"],
-                    latency,
-                ]
-            )
-        parts.append(
-            _grid(
-                "tool calls",
-                ["tool", "calls", "ok", "fail", "unkn", "refused", "bypass", "open", "latency ms p50/p90/p99/max"],
-                rows,
-            )
-        )
-    prov = run["providers"]
-    if prov["by_provider"] or prov["rejected"] or prov["validated"]:
-        rows = [
-            [name, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
-            for name, p in prov["by_provider"].items()
-        ]
-        parts.append(
-            _grid(
-                f"provider I/O (validated {prov['validated']}, rejected {prov['rejected']}, "
-                f"halting {prov['rejected_halting']})",
-                ["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
-                rows,
-            )
-        )
-    preds = run["predicates"]
-    if preds["latest"]:
-        rows = [
-            [
-                pid,
-                p["kind"],
-                p["required"],
-                _t(p["ok"], "green" if p["ok"] else "red"),
-                p["reason"],
-                p["line"],
-                p["evaluations"],
-            ]
-            for pid, p in preds["latest"].items()
-        ]
-        parts.append(
-            _grid(
-                "predicates (latest verdict)",
-                ["predicate", "kind", "required", "ok", "reason", "line", "evaluations"],
-                rows,
-            )
-        )
-    hs, sb, reaps = run["handshakes"], run["sandbox"], run["process_reaps"]
-    parts.append(
-        _kv_table(
-            "signals",
-            [
-                ("handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])),
-                (
-                    "sandbox",
-                    f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
-                    f"never_passthrough_denied {sb['never_passthrough_denied']['total']}, "
-                    f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}",
-                ),
-                ("process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])),
-                (
-                    "assumptions",
-                    f"proposed {run['assumptions']['proposed']}, violated {run['assumptions']['violated']['count']}",
-                ),
-                ("budgets exceeded", run["budgets"]["exceeded"]["count"]),
-                ("*_error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])),
-                ("synthesized closes", run["synthesized_closes"]["count"]),
-            ],
-        )
+    if not tools:
+        return None
+    rows = []
+    for name, row in tools.items():
+        lat = row["latency"] or {}
+        latency = "/".join(f"{lat[k]:.1f}" for k in PERCENTILE_KEYS) if lat else "-"
+        rows.append([*tool_cells(name, row), latency])
+    return _grid(
+        "tool calls",
+        ["tool", "calls", "ok", "fail", "unkn", "refused", "bypass", "open", "latency ms p50/p90/p99/max"],
+        rows,
     )
-    flags = run["audit_flags"]
-    if flags["count"]:
-        rows = [
-            [f["line"], _t(f["code"], "bold red" if f["source"] == "verify" else "yellow"), f["kind"], f["message"]]
-            for f in flags["items"]
+
+
+def _providers_grid(run: Report) -> Table | None:
+    prov = run["providers"]
+    if not (prov["by_provider"] or prov["rejected"] or prov["validated"]):
+        return None
+    return _grid(
+        f"provider I/O (validated {prov['validated']}, rejected {prov['rejected']}, "
+        f"halting {prov['rejected_halting']})",
+        ["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
+        [provider_cells(name, p) for name, p in prov["by_provider"].items()],
+    )
+
+
+def _predicates_grid(run: Report) -> Table | None:
+    latest = run["predicates"]["latest"]
+    if not latest:
+        return None
+    rows: list[list[object]] = [
+        [
+            pid,
+            p["kind"],
+            p["required"],
+            _t(p["ok"], "green" if p["ok"] else "red"),
+            p["reason"],
+            p["line"],
+            p["evaluations"],
         ]
-        title = f"audit flags ({flags['count']}" + (f", {flags['omitted']} not shown)" if flags["omitted"] else ")")
-        parts.append(_grid(title, ["line", "code", "kind", "message"], rows))
-    else:
-        parts.append(Text("audit flags: none", style="green"))
-    return Group(*parts)
-
-
-_FLEET_COLUMNS = [
-    "run",
-    "path",
-    "status",
-    "trusted",
-    "exit",
-    "events",
-    "start",
-    "duration",
-    "steps c/rb/open",
-    "tool calls",
-    "flags",
-]
-
-
-def _fleet_row(run: dict) -> list[object]:
-    return [
-        (run["run_id"] or "-")[:12],
-        run["path"],
-        run["status"],
-        "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})",
-        run["exit_code"],
-        run["chain"]["events"],
-        run["timing"]["start"],
-        fmt_duration(run["timing"]["duration_ns"]),
-        _steps_text(run),
-        _tools_text(run),
-        run["audit_flags"]["count"],
+        for pid, p in latest.items()
     ]
+    return _grid(
+        "predicates (latest verdict)", ["predicate", "kind", "required", "ok", "reason", "line", "evaluations"], rows
+    )
 
 
-def _is_journal(run: dict) -> bool:
-    return run.get("dialect") == "raxol"
+def _flags_part(run: Report) -> RenderableType:
+    flags = run["audit_flags"]
+    if not flags["count"]:
+        return Text("audit flags: none", style="green")
+    rows: list[list[object]] = [
+        [f["line"], _t(f["code"], "bold red" if f["source"] == "verify" else "yellow"), f["kind"], f["message"]]
+        for f in flags["items"]
+    ]
+    title = f"audit flags ({flags['count']}" + (f", {flags['omitted']} not shown)" if flags["omitted"] else ")")
+    return _grid(title, ["line", "code", "kind", "message"], rows)
 
 
-def _row_of(run: dict) -> list[object]:
-    return journal_fleet_row(run) if _is_journal(run) else _fleet_row(run)
+def detail_renderable(run: Report) -> Group:
+    """The detailed report of one run as rich renderables."""
+    parts: list[RenderableType] = [] if run["trusted"] else [_untrusted_banner(run)]
+    parts += [_head_table(run), _steps_table(run)]
+    parts += [t for t in (_tools_grid(run), _providers_grid(run), _predicates_grid(run)) if t is not None]
+    parts.append(_kv_table("signals", signal_rows(run, "*_error events")))
+    parts.append(_flags_part(run))
+    return Group(*parts)
 
 
 def fleet_renderable(result: ProjectResult) -> Group:
-    rows = [_row_of(r) for r in result.runs]
+    """The summary table of several logs, its totals line, and the path-level findings."""
     totals = result.totals()
-    table = _grid(f"ract run summary: {totals['runs']} run(s)", _FLEET_COLUMNS, rows)
+    table = _grid(f"ract run summary: {totals['runs']} run(s)", FLEET_COLUMNS, [fleet_row(r) for r in result.runs])
     foot = Text(
-        f"by status: {_counts_text(totals['by_status'])}; untrusted: {totals['untrusted']}; "
+        f"by status: {counts_text(totals['by_status'])}; untrusted: {totals['untrusted']}; "
         f"flagged: {totals['flagged']}; exit code {int(result.exit_code)}"
     )
-    parts: list = [table, foot]
+    parts: list[RenderableType] = [table, foot]
     for f in result.findings:
         parts.append(Text(f"{clean(f.path)}: {clean(f.message)}", style="red"))
     return Group(*parts)
-
-
-# --- Markdown -------------------------------------------------------------
-
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
-
-
-def md(value: object) -> str:
-    """A Markdown-table-safe cell: control chars (newlines included) visible, punctuation escaped."""
-    if value is None:
-        return "-"
-    if value is True or value is False:
-        return "yes" if value else "no"
-    return _MD_SPECIAL.sub(r"\\\1", clean(value))
-
-
-def _md_table(columns: list[str], rows: list[list[object]]) -> list[str]:
-    out = ["| " + " | ".join(columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
-    out += ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
-    return out + [""]
-
-
-def _md_run(run: dict, level: str = "##") -> list[str]:
-    out: list[str] = [f"{level} Run {md(run['run_id'])}: {md(run['status'])}", ""]
-    if not run["trusted"]:
-        out += [
-            f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the log fails verification there; "
-            f"this report covers lines 1-{run['untrusted_from_line'] - 1} only "
-            f"({run['untrusted']['events']} unverified event(s) not counted).",
-            "",
-        ]
-    chain, timing = run["chain"], run["timing"]
-    out += _md_table(
-        ["field", "value"],
-        [
-            ["path", run["path"]],
-            ["status", run["status"]],
-            ["outcome", _outcome_text(run)],
-            ["start", timing["start"]],
-            ["end", timing["end"]],
-            ["duration", fmt_duration(timing["duration_ns"])],
-            ["exit code", f"{run['exit_code']} ({run['exit_name']})"],
-            ["trusted", run["trusted"]],
-            ["events", f"{chain['verified_events']} verified of {chain['events']}"],
-            ["chain head", chain["head"]],
-            ["verified head", chain["verified_head"]],
-            ["verified range", f"{chain['first'] or '-'} .. {chain['last'] or '-'}"],
-        ],
-    )
-    s = run["steps"]
-    d = s["duration"] or {}
-    out += [f"{level}# Steps", ""]
-    out += _md_table(
-        ["committed", "rolled back", "open", "by outcome", "p50 ms", "p90 ms", "p99 ms", "max ms"],
-        [
-            [
-                s["committed"],
-                s["rolled_back"],
-                s["open"],
-                _counts_text(s["by_outcome"]),
-                *(fmt_ms(d.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")),
-            ]
-        ],
-    )
-    tools = run["tools"]["by_tool"]
-    if tools:
-        out += [f"{level}# Tool calls", ""]
-        rows = []
-        for name, row in tools.items():
-            lat = row["latency"] or {}
-            rows.append(
-                [
-                    name,
-                    row["called"],
-                    row["ok"],
-                    row["failed"],
-                    row["unknown"],
-                    _refused_text(row),
-                    row["bypassed"],
-                    row["open"],
-                    *(fmt_ms(lat.get(k)) for k in ("p50_ms", "p90_ms", "p99_ms", "max_ms")),
-                ]
-            )
-        out += _md_table(
-            [
-                "tool",
-                "called",
-                "ok",
-                "failed",
-                "unknown",
-                "refused",
-                "bypassed",
-                "open",
-                "p50 ms",
-                "p90 ms",
-                "p99 ms",
-                "max ms",
-            ],
-            rows,
-        )
-    prov = run["providers"]
-    if prov["by_provider"] or prov["rejected"] or prov["validated"]:
-        out += [
-            f"{level}# Provider I/O",
-            "",
-            f"validated {prov['validated']}, rejected {prov['rejected']} ({prov['rejected_halting']} halting)",
-            "",
-        ]
-        out += _md_table(
-            ["provider", "prompts", "responses", "timed out", "open", "prompt chars"],
-            [
-                [n, p["prompts"], p["responses"], p["timed_out"], p["open"], p["prompt_chars"]]
-                for n, p in prov["by_provider"].items()
-            ],
-        )
-    preds = run["predicates"]
-    if preds["latest"]:
-        out += [f"{level}# Predicates (latest verdict)", ""]
-        out += _md_table(
-            ["predicate", "kind", "required", "ok", "reason", "line", "evaluations"],
-            [
-                [pid, p["kind"], p["required"], p["ok"], p["reason"], p["line"], p["evaluations"]]
-                for pid, p in preds["latest"].items()
-            ],
-        )
-    hs, sb, reaps = run["handshakes"], run["sandbox"], run["process_reaps"]
-    out += [f"{level}# Signals", ""]
-    out += _md_table(
-        ["signal", "value"],
-        [
-            ["handshakes", f"{hs['requested']} requested; " + _counts_text(hs["by_status"])],
-            [
-                "sandbox",
-                f"granted {sb['granted']}, denied {sb['denied']}, unenforced {sb['unenforced']['count']}, "
-                f"never_passthrough_denied {sb['never_passthrough_denied']['total']}, "
-                f"credential_shaped_unblocked {sb['credential_shaped_unblocked']['total']}",
-            ],
-            ["process reaps", f"{reaps['count']}; " + _counts_text(reaps["by_reason"])],
-            [
-                "assumptions",
-                f"proposed {run['assumptions']['proposed']}, violated {run['assumptions']['violated']['count']}",
-            ],
-            ["budgets exceeded", run["budgets"]["exceeded"]["count"]],
-            ["error events", f"{run['errors']['count']}; " + _counts_text(run["errors"]["by_kind"])],
-            ["synthesized closes", run["synthesized_closes"]["count"]],
-        ],
-    )
-    flags = run["audit_flags"]
-    out += [f"{level}# Audit flags ({flags['count']})", ""]
-    if flags["count"]:
-        out += _md_table(
-            ["line", "code", "kind", "message"],
-            [[f["line"], f["code"], f["kind"], f["message"]] for f in flags["items"]],
-        )
-        if flags["omitted"]:
-            out += [f"{flags['omitted']} more not shown (--max-items).", ""]
-    else:
-        out += ["None.", ""]
-    return out
-
-
-def to_markdown(result: ProjectResult) -> str:
-    """GitHub-flavoured Markdown (for ``$GITHUB_STEP_SUMMARY``)."""
-    if len(result.runs) == 1 and result.detailed:
-        run = result.runs[0]
-        body = journal_markdown(run, md, _md_table) if _is_journal(run) else _md_run(run)
-        return "\n".join(["# ract run report", ""] + body).rstrip("\n") + "\n"
-    totals = result.totals()
-    out = [
-        "# ract run summary",
-        "",
-        f"{totals['runs']} run(s); by status: {md(_counts_text(totals['by_status']))}; "
-        f"untrusted: {totals['untrusted']}; flagged: {totals['flagged']}; exit code {int(result.exit_code)}",
-        "",
-    ]
-    out += _md_table(_FLEET_COLUMNS, [_row_of(r) for r in result.runs])
-    for f in result.findings:
-        out += [f"- {md(f.path)}: {md(f.message)}"]
-    return "\n".join(out).rstrip("\n") + "\n"

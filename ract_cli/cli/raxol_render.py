@@ -7,15 +7,17 @@ Markdown helpers here, which escape it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ract_cli.cli.render import clean
 from ract_cli.dialects.raxol.contract import evidence_status
+from ract_cli.format.json_types import Event, JSONObject, Report
 from ract_cli.replay.journal import JournalReplayStep
 
 SUMMARY_WIDTH = 60
@@ -45,7 +47,7 @@ def _json(value: Any) -> str:
         return repr(value)
 
 
-def summarize_record(record: dict) -> str:
+def summarize_record(record: Event) -> str:
     """A compact ``key=value`` summary of a journal record's payload (raw: ``clean`` it)."""
     payload = record.get("payload")
     if type(payload) is not dict:
@@ -68,7 +70,7 @@ def journal_timeline_line(step: JournalReplayStep) -> str:
     return f"{text}  {summary}" if summary else text
 
 
-def journal_state_lines(state: dict[str, Any]) -> list[str]:
+def journal_state_lines(state: Report) -> list[str]:
     """The state block printed at ``replay --until`` for a journal (raw: ``clean`` each line)."""
     lines = [
         f"== state after record #{state['index']} (line {state['line']}): {state['type']}"
@@ -87,14 +89,14 @@ def journal_state_lines(state: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _counts(table: dict) -> str:
+def _counts(table: JSONObject) -> str:
     return ", ".join(f"{k} {v}" for k, v in table.items())
 
 
 # --- project ----------------------------------------------------------------
 
 
-def evidence_text(run: dict) -> str:
+def evidence_text(run: Report) -> str:
     """``accepted (line 27); stands on a verified chain`` (raw: ``clean`` it)."""
     ev = run["evidence"]
     claimed = ev.get("claimed")
@@ -112,11 +114,11 @@ def evidence_text(run: dict) -> str:
     return text
 
 
-def _items_text(journal: dict) -> str:
+def _items_text(journal: Report) -> str:
     return (_counts(journal["items_by_type"]) or "none") + f" (started {journal['items_started']})"
 
 
-def _errors_text(journal: dict) -> str:
+def _errors_text(journal: Report) -> str:
     errors = journal["errors"]
     text = str(errors["count"])
     if errors["items"]:
@@ -126,7 +128,7 @@ def _errors_text(journal: dict) -> str:
     return text
 
 
-def detail_rows(run: dict) -> list[tuple[str, str]]:
+def detail_rows(run: Report) -> list[tuple[str, str]]:
     """The rows of a journal's detailed report, shared by text and Markdown (raw values)."""
     j, chain = run["journal"], run["chain"]
     return [
@@ -152,9 +154,9 @@ def detail_rows(run: dict) -> list[tuple[str, str]]:
     ]
 
 
-def journal_detail_renderable(run: dict) -> Group:
+def journal_detail_renderable(run: Report) -> Group:
     """The detailed project report of one journal as rich renderables (markup never interpreted)."""
-    parts: list = []
+    parts: list[RenderableType] = []
     if not run["trusted"]:
         parts.append(
             Text(
@@ -195,7 +197,7 @@ def journal_detail_renderable(run: dict) -> Group:
     return Group(*parts)
 
 
-def journal_fleet_row(run: dict) -> list[object]:
+def journal_fleet_row(run: Report) -> list[object]:
     """A journal's row in project's summary table (same columns as a RACT run's)."""
     j = run["journal"]
     return [
@@ -214,7 +216,12 @@ def journal_fleet_row(run: dict) -> list[object]:
     ]
 
 
-def journal_markdown(run: dict, md: Any, md_table: Any, level: str = "##") -> list[str]:
+def journal_markdown(
+    run: Report,
+    md: Callable[[object], str],
+    md_table: Callable[[list[str], list[list[object]]], list[str]],
+    level: str = "##",
+) -> list[str]:
     """Markdown lines for one journal; ``md``/``md_table`` are project's escaping helpers."""
     out = [f"{level} Journal {md(run['path'])}: {md(run['status'])}", ""]
     if not run["trusted"]:

@@ -14,12 +14,14 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 
 import orjson
 from rich.console import Console
 from rich.markup import escape as _escape_markup
 
 from ract_cli.errors import ExitCode, RactError
+from ract_cli.findings import Finding
 
 # C0 controls, DEL, C1 controls, bidi overrides/isolates, line/paragraph separators.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
@@ -51,6 +53,31 @@ def explain_failure(command: str, exc: RactError, *, quiet: bool = False) -> int
         f"ract trace {command}: {clean(exc.message)}", markup=False
     )
     return int(exc.exit_code)
+
+
+def finding_line(f: Finding, *, severity: bool = False, indent: str = "") -> str:
+    """The one text form of a finding, escaped for the terminal: ``path:line: [severity ]CODE message``.
+
+    Without a line it is ``path: CODE message``; without a path, ``-``.
+    """
+    where = f.path if f.path is not None else "-"
+    if f.line is not None:
+        where += f":{f.line}"
+    level = f"{f.severity} " if severity else ""
+    return clean(f"{indent}{where}: {level}{f.code} {f.message}")
+
+
+#: findings listed under a refusal; the rest are counted
+SHOWN_FINDINGS = 10
+
+
+def show_refusal(console: Console, command: str, message: str, findings: Sequence[Finding]) -> None:
+    """``ract trace COMMAND: refused: ...`` and its first findings, indented, on stderr."""
+    console.print(f"ract trace {command}: refused: {clean(message)}", markup=False)
+    for f in findings[:SHOWN_FINDINGS]:
+        console.print(finding_line(f, indent="  "), markup=False)
+    if len(findings) > SHOWN_FINDINGS:
+        console.print(f"  ... {len(findings) - SHOWN_FINDINGS} more", markup=False)
 
 
 #: the exit code of a command whose stdout went away (``| head``) or was closed (``>&-``): 128 + SIGPIPE,

@@ -5,16 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from ract_cli.cli.render import clean, stderr_console
-from ract_cli.errors import ExitCode, RactError
+from ract_cli.cli.render import clean, show_refusal, stderr_console
+from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.repair.repairer import RepairOptions, RepairRefused, RepairResult, repair_file
-
-_SHOWN_FINDINGS = 10
 
 
 @trace_app.command(
@@ -65,16 +64,8 @@ def repair_command(
     try:
         result = repair_file(path, options)
     except RepairRefused as exc:
-        console.print(f"ract trace repair: refused: {clean(exc.message)}", markup=False)
-        for f in exc.findings[:_SHOWN_FINDINGS]:
-            where = f"{f.path}:{f.line}" if f.line is not None else f"{f.path}"
-            console.print(clean(f"  {where}: {f.code} {f.message}"), markup=False)
-        if len(exc.findings) > _SHOWN_FINDINGS:
-            console.print(f"  ... {len(exc.findings) - _SHOWN_FINDINGS} more", markup=False)
+        show_refusal(console, "repair", exc.message, exc.findings)
         console.print("  the log was left untouched", markup=False)
-        raise typer.Exit(int(exc.exit_code)) from None
-    except RactError as exc:
-        console.print(f"ract trace repair: {clean(exc.message)}", markup=False)
         raise typer.Exit(int(exc.exit_code)) from None
     render(console, result, check=check)
     if check and result.changed:
@@ -82,7 +73,7 @@ def repair_command(
     raise typer.Exit(0)
 
 
-def render(console, result: RepairResult, *, check: bool) -> None:
+def render(console: Console, result: RepairResult, *, check: bool) -> None:
     """What was (or would be) done, one line per action, on stderr."""
     path = clean(result.path)
     out = console.print

@@ -7,42 +7,38 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TextIO
 
+import orjson
 import typer
+from rich.console import Console
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from ract_cli.cli.raxol_render import journal_state_lines, journal_timeline_line
 from ract_cli.cli.render import (
     clean,
-    explain_failure,
+    finding_line,
     silence_stdout,
     stderr_console,
     stdout_closed,
     stdout_is_terminal,
 )
-from ract_cli.errors import ExitCode, RactError
-from ract_cli.findings import Finding, warning
+from ract_cli.errors import ExitCode
+from ract_cli.findings import warning
+from ract_cli.format.json_types import Event, Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.discovery import resolve_log_path
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.replay.controls import MAX_PACE_SLEEP_S, format_elapsed, pace_delay, parse_pace, parse_until
+from ract_cli.replay.journal import JournalReplaySession, JournalReplayStep
 from ract_cli.replay.result import ReplayResult
-from ract_cli.replay.session import (
-    MAX_PACE_SLEEP_S,
-    ReplayOptions,
-    ReplaySession,
-    ReplayStep,
-    format_elapsed,
-    pace_delay,
-    parse_pace,
-    parse_until,
-    replay,
-    resolve_log_path,
-    summarize,
-)
+from ract_cli.replay.session import ReplayOptions, ReplaySession, replay
+from ract_cli.replay.state import ReplayStep
+from ract_cli.replay.summary import safe_repr, summarize
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     text = "text"
     jsonl = "jsonl"
 
@@ -53,57 +49,69 @@ EPILOG = (
     "ract trace replay RUN --workspace ../repo --strict-head --check-commits"
 )
 
+# --- options --------------------------------------------------------------------
+
+LogPath = Annotated[
+    str, typer.Argument(metavar="PATH", help="The log (events.jsonl), or its run directory.", show_default=False)
+]
+UntilOption = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="N|EVENT_ID",
+        help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state there.",
+    ),
+]
+FormatOption = Annotated[
+    Format,
+    typer.Option("--format", help="text: the timeline; jsonl: the replayed events' original lines, byte for byte."),
+]
+WorkspaceOption = Annotated[
+    Path,
+    typer.Option(
+        "--workspace",
+        metavar="DIR",
+        exists=True,
+        file_okay=False,
+        dir_okay=True,
+        help="Git workspace checked against the run's initial snapshot (default: the current directory).",
+    ),
+]
+StrictHead = Annotated[
+    bool,
+    typer.Option("--strict-head", help="A workspace HEAD that differs from the run's initial snapshot exits 6."),
+]
+CheckCommits = Annotated[
+    bool,
+    typer.Option(
+        "--check-commits",
+        help="Check that every step.committed's parent_snapshot_after is a commit of the workspace repository "
+        "descending from its parent_snapshot_before (failures exit 6).",
+    ),
+]
+PaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--pace",
+        metavar="realtime|Nx",
+        help=f"Replay with the recorded timing, N times faster (e.g. 10x); each pause is capped at "
+        f"{MAX_PACE_SLEEP_S:g}s.",
+    ),
+]
+
+Session = ReplaySession | JournalReplaySession
+Step = ReplayStep | JournalReplayStep
+
 
 @trace_app.command("replay", epilog=EPILOG)
 def replay_command(
-    path: Annotated[
-        str, typer.Argument(metavar="PATH", help="The log (events.jsonl), or its run directory.", show_default=False)
-    ],
-    until: Annotated[
-        str | None,
-        typer.Option(
-            "--until",
-            metavar="N|EVENT_ID",
-            help="Stop at the Nth replayed event (1-based) or at the event with this 32-hex id, and print the state "
-            "there.",
-        ),
-    ] = None,
-    format: Annotated[
-        Format,
-        typer.Option("--format", help="text: the timeline; jsonl: the replayed events' original lines, byte for byte."),
-    ] = Format.text,
-    workspace: Annotated[
-        Path,
-        typer.Option(
-            "--workspace",
-            metavar="DIR",
-            exists=True,
-            file_okay=False,
-            dir_okay=True,
-            help="Git workspace checked against the run's initial snapshot (default: the current directory).",
-        ),
-    ] = Path("."),
-    strict_head: Annotated[
-        bool,
-        typer.Option("--strict-head", help="A workspace HEAD that differs from the run's initial snapshot exits 6."),
-    ] = False,
-    check_commits: Annotated[
-        bool,
-        typer.Option(
-            "--check-commits",
-            help="Check that every step.committed's parent_snapshot_after is a commit of the workspace repository "
-            "descending from its parent_snapshot_before (failures exit 6).",
-        ),
-    ] = False,
-    pace: Annotated[
-        str | None,
-        typer.Option(
-            "--pace",
-            metavar="realtime|Nx",
-            help=f"Replay with the recorded timing, N times faster (e.g. 10x); each pause is capped at "
-            f"{MAX_PACE_SLEEP_S:g}s.",
-        ),
-    ] = None,
+    path: LogPath,
+    until: UntilOption = None,
+    format: FormatOption = Format.text,
+    workspace: WorkspaceOption = Path("."),
+    strict_head: StrictHead = False,
+    check_commits: CheckCommits = False,
+    pace: PaceOption = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -120,47 +128,51 @@ def replay_command(
     Example: ract trace replay evals/runs/<run_id>/events.jsonl --until 40
     """
     err = stderr_console(quiet=quiet)
-    try:
-        options = ReplayOptions(
-            schema_version=schema_version,
-            max_line_bytes=max_line_bytes,
-            dialect=dialect.value,
-            until=parse_until(until) if until is not None else None,
-            workspace=str(workspace),
-            strict_head=strict_head,
-            check_commits=check_commits,
-        )
-        factor = parse_pace(pace) if pace is not None else None
-        session = replay(resolve_log_path(path), options)
-    except RactError as exc:
-        raise typer.Exit(explain_failure("replay", exc, quiet=quiet)) from None
+    options = ReplayOptions(
+        schema_version=schema_version,
+        max_line_bytes=max_line_bytes,
+        dialect=dialect.value,
+        until=parse_until(until) if until is not None else None,
+        workspace=str(workspace),
+        strict_head=strict_head,
+        check_commits=check_commits,
+    )
+    factor = parse_pace(pace) if pace is not None else None
+    session = replay(resolve_log_path(path), options)
 
     journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
-    shown: set[int] = set()
-    if session.workspace is not None:
-        for f in session.workspace.findings:
-            err.print(_finding_text(f), markup=False)
-            shown.add(id(f))
-    elif journal:
-        err.print(
-            _finding_text(
-                warning(
-                    "PRECONDITION_UNCHECKED",
-                    "determinism precondition cannot be checked: a Raxol agent journal records no repository snapshot",
-                    path=str(session.path),
-                )
-            ),
-            markup=False,
-        )
-    line_of, state_of = _renderers(journal)
-
-    jsonl = format is Format.jsonl
+    shown = _say_precondition(err, session, journal)
     # -q never touches stdout; without -q, a stdout closed at start (`>&-`) is said once and the run
     # is still walked for the verdict, as when the reader of stdout goes away
     silent = quiet
     if not quiet and stdout_closed():
         err.print("ract trace replay: stdout is closed: the replay was not written", markup=False)
         silent = True
+    result = _walk(session, journal, format is Format.jsonl, silent, factor)
+    _say_verdict(err, result, shown, until)
+    raise typer.Exit(int(result.exit_code))
+
+
+def _say_precondition(err: Console, session: Session, journal: bool) -> set[int]:
+    """The workspace's findings (or why a journal has none) on stderr; the ids of the findings said."""
+    shown: set[int] = set()
+    if session.workspace is not None:
+        for f in session.workspace.findings:
+            err.print(finding_line(f, severity=True), markup=False)
+            shown.add(id(f))
+    elif journal:
+        unchecked = warning(
+            "PRECONDITION_UNCHECKED",
+            "determinism precondition cannot be checked: a Raxol agent journal records no repository snapshot",
+            path=str(session.path),
+        )
+        err.print(finding_line(unchecked, severity=True), markup=False)
+    return shown
+
+
+def _walk(session: Session, journal: bool, jsonl: bool, silent: bool, factor: float | None) -> ReplayResult:
+    """Walk the replay, printing (and pacing) each step unless ``silent``; return its verdict."""
+    line_of, state_of = _renderers(journal)
     # a terminal is not a data sink: --format jsonl escapes each line there (bidi overrides, C1 controls)
     terminal = not silent and stdout_is_terminal()
     out = sys.stdout
@@ -173,55 +185,67 @@ def replay_command(
             if factor is not None and ts is not None:
                 time.sleep(pace_delay(prev_ts, ts, factor))
                 prev_ts = ts
-            if jsonl and terminal:
-                out.write(clean(step.event.raw.decode("utf-8", "replace").rstrip("\r\n")) + "\n")
-            elif jsonl:
-                # The original bytes. Ephemeral records never reach here: a Raxol journal's session
-                # skips item_delta; for RACT logs the hook is ReplayOptions.exclude (is_ephemeral).
-                _write_raw(out, step.event.raw)
-            else:
-                out.write(clean(line_of(step)) + "\n")
+            _show(out, step, jsonl, terminal, line_of)
             if factor is not None:
                 out.flush()
         result = session.finish()
         if not jsonl and not silent:
-            if result.stop == "break":
-                out.write(
-                    clean(
-                        f"!! chain broken at line {result.broken_at}: replay stopped; nothing after "
-                        f"this point is trustworthy"
-                    )
-                    + "\n"
-                )
-            if result.until_reached:
-                out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
+            _show_end(out, result, state_of)
         if not silent:
             out.flush()
     except BrokenPipeError:
         # The reader of stdout went away (e.g. `| head`): stop writing, keep the verdict.
         silence_stdout()
         result = session.finish()
+    return result
 
+
+def _show(out: TextIO, step: Step, jsonl: bool, terminal: bool, line_of: Callable[[Any], str]) -> None:
+    """One replayed event on stdout: its original line (jsonl), escaped on a terminal, or its timeline line."""
+    if jsonl and terminal:
+        out.write(clean(step.event.raw.decode("utf-8", "replace").rstrip("\r\n")) + "\n")
+    elif jsonl:
+        # The original bytes. Ephemeral records never reach here: a Raxol journal's session
+        # skips item_delta; for RACT logs the hook is ReplayOptions.exclude (is_ephemeral).
+        _write_raw(out, step.event.raw)
+    else:
+        out.write(clean(line_of(step)) + "\n")
+
+
+def _show_end(out: TextIO, result: ReplayResult, state_of: Callable[[Report], list[str]]) -> None:
+    """After the timeline: the chain break, and the state block at ``--until``."""
+    if result.stop == "break":
+        out.write(
+            clean(
+                f"!! chain broken at line {result.broken_at}: replay stopped; nothing after this point is trustworthy"
+            )
+            + "\n"
+        )
+    if result.until_reached:
+        out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
+
+
+def _say_verdict(err: Console, result: ReplayResult, shown: set[int], until: str | None) -> None:
+    """The findings not said yet, how many were not kept, and the verdict line, on stderr."""
     for f in result.findings:
         if id(f) not in shown:
-            err.print(_finding_text(f), markup=False)
-    suppressed = getattr(result, "suppressed", 0)
+            err.print(finding_line(f, severity=True), markup=False)
+    suppressed = result.suppressed
     if suppressed:
         err.print(
             clean(f"{result.path}: {suppressed} more finding(s) not shown (ract trace verify lists them all)"),
             markup=False,
         )
     err.print(clean(verdict_line(result, until)), markup=False)
-    raise typer.Exit(int(result.exit_code))
 
 
-def _renderers(journal: bool) -> tuple[Callable[[Any], str], Callable[[dict[str, Any]], list[str]]]:
+def _renderers(journal: bool) -> tuple[Callable[[Any], str], Callable[[Report], list[str]]]:
     if journal:
         return journal_timeline_line, journal_state_lines
     return timeline_line, state_lines
 
 
-def _event_ns(event: dict) -> int | None:
+def _event_ns(event: Event) -> int | None:
     """An event's time in ns: RACT ``timestamp_ns``, or a journal record's ``at_ms`` when it has one."""
     ts = event.get("timestamp_ns")
     if type(ts) is int:
@@ -230,7 +254,7 @@ def _event_ns(event: dict) -> int | None:
     return at_ms * 1_000_000 if type(at_ms) is int else None
 
 
-def _write_raw(out: Any, raw: bytes) -> None:
+def _write_raw(out: TextIO, raw: bytes) -> None:
     buffer = getattr(out, "buffer", None)
     if buffer is not None:
         out.flush()
@@ -262,18 +286,13 @@ def _plain(value: Any) -> str:
 
 
 def _json(value: Any) -> str:
-    import orjson
-
     try:
         return orjson.dumps(value).decode()
     except Exception:
-        try:
-            return repr(value)
-        except RecursionError:
-            return f"<{type(value).__name__} nested too deeply>"
+        return safe_repr(value)
 
 
-def state_lines(state: dict[str, Any]) -> list[str]:
+def state_lines(state: Report) -> list[str]:
     """The state block printed at ``--until`` (raw: ``clean`` each line)."""
     lines = [
         f"== state after event #{state['index']} (line {state['line']}, {format_elapsed(state['elapsed_ns'])}): "
@@ -330,13 +349,6 @@ def state_lines(state: dict[str, Any]) -> list[str]:
         ],
     )
     return lines
-
-
-def _finding_text(f: Finding) -> str:
-    where = f.path or "-"
-    if f.line is not None:
-        where += f":{f.line}"
-    return clean(f"{where}: {f.severity} {f.code} {f.message}")
 
 
 def verdict_line(result: ReplayResult, until: str | None) -> str:

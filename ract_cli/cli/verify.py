@@ -5,8 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,45 +14,35 @@ from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Pat
 from ract_cli.cli.render import (
     clean,
     dumps_json,
-    explain_failure,
+    finding_line,
     flush_stdout,
     silence_stdout,
     stderr_console,
     stderr_is_terminal,
     stdout_closed,
 )
-from ract_cli.errors import ExitCode, RactError
-from ract_cli.findings import Finding
+from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.format.text import iso_utc
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport, verify_paths
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
 
 #: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20
 
 
-class Format(str, enum.Enum):
+class Format(enum.StrEnum):
     text = "text"
     json = "json"
     github = "github"
 
 
 def format_ts(ns: int | None) -> str:
-    """UTC ISO-8601 with microseconds, or ``-``."""
-    if ns is None:
-        return "-"
-    seconds, rest = divmod(ns, 1_000_000_000)
-    try:
-        stamp = datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    except (OverflowError, OSError, ValueError):
-        return f"{ns}ns"
-    return f"{stamp}.{rest // 1000:06d}Z"
-
-
-def finding_line(f: Finding) -> str:
-    """``path:line: CODE message`` (``path: CODE message`` when the finding has no line)."""
-    where = f"{f.path}:{f.line}" if f.line is not None else f"{f.path}"
-    return f"{where}: {f.code} {f.message}"
+    """UTC ISO-8601 with microseconds truncated (``format.text.iso_utc``), or ``-``."""
+    return "-" if ns is None else iso_utc(ns)
 
 
 @trace_app.command(
@@ -121,11 +110,8 @@ def verify_command(
         jobs=jobs,
         dialect=dialect.value,
     )
-    try:
-        with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
-            report = verify_paths(paths, options, progress=progress)
-    except RactError as exc:
-        raise typer.Exit(explain_failure("verify", exc, quiet=quiet)) from None
+    with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
+        report = verify_paths(paths, options, progress=progress)
     if not quiet:
         render(report, format)
     raise typer.Exit(int(report.exit_code))
@@ -139,12 +125,12 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
         return
     from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-    bar: dict = {}
+    started: list[tuple[Progress, TaskID]] = []  # the bar, once the logs prove large
 
     def update(done: int, total: int) -> None:
         if total < PROGRESS_MIN_BYTES:
             return
-        if not bar:
+        if not started:
             progress = Progress(
                 "verifying",
                 BarColumn(),
@@ -155,14 +141,15 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
                 transient=True,
             )
             progress.start()
-            bar["progress"], bar["task"] = progress, progress.add_task("verify", total=total)
-        bar["progress"].update(bar["task"], completed=done, total=total)
+            started.append((progress, progress.add_task("verify", total=total)))
+        bar, task = started[0]
+        bar.update(task, completed=done, total=total)
 
     try:
         yield update
     finally:
-        if bar:
-            bar["progress"].stop()
+        if started:
+            started[0][0].stop()
 
 
 def render(report: VerifyReport, fmt: Format) -> None:
@@ -198,14 +185,14 @@ def render_text(report: VerifyReport) -> None:
     for file in report.files:
         console.print(_verdict_line(file), markup=False)
         for f in file.findings:
-            console.print(clean(finding_line(f)), markup=False)
+            console.print(finding_line(f), markup=False)
         if file.suppressed:
             console.print(
                 f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)", markup=False
             )
     for f in report.findings:
         console.print(f"FAIL {clean(f.path)}  exit {int(f.exit_code)} ({ExitCode(f.exit_code).name})", markup=False)
-        console.print(clean(finding_line(f)), markup=False)
+        console.print(finding_line(f), markup=False)
 
 
 def _verdict_line(file: FileReport) -> str:
@@ -220,8 +207,8 @@ def _verdict_line(file: FileReport) -> str:
 
 def github_annotations(report: VerifyReport) -> list[str]:
     """``::error file=PATH,line=N::CODE message`` per finding (``::warning`` for warnings)."""
-    lines = []
-    for f in [f for file in report.files for f in file.findings] + list(report.findings):
+    lines: list[str] = []
+    for f in [*(f for file in report.files for f in file.findings), *report.findings]:
         level = "error" if f.severity == "error" else "warning"
         props = f"file={_gh_prop(f.path or '')}" + (f",line={f.line}" if f.line is not None else "")
         lines.append(f"::{level} {props}::{_gh_data(f'{f.code} {f.message}')}")

@@ -1,1 +1,1 @@
-"""The wire format as pure functions (SPEC §2): canonical form and hash, envelope rules, the kinds table."""
+"""The wire format as pure functions (SPEC §2): canonical form and hash, envelope rules, the kinds table, hostile-input text."""

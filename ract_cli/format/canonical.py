@@ -12,12 +12,22 @@ Two paths give the same bytes:
   astral-plane characters with U+E000..U+FFFF (UTF-8 byte order vs UTF-16
   code-unit order). ``orjson_is_jcs`` flags every such case; a flag on a
   lookalike inside a string only costs speed, never correctness.
+
+``chain_hash`` is SPEC §2.4, the one hash of the chain: SHA-256 of those
+bytes for the object without its ``hash`` key. The writer (``event_hash``),
+the journal encoder (``record_hash``) and the reader
+(``read.line.hash_without_hash_key``) all call it. The reader's fast paths
+(``read/line.py``, ``read/fastpath.py``) hash the very same bytes without
+building them: a line that is already canonical, minus its leading
+``"hash"`` member.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+from collections.abc import Mapping
 
 import orjson
 
@@ -89,6 +99,20 @@ def canonical_bytes(value: object) -> bytes:
     if b"null" in dumped and orjson.loads(dumped) != value:
         return jcs_exact(value)
     return dumped
+
+
+def chain_hash(obj: Mapping[str, object], *, exact: bool = False) -> str:
+    """SPEC §2.4: the SHA-256 hex of the canonical bytes of ``obj`` without its ``hash`` key.
+
+    ``exact=True`` builds the bytes with ``jcs_exact`` directly (the same bytes
+    for any parsed JSON value; the reader uses it where orjson's form is
+    already known not to be JCS). Raises ``CanonicalizationError`` (or
+    ``RecursionError`` for nesting too deep to serialize) like the functions
+    it calls.
+    """
+    unhashed = {k: v for k, v in obj.items() if k != "hash"}
+    canonical = jcs_exact(unhashed) if exact else canonical_bytes(unhashed)
+    return hashlib.sha256(canonical).hexdigest()
 
 
 # --- the exact path ------------------------------------------------------

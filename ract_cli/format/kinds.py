@@ -26,6 +26,9 @@ Conventions used in the definitions:
 
 from __future__ import annotations
 
+from typing import TypedDict, Unpack
+
+from ract_cli.format.json_types import Payload
 from ract_cli.format.model import JSON_TYPES, Field, Invariant, KindDef, PayloadValidator, compile_validator
 
 __all__ = [
@@ -48,20 +51,32 @@ _HEX64 = r"[0-9a-f]{64}"
 _INFERRED = " (type inferred)"
 
 
-def _str(name: str, description: str, **kw: object) -> Field:
-    return Field(name, "string", description, **kw)  # type: ignore[arg-type]
+class _Constraints(TypedDict, total=False):
+    """The optional constraints of a ``Field``, as the shorthands below pass them on."""
+
+    enum: tuple[object, ...] | None
+    minimum: float | None
+    maximum: float | None
+    max_length: int | None
+    pattern: str | None
+    items: str | None
+    max_items: int | None
 
 
-def _int(name: str, description: str, **kw: object) -> Field:
-    return Field(name, "integer", description, **kw)  # type: ignore[arg-type]
+def _str(name: str, description: str, **kw: Unpack[_Constraints]) -> Field:
+    return Field(name, "string", description, **kw)
+
+
+def _int(name: str, description: str, **kw: Unpack[_Constraints]) -> Field:
+    return Field(name, "integer", description, **kw)
 
 
 def _count(name: str, description: str) -> Field:
     return Field(name, "integer", description, minimum=0)
 
 
-def _num(name: str, description: str, **kw: object) -> Field:
-    return Field(name, "number", description, **kw)  # type: ignore[arg-type]
+def _num(name: str, description: str, **kw: Unpack[_Constraints]) -> Field:
+    return Field(name, "number", description, **kw)
 
 
 def _bool(name: str, description: str) -> Field:
@@ -110,7 +125,7 @@ _ERROR_FIELDS = (
 )
 
 
-def _seated_within_cap(payload: dict) -> bool:
+def _seated_within_cap(payload: Payload) -> bool:
     seated = payload.get("seated_tokens")
     cap = payload.get("cap_tokens")
     return seated is None or cap is None or seated <= cap

@@ -11,6 +11,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ract_cli.format.json_types import Payload
+
 ENVELOPE_KEYS: frozenset[str] = frozenset(
     {"id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash"}
 )
@@ -52,7 +54,7 @@ class Invariant:
     """
 
     description: str
-    check: Callable[[dict], bool]
+    check: Callable[[Payload], bool]
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def _is_type(value: object, json_type: str) -> bool:
         return t is str
     if json_type == "integer":
         # JSON Schema semantics: 3 and 3.0 are integers; booleans never are.
-        return t is int or (t is float and value.is_integer())  # type: ignore[union-attr]
+        return t is int or (type(value) is float and value.is_integer())
     if json_type == "number":
         return t is int or t is float
     if json_type == "boolean":
@@ -102,20 +104,21 @@ def _field_checker(f: Field) -> Callable[[object], str | None]:
         if enum is not None and value not in enum:
             allowed = ", ".join(map(str, f.enum or ()))
             return f"{f.name} must be one of {allowed}; got {value!r}"
-        if f.minimum is not None and type(value) in (int, float) and value < f.minimum:  # type: ignore[operator]
-            return f"{f.name} must be >= {f.minimum}; got {value!r}"
-        if f.maximum is not None and type(value) in (int, float) and value > f.maximum:  # type: ignore[operator]
-            return f"{f.name} must be <= {f.maximum}; got {value!r}"
+        if type(value) is int or type(value) is float:
+            if f.minimum is not None and value < f.minimum:
+                return f"{f.name} must be >= {f.minimum}; got {value!r}"
+            if f.maximum is not None and value > f.maximum:
+                return f"{f.name} must be <= {f.maximum}; got {value!r}"
         if type(value) is str:
-            if f.max_length is not None and len(value) > f.max_length:  # type: ignore[arg-type]
-                return f"{f.name} must be at most {f.max_length} characters; got {len(value)}"  # type: ignore[arg-type]
-            if pattern is not None and not pattern.fullmatch(value):  # type: ignore[arg-type]
+            if f.max_length is not None and len(value) > f.max_length:
+                return f"{f.name} must be at most {f.max_length} characters; got {len(value)}"
+            if pattern is not None and not pattern.fullmatch(value):
                 return f"{f.name} must match {f.pattern}"
         if type(value) is list:
-            if f.max_items is not None and len(value) > f.max_items:  # type: ignore[arg-type]
-                return f"{f.name} must hold at most {f.max_items} items; got {len(value)}"  # type: ignore[arg-type]
+            if f.max_items is not None and len(value) > f.max_items:
+                return f"{f.name} must hold at most {f.max_items} items; got {len(value)}"
             if f.items is not None:
-                for i, item in enumerate(value):  # type: ignore[arg-type]
+                for i, item in enumerate(value):
                     if not _is_type(item, f.items):
                         return f"{f.name}[{i}] must be {f.items}, got {_json_type_name(item)}"
         return None
@@ -131,7 +134,7 @@ def _json_type_name(value: object) -> str:
     )
 
 
-PayloadValidator = Callable[[dict], list[str]]
+PayloadValidator = Callable[[Payload], list[str]]
 
 
 def compile_validator(kind: KindDef) -> PayloadValidator:
@@ -139,7 +142,7 @@ def compile_validator(kind: KindDef) -> PayloadValidator:
     checks = tuple((f.name, _field_checker(f)) for f in kind.fields)
     invariants = kind.invariants
 
-    def validate(payload: dict) -> list[str]:
+    def validate(payload: Payload) -> list[str]:
         errors: list[str] = []
         for name, check in checks:
             if name in payload:

@@ -7,13 +7,15 @@ from typing import Any
 
 from ract_cli.errors import ExitCode, RactError
 from ract_cli.format.canonical import format_number
+from ract_cli.format.json_types import Payload
+from ract_cli.format.text import safe_repr
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _FLOAT_AS_BIG_INT_MIN = 9.2e18  # below this a float's integer token always fits 64 bits
 _MAX_DEPTH = 200
 
 
-def sanitize_payload(payload: Any) -> dict:
+def sanitize_payload(payload: Any) -> Payload:
     """Make a payload JSON-encodable: anything the encoder cannot take becomes its repr text.
 
     Never raises. A non-dict payload is wrapped as ``{"value": ...}``.
@@ -21,7 +23,7 @@ def sanitize_payload(payload: Any) -> dict:
     return sanitize_report(payload)[0]
 
 
-def sanitize_report(payload: Any) -> tuple[dict, frozenset[str]]:
+def sanitize_report(payload: Any) -> tuple[Payload, frozenset[str]]:
     """``sanitize_payload`` plus the top-level keys whose name or value it replaced.
 
     A key is reported when anything at or below it became repr text (a
@@ -38,23 +40,9 @@ def sanitize_report(payload: Any) -> tuple[dict, frozenset[str]]:
     return {"value": top}, frozenset({"value"}) if hits else frozenset()
 
 
-def _safe_repr(value: Any) -> str:
-    try:
-        text = repr(value)
-        text = str.__str__(text)  # a str subclass (its own methods) cannot reach the line
-    except Exception:
-        try:
-            name = type(value).__name__
-            name = str.__str__(name) if isinstance(name, str) else "object"
-        except Exception:
-            name = "object"
-        text = f"<unrepresentable {name}>"
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def _replace(value: Any, hits: list[bool]) -> str:
     hits.append(True)
-    return _safe_repr(value)
+    return safe_repr(value)
 
 
 def _sanitize(value: Any, depth: int, hits: list[bool], top_keys: set[str] | None = None) -> Any:
@@ -121,8 +109,8 @@ def _string_list(value: Any, where: str) -> list[str]:
 def _describe(value: Any) -> str:
     if type(value) in (list, tuple):
         odd = next((item for item in value if type(item) is not str), None)
-        return f"a list holding {type(odd).__name__} {_safe_repr(odd)[:40]}"
-    return f"{type(value).__name__} {_safe_repr(value)[:40]}"
+        return f"a list holding {type(odd).__name__} {safe_repr(odd)[:40]}"
+    return f"{type(value).__name__} {safe_repr(value)[:40]}"
 
 
 def _utf8_text(text: str, where: str) -> str:
@@ -131,5 +119,3 @@ def _utf8_text(text: str, where: str) -> str:
     except UnicodeEncodeError:
         raise RactError(f"{where} is not valid UTF-8 text (a lone surrogate)", exit_code=ExitCode.USAGE) from None
     return text
-
-

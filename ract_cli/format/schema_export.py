@@ -1,11 +1,11 @@
 """Publish the payload schemas as JSON Schema Draft 2020-12 (SPEC §2.6).
 
 The schemas are generated from the same definitions the verifier compiles
-(:mod:`ract_cli.kinds`), so the two cannot drift. ``export(directory)`` writes
+(:mod:`ract_cli.format.kinds`), so the two cannot drift. ``export(directory)`` writes
 one ``<kind>.json`` per kind plus ``envelope.json`` (SPEC §2.2) and
 ``index.json`` (kind -> first schema version), deterministically.
 
-Usage: ``python -m ract_cli.schema_export DIR`` (``make schemas``).
+Usage: ``python -m ract_cli.format.schema_export DIR`` (``make schemas``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+from ract_cli.format.json_types import JSONObject
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION
 from ract_cli.format.model import ENVELOPE_KEYS, JSON_TYPES, MAX_TIMESTAMP_NS, Field, KindDef
 
@@ -35,9 +36,9 @@ def _anchored(pattern: str) -> str:
     return f"^(?:{pattern})$" if "|" in pattern else f"^{pattern}$"
 
 
-def field_schema(f: Field) -> dict:
+def field_schema(f: Field) -> JSONObject:
     """The JSON Schema of one payload field."""
-    schema: dict = {}
+    schema: JSONObject = {}
     if f.description:
         schema["description"] = f.description
     types = f.types
@@ -60,7 +61,7 @@ def field_schema(f: Field) -> dict:
     return schema
 
 
-def kind_schema(kind: KindDef) -> dict:
+def kind_schema(kind: KindDef) -> JSONObject:
     """The JSON Schema (Draft 2020-12) of one kind's payload.
 
     Documented keys are optional (keys with no value are omitted) and
@@ -79,7 +80,7 @@ def kind_schema(kind: KindDef) -> dict:
     }
 
 
-def envelope_schema() -> dict:
+def envelope_schema() -> JSONObject:
     """The JSON Schema of the event envelope (SPEC §2.2): exactly nine keys."""
     hex32 = {"type": "string", "pattern": "^[0-9a-f]{32}$"}
     hex64 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
@@ -121,14 +122,14 @@ def envelope_schema() -> dict:
     }
 
 
-def render(schema: dict) -> bytes:
+def render(schema: JSONObject) -> bytes:
     """Deterministic bytes: sorted keys, 2-space indent, trailing newline."""
     return (json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def documents() -> dict[str, dict]:
+def documents() -> dict[str, JSONObject]:
     """File name -> schema document, for every file ``export`` writes."""
-    docs = {f"{k.name}.json": kind_schema(k) for k in KINDS}
+    docs: dict[str, JSONObject] = {f"{k.name}.json": kind_schema(k) for k in KINDS}
     docs["envelope.json"] = envelope_schema()
     docs["index.json"] = {k.name: k.version for k in KINDS}
     return docs
@@ -138,7 +139,7 @@ def export(directory: str | Path) -> list[Path]:
     """Write every schema document into ``directory``; return the paths written."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    written = []
+    written: list[Path] = []
     for name, doc in sorted(documents().items()):
         path = out / name
         path.write_bytes(render(doc))
@@ -147,10 +148,10 @@ def export(directory: str | Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ract_cli.schema_export DIR``."""
+    """``python -m ract_cli.format.schema_export DIR``."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0].startswith("-"):
-        print("usage: python -m ract_cli.schema_export DIR", file=sys.stderr)
+        print("usage: python -m ract_cli.format.schema_export DIR", file=sys.stderr)
         return 2
     written = export(args[0])
     print(f"wrote {len(written)} schema files to {args[0]}", file=sys.stderr)

@@ -100,9 +100,11 @@ def trace_line(spans: Sequence[Span], trace_id: str, log_path: str, options: Otl
 
 def _export_file(path: str, write: Callable[[bytes], object], options: OtlpOptions) -> OtlpFile:
     reader = ChainReader(path, schema_version=options.schema_version, max_line_bytes=options.max_line_bytes)
-    if reader.dialect != "ract":
+    if reader.dialect != "ract":  # verified all the same, so its verdict counts (the lowest code wins)
+        reader.read_all()
         finding = error("IO_ERROR", "otlp-json export reads RACT run logs; this is a Raxol journal", path=path)
-        return OtlpFile(path, ExitCode.IO, findings=[finding])
+        code = lowest_nonzero([reader.exit_code, ExitCode.IO])
+        return OtlpFile(path, code, findings=[*reader.findings, finding])
     builder: TraceBuilder | None = None
     for ev in reader:
         if builder is None:

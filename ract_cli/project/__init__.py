@@ -1,27 +1,34 @@
-"""``ract trace project`` (SPEC §7): the run report, a projection over the log."""
+"""``ract trace project`` (SPEC §7): the run report, a projection over the log.
 
-from ract_cli.project.report import (
-    FLAG_CODES,
-    REPORT_VERSION,
-    STATUSES,
-    ProjectOptions,
-    Projector,
-    ProjectResult,
-    percentiles,
-    project_events,
-    project_file,
-    project_paths,
-)
+``report`` reads logs (``project_file``, ``project_paths``); ``projector``
+folds events (``Projector``), one module per concern of the report (``run``,
+``steps``, ``tools``, ``providers``, ``predicates``, ``handshakes``,
+``sandbox``, ``signals``); ``trust`` adds what only the reader knows;
+``result`` holds the reports of many logs; ``markdown`` is the documented
+Markdown form (the JSON form is ``ProjectResult.to_dict``); ``journal`` is a
+Raxol journal's report.
+"""
+
+from ract_cli.project.flags import FLAG_CODES
+from ract_cli.project.markdown import to_markdown
+from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
+from ract_cli.project.projector import Projector
+from ract_cli.project.report import RunProjection, project_events, project_file, project_paths
+from ract_cli.project.result import ProjectResult
+from ract_cli.project.tallies import percentiles
 
 __all__ = [
+    "DEFAULT_MAX_ITEMS",
     "FLAG_CODES",
     "REPORT_VERSION",
     "STATUSES",
     "ProjectOptions",
     "ProjectResult",
     "Projector",
+    "RunProjection",
     "percentiles",
     "project_events",
     "project_file",
     "project_paths",
+    "to_markdown",
 ]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from ract_cli.dialects.raxol.state import MAX_KEPT, JournalState
+from ract_cli.format.json_types import Report
+from ract_cli.read.reader import ChainReader
 
 # --- project: the journal report ------------------------------------------
 
@@ -16,14 +18,14 @@ TRUST_TEXT = {
 }
 
 
-def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict[str, Any]:
+def journal_report(reader: ChainReader, path: str, *, max_items: int = MAX_KEPT) -> Report:
     """The ``project`` report of a journal read to its end by ``ChainReader(dialect="raxol")``.
 
     Counts cover every record (a journal's projection is its ``JournalState``);
     ``trusted``/``untrusted_from_line`` and ``evidence.trust`` say how far that
     can be believed. The JSON shape is documented in ``docs/raxol.md``.
     """
-    state: JournalState = reader.state
+    state = cast(JournalState, reader.state)  # a reader of the raxol dialect keeps a JournalState
     summary = state.summary()
     broken = state.first_integrity_failure
     exit_code = state.exit_code
@@ -80,5 +82,3 @@ def journal_report(reader: Any, path: str, *, max_items: int = MAX_KEPT) -> dict
         "findings": [f.to_dict() for f in findings],
         "suppressed_findings": state.suppressed,
     }
-
-

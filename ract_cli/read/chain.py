@@ -5,13 +5,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import ERROR, Finding, error, exit_code_for, warning
+from ract_cli.format.json_types import Event
 from ract_cli.format.model import GENESIS_HASH
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.idset import _IdSet
 from ract_cli.read.line import LineResult
+
+
+class Where(TypedDict):
+    """Where a line is, as a finding carries it (``error(..., **where)``)."""
+
+    path: str
+    line: int
+    offset: int
 
 
 @dataclass
@@ -32,7 +42,7 @@ class ChainState:
     max_findings: int | None = None  # keep at most this many; count the rest
     suppressed: int = 0
     first_integrity_failure: int | None = None  # line number
-    _suppressed_codes: set = field(default_factory=set)
+    _suppressed_codes: set[ExitCode] = field(default_factory=set)
     _ids: _IdSet = field(default_factory=_IdSet)
     _seen_first_line: bool = False
     _last_event_line: int | None = None
@@ -82,18 +92,32 @@ class ChainState:
                     )
                 )
             ts = self.prev_ts = event["timestamp_ns"]
-            if ts > self.last_ts:  # type: ignore[operator]
+            if ts > self.last_ts:
                 self.last_ts = ts
             self.events += 1
             self.expected_prev = self.head = result.stored_hash
             self._last_event_line = line
             self.handles.feed(event, line, offset)
             return
-        where = {"path": self.path, "line": line, "offset": offset}
+        self._feed_general(result, line, offset)
+
+    def _feed_general(self, result: LineResult, line: int, offset: int) -> None:
+        """Any line but a clean one that links on: its problems, then what it says across lines."""
+        event = result.event
         event_id = event["id"] if event is not None else None
         for p in result.problems:
             self.add(
-                Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
+                Finding(
+                    p.code,
+                    p.severity,
+                    p.message,
+                    path=self.path,
+                    line=line,
+                    offset=offset,
+                    event_id=event_id,
+                    expected=p.expected,
+                    actual=p.actual,
+                )
             )
         first_line = not self._seen_first_line
         self._seen_first_line = True
@@ -102,33 +126,61 @@ class ChainState:
             # next event's linkage cannot be judged (its break is this line's).
             self.expected_prev = result.stored_hash
             return
-
-        prev = event["prev_hash"]
-        if self.expected_prev is not None and prev != self.expected_prev:
-            if first_line:
-                self.add(
-                    error(
-                        "MISSING_GENESIS",
-                        "first event's prev_hash is not the genesis hash (64 zeros)",
-                        event_id=event_id,
-                        expected=GENESIS_HASH,
-                        actual=prev,
-                        **where,
-                    )
-                )
-            else:
-                self.add(
-                    error(
-                        "CHAIN_BREAK",
-                        "prev_hash does not equal the previous event's hash",
-                        event_id=event_id,
-                        expected=self.expected_prev,
-                        actual=prev,
-                        **where,
-                    )
-                )
+        where = Where(path=self.path, line=line, offset=offset)
+        self._check_linkage(event, first_line, where)
         self.expected_prev = result.stored_hash  # re-anchor on this line's own hash
+        self._check_run_and_id(event, where)
+        ts = event["timestamp_ns"]
+        if self.prev_ts is not None and ts < self.prev_ts:
+            self.add(
+                warning(
+                    "CLOCK_REGRESSION",
+                    "timestamp goes backwards",
+                    event_id=event["id"],
+                    expected=f">= {self.prev_ts}",
+                    actual=str(ts),
+                    **where,
+                )
+            )
+        self.prev_ts = ts
+        self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
+        self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+        self.events += 1
+        self.head = result.stored_hash
+        self._last_event_line = line
+        self.handles.feed(event, line, offset)
 
+    def _check_linkage(self, event: Event, first_line: bool, where: Where) -> None:
+        """SPEC §2.4: the first event starts at genesis, every other one links to the previous hash."""
+        prev = event["prev_hash"]
+        if self.expected_prev is None or prev == self.expected_prev:
+            return
+        if first_line:
+            self.add(
+                error(
+                    "MISSING_GENESIS",
+                    "first event's prev_hash is not the genesis hash (64 zeros)",
+                    event_id=event["id"],
+                    expected=GENESIS_HASH,
+                    actual=prev,
+                    **where,
+                )
+            )
+        else:
+            self.add(
+                error(
+                    "CHAIN_BREAK",
+                    "prev_hash does not equal the previous event's hash",
+                    event_id=event["id"],
+                    expected=self.expected_prev,
+                    actual=prev,
+                    **where,
+                )
+            )
+
+    def _check_run_and_id(self, event: Event, where: Where) -> None:
+        """SPEC §2.2: one run_id per file (the first event's), and no event id twice."""
+        event_id = event["id"]
         if self.run_id is None:
             self.run_id = event["run_id"]
         elif event["run_id"] != self.run_id:
@@ -151,26 +203,6 @@ class ChainState:
                     **where,
                 )
             )
-
-        ts = event["timestamp_ns"]
-        if self.prev_ts is not None and ts < self.prev_ts:
-            self.add(
-                warning(
-                    "CLOCK_REGRESSION",
-                    "timestamp goes backwards",
-                    event_id=event_id,
-                    expected=f">= {self.prev_ts}",
-                    actual=str(ts),
-                    **where,
-                )
-            )
-        self.prev_ts = ts
-        self.first_ts = ts if self.first_ts is None else min(self.first_ts, ts)
-        self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
-        self.events += 1
-        self.head = result.stored_hash
-        self._last_event_line = line
-        self.handles.feed(event, line, offset)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -232,5 +264,3 @@ class ChainState:
                     path=self.path,
                 )
             )
-
-

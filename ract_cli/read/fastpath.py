@@ -1,8 +1,10 @@
 """The verifier's fast path: prove a line is a fully valid event, cheaply.
 
-``reader.analyze_line`` first asks ``fast_analyze``. It returns a result only
-for a line with no finding at all -- canonical bytes exactly as orjson writes
-them, orjson's form already JCS, a valid envelope, the hash matching, a kind
+``reader.analyze_line`` first asks ``prove`` (``fast_analyze``, or the native
+core's ``native_analyze`` when ``ract_cli._core`` is built and chosen, SPEC
+§11). It returns a result only for a line with no finding at all -- values
+whose canonical bytes orjson's sorted dump gives exactly (in any key order and
+layout orjson's own or ``json.dumps``' defaults), orjson's form already JCS, a valid envelope, the hash matching, a kind
 of the vocabulary and a payload its validator accepts. For anything else it
 returns ``None`` and the reference path in ``analyze_line`` decides (and
 words the findings). So the fast path can only ever change speed, never a
@@ -10,9 +12,11 @@ verdict: ``tests/test_parallel.py`` checks both paths agree.
 
 Why each shortcut is exact:
 
-* ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``: the line is
-  orjson's own sorted compact form of its values (no duplicate keys, no
-  foreign whitespace or escapes). orjson parses integers outside
+* ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``, or the
+  unsorted dump equals the line up to ``", "``/``": "`` separators: the line
+  is orjson's own compact form of its values in some key order (no duplicate
+  keys, no foreign whitespace or escapes), so the sorted dump is its
+  canonical form. orjson parses integers outside
   [-2^63, 2^64) as floats, which never dump back to the same integer token,
   so such lines leave the fast path here.
 * orjson's form equals JCS unless a number token has an exponent, is an
@@ -35,11 +39,15 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
+from typing import cast
 
 import orjson
 
+from ract_cli.errors import UsageError
+from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
+from ract_cli.read import core
 
 _loads = orjson.loads
 _dumps = orjson.dumps
@@ -72,7 +80,7 @@ def _item_test(json_type: str) -> str:
     return _TYPE_TESTS[json_type].replace("t is", "type(i) is").replace("v.", "i.").replace("v is", "i is")
 
 
-def _field_code(f: Field, n: int, env: dict) -> list[str]:
+def _field_code(f: Field, n: int, env: dict[str, object]) -> list[str]:
     """Lines of code returning False when field ``f`` of payload ``p`` may be invalid."""
     lines = [
         f"v = p.get({f.name!r}, _MISSING)",
@@ -101,9 +109,13 @@ def _field_code(f: Field, n: int, env: dict) -> list[str]:
     return lines
 
 
-def compile_fast_check(kind: KindDef) -> Callable[[dict], bool]:
+#: a generated payload check: True when the payload is certainly valid, False to ask the validator
+FastCheck = Callable[[Payload], bool]
+
+
+def compile_fast_check(kind: KindDef) -> FastCheck:
     """payload -> True when ``VALIDATORS[kind.name](payload)`` is certainly empty."""
-    env: dict = {"_MISSING": object(), "_INVARIANTS": tuple(inv.check for inv in kind.invariants)}
+    env: dict[str, object] = {"_MISSING": object(), "_INVARIANTS": tuple(inv.check for inv in kind.invariants)}
     body: list[str] = []
     for n, f in enumerate(kind.fields):
         body.extend(_field_code(f, n, env))
@@ -114,14 +126,14 @@ def compile_fast_check(kind: KindDef) -> Callable[[dict], bool]:
     source = "def check(p):\n    try:\n" + "\n".join("        " + line for line in body) + "\n"
     source += "    except Exception:\n        return False\n"
     exec(compile(source, f"<fast check {kind.name}>", "exec"), env)
-    return env["check"]
+    return cast(FastCheck, env["check"])  # the function the source above defines
 
 
-FAST_CHECKS: dict[str, Callable[[dict], bool]] = {k.name: compile_fast_check(k) for k in KINDS}
-_CHECKS_BY_VERSION: dict[int, dict[str, Callable[[dict], bool]]] = {}
+FAST_CHECKS: dict[str, FastCheck] = {k.name: compile_fast_check(k) for k in KINDS}
+_CHECKS_BY_VERSION: dict[int, dict[str, FastCheck]] = {}
 
 
-def checks_for_version(schema_version: int) -> dict[str, Callable[[dict], bool]]:
+def checks_for_version(schema_version: int) -> dict[str, FastCheck]:
     """Fast payload checks of the kinds in that version's vocabulary (a kind outside it is absent)."""
     checks = _CHECKS_BY_VERSION.get(schema_version)
     if checks is None:
@@ -135,7 +147,7 @@ def checks_for_version(schema_version: int) -> dict[str, Callable[[dict], bool]]
 _UNSET = object()  # equal to no value a line can hold
 #: strings already proven well-formed on an earlier line: [run_id, step_id, last hash]. Only a
 #: cache: a string equal to one that passed the same check passes it again.
-_seen: list = [_UNSET, _UNSET, _UNSET]
+_seen: list[object] = [_UNSET, _UNSET, _UNSET]
 # The payload sits between these offsets of a canonical envelope line (every byte before is
 # the fixed-format hash/id/kind/parent_id members, every byte after prev_hash/run_id/step_id/
 # timestamp_ns), so number-form scans can skip the rest: those values are type-checked anyway.
@@ -143,8 +155,12 @@ _PAYLOAD_FROM = 150
 _PAYLOAD_BEFORE_END = 156
 
 
-def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
-    """``(event, hash)`` when the line is a fully valid event; else ``None`` (ask the reference path)."""
+def fast_analyze(body: bytes, schema_version: int) -> tuple[Event, str] | None:
+    """``(event, hash)`` when the line is a fully valid event; else ``None`` (ask the reference path).
+
+    Any key order and ``json.dumps``' default separators take this path: see
+    ``_written_as_orjson_would`` for why such a line's orjson parse is exact.
+    """
     try:
         obj = _loads(body)
     except orjson.JSONDecodeError:
@@ -154,18 +170,36 @@ def fast_analyze(body: bytes, schema_version: int) -> tuple[dict, str] | None:
     if type(obj) is not dict or len(obj) != 9:
         return None
     try:
-        if _dumps(obj, option=_SORT) != body:
+        canonical = _dumps(obj, option=_SORT)
+        if canonical != body and not _written_as_orjson_would(obj, body):
             return None
     except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): reference path
         return None
     try:
-        return _checked(obj, body, schema_version)
+        return _checked(obj, canonical, schema_version)
     except KeyError:
         return None
 
 
-def _checked(obj: dict, body: bytes, schema_version: int) -> tuple[dict, str] | None:
-    # orjson's form must already be JCS (see the module docstring).
+def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
+    """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, separators aside.
+
+    Then the line holds no duplicate key (orjson would have dropped a member,
+    and removing blanks after ``,``/``:`` never removes one), no whitespace or
+    escape orjson would not write, and every number spelled as orjson spells
+    the value it parsed (a round trip, so the parse was exact): its canonical
+    form is orjson's sorted dump, which ``_checked`` then treats exactly like a
+    line written that way. A ``", "`` inside a string makes the comparison
+    fail (the dump keeps it), which only costs the reference path.
+    """
+    plain = _dumps(obj)
+    if plain == body:  # another key order, compact (the schema's field order, say)
+        return True
+    return len(body) > len(plain) and body.replace(b", ", b",").replace(b": ", b":") == plain
+
+
+def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
+    # ``body`` is orjson's sorted compact form of ``obj``; it must already be JCS (see the module docstring).
     end = len(body) - _PAYLOAD_BEFORE_END
     if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
         return None
@@ -213,3 +247,48 @@ def _checked(obj: dict, body: bytes, schema_version: int) -> tuple[dict, str] | 
     if check is None or not check(payload):
         return None
     return obj, stored
+
+
+# --- which core proves lines (SPEC §11) ---------------------------------------------
+
+
+def native_analyze(body: bytes, schema_version: int) -> tuple[Event, str] | None:
+    """``fast_analyze``'s answer from the native core: it parses, checks the envelope and the hash in C
+    (any layout); the payload check is the same generated one."""
+    found = _native_check_line(body)
+    if found is None:
+        return None
+    event, stored = found
+    check = (_CHECKS_BY_VERSION.get(schema_version) or checks_for_version(schema_version)).get(event["kind"])
+    if check is None or not check(event["payload"]):
+        return None
+    return event, stored
+
+
+def _no_native(body: bytes) -> tuple[Event, str] | None:
+    raise RuntimeError("the native core is not built")  # never chosen: use_core checks first
+
+
+_native_check_line: Callable[[bytes], tuple[Event, str] | None] = (
+    _native.check_line if (_native := core.NATIVE) is not None else _no_native
+)
+#: the function that proves lines now (``use_core`` chooses it; the reader calls it through this name)
+prove: Callable[[bytes, int], tuple[Event, str] | None] = fast_analyze
+
+
+def use_core(name: str) -> None:
+    """Prove lines with the "native" or the "python" core from now on (``core.selected`` decides by default)."""
+    global prove
+    if name == "native" and core.NATIVE is None:
+        raise core.NotBuilt()
+    prove = native_analyze if name == "native" else fast_analyze
+
+
+def _startup_core() -> str:
+    try:
+        return core.core_name()
+    except UsageError:  # a bad RACT_CORE: the reader refuses it (exit 2) before reading; Python meanwhile
+        return "python"
+
+
+use_core(_startup_core())

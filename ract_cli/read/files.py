@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import errno as _errno  # noqa: E402 - used only by open_log's file type below
-import io as _io  # noqa: E402
+import errno as _errno
+import io as _io
 import os
-from pathlib import Path
-from typing import BinaryIO
+import stat as _stat
+from typing import TYPE_CHECKING, BinaryIO
 
 from ract_cli.errors import LogIOError
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 
 class _NonBlockingFileIO(_io.FileIO):
@@ -22,13 +25,13 @@ class _NonBlockingFileIO(_io.FileIO):
     turns into ``b""``: a silent, false end of file.
     """
 
-    def readinto(self, buffer):  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer) -> int:
         n = super().readinto(buffer)
         if n is None:
             raise self._would_block()
         return n
 
-    def read(self, size: int | None = -1) -> bytes:  # type: ignore[override]
+    def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
             return self.readall()
         data = super().read(size)
@@ -37,7 +40,7 @@ class _NonBlockingFileIO(_io.FileIO):
         return data
 
     def readall(self) -> bytes:
-        parts = []
+        parts: list[bytes] = []
         while data := self.read(1 << 20):
             parts.append(data)
         return b"".join(parts)
@@ -47,7 +50,7 @@ class _NonBlockingFileIO(_io.FileIO):
         return BlockingIOError(_errno.EAGAIN, "the read would block (a kernel, FUSE or network file?)")
 
 
-def open_log(path: Path) -> BinaryIO:
+def open_log(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a log for reading, turning every OS failure into ``LogIOError``.
 
     Refuses anything that is not a regular file (directories, FIFOs, devices)
@@ -62,8 +65,6 @@ def open_log(path: Path) -> BinaryIO:
         raise LogIOError(f"no such file: {path}") from None
     except OSError as exc:
         raise LogIOError(f"cannot stat {path}: {exc.strerror or exc}") from None
-    import stat as _stat
-
     if _stat.S_ISDIR(st.st_mode):
         raise LogIOError(f"{path} is a directory, not a log")
     if not _stat.S_ISREG(st.st_mode):
@@ -81,5 +82,3 @@ def open_log(path: Path) -> BinaryIO:
         raw.close()
         raise LogIOError(f"{path} is not a regular file (FIFO, device or socket)")
     return _io.BufferedReader(raw, buffer_size=1 << 20)
-
-

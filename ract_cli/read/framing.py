@@ -10,6 +10,7 @@ from typing import BinaryIO
 
 import orjson
 
+from ract_cli.format.json_types import JSONObject
 from ract_cli.read.files import open_log
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, Problem, _describe_json_error, _too_deep_problem, too_deep
 
@@ -177,7 +178,7 @@ def _frame_prefiltered(
             too_long = len(raw) > limit + 1 and len(split_line_ending(raw)[0]) > limit
             yield line_no, base + start, None if too_long else raw
             pos = stop
-            hits = [h if h >= pos or h < 0 else buf.find(n, pos, end) for h, n in zip(hits, needles)]
+            hits = [h if h >= pos or h < 0 else buf.find(n, pos, end) for h, n in zip(hits, needles, strict=True)]
         line_no += buf.count(b"\n", pos, end)
         base += end
         buf = buf[end:]
@@ -201,7 +202,7 @@ class RawLine:
     line: int  # 1-based
     offset: int  # byte offset of the line's first byte
     raw: bytes  # the line's bytes exactly as in the file, line ending included (b"" when not read)
-    event: dict | None  # the parsed JSON object; None when the line is not one
+    event: JSONObject | None  # the parsed JSON object; None when the line is not one
     problem: Problem | None  # why ``event`` is None: MALFORMED_LINE, LINE_TOO_LONG, TORN_TAIL or IO_ERROR
 
 
@@ -257,5 +258,3 @@ def iter_lines_unverified(
             yield RawLine(
                 framer.error_line or 1, framer.error_offset or 0, b"", None, Problem("IO_ERROR", framer.read_error)
             )
-
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS_BY_NAME
 
 #: open kind -> close kind that repair synthesizes for it (SPEC §4)
@@ -31,6 +32,10 @@ _CLOSE_TO_OPEN = {
 }
 
 
+#: which FIFO queue an open waits in for its close: ("tool", step_id, tool), ("step", step_id)...
+QueueKey = tuple[object, ...]
+
+
 @dataclass(slots=True)
 class OpenHandle:
     """An open event that no close has paired with (yet)."""
@@ -40,8 +45,8 @@ class OpenHandle:
     line: int
     offset: int
     step_id: str | None
-    event: dict
-    queue_key: tuple | None = None
+    event: Event
+    queue_key: QueueKey | None = None
 
 
 def _scalar_fields(kind: str) -> frozenset[str]:
@@ -52,7 +57,7 @@ def _scalar_fields(kind: str) -> frozenset[str]:
 _KEPT_PAYLOAD_KEYS = {kind: _scalar_fields(kind) for kind in CLOSE_FOR_OPEN}
 
 
-def _kept(kind: str, event: dict) -> dict:
+def _kept(kind: str, event: Event) -> Event:
     """What an open handle keeps of its event: the envelope and the documented scalar payload fields.
 
     A hostile log can hold millions of opens that never close; keeping whole
@@ -65,7 +70,7 @@ def _kept(kind: str, event: dict) -> dict:
     return {**{k: v for k, v in event.items() if k != "payload"}, "payload": trimmed}
 
 
-def _fifo_key(kind: str, event: dict) -> tuple | None:
+def _fifo_key(kind: str, event: Event) -> QueueKey | None:
     payload = event.get("payload")
     if not isinstance(payload, dict):
         payload = {}
@@ -95,13 +100,13 @@ class HandleTracker:
 
     def __init__(self) -> None:
         self._open: dict[str, OpenHandle] = {}  # insertion order = opening order
-        self._queues: dict[tuple, deque[str]] = {}
+        self._queues: dict[QueueKey, deque[str]] = {}
         self.run_started: OpenHandle | None = None
-        self.run_closed_by: dict | None = None
+        self.run_closed_by: Event | None = None
         self.synthesized_closes = 0
         self._later_run_starts: list[str] = []  # run.started after the first: closed by the same run close
 
-    def feed(self, event: dict, line: int, offset: int) -> OpenHandle | None:
+    def feed(self, event: Event, line: int, offset: int) -> OpenHandle | None:
         """Track one event; for a close, return the open it paired with (else None)."""
         kind = event["kind"]
         if kind in CLOSE_FOR_OPEN:
@@ -119,12 +124,12 @@ class HandleTracker:
             return self._close(kind, event)
         return None
 
-    def _note_synthesized(self, event: dict) -> None:
+    def _note_synthesized(self, event: Event) -> None:
         payload = event.get("payload")
         if isinstance(payload, dict) and payload.get("synthesized") is True:
             self.synthesized_closes += 1
 
-    def _open_handle(self, kind: str, event: dict, line: int, offset: int) -> None:
+    def _open_handle(self, kind: str, event: Event, line: int, offset: int) -> None:
         handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
         if kind == "run.started":
             if self.run_started is None:
@@ -140,9 +145,10 @@ class HandleTracker:
         if handle.queue_key is not None:
             self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
 
-    def _close(self, close_kind: str, event: dict) -> OpenHandle | None:
+    def _close(self, close_kind: str, event: Event) -> OpenHandle | None:
         open_kind = _CLOSE_TO_OPEN[close_kind]
-        payload = event.get("payload") if isinstance(event.get("payload"), dict) else {}
+        found = event.get("payload")
+        payload: Payload = found if isinstance(found, dict) else {}
         # 1. a synthesized close (payload.synthesized is true) names its open
         source = payload.get("source_event_id") if payload.get("synthesized") is True else None
         if isinstance(source, str) and (taken := self._take(source, open_kind)):
@@ -165,14 +171,15 @@ class HandleTracker:
             return None
         del self._open[event_id]
         # Keep the FIFO queues exact (and bounded): drop the id from its queue.
-        queue = self._queues.get(handle.queue_key) if handle.queue_key is not None else None
-        if queue is not None:
+        key = handle.queue_key
+        queue = self._queues.get(key) if key is not None else None
+        if key is not None and queue is not None:
             if queue and queue[0] == event_id:
                 queue.popleft()
             else:
                 queue.remove(event_id)
             if not queue:
-                del self._queues[handle.queue_key]
+                del self._queues[key]
         return handle
 
     @property

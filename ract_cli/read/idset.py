@@ -18,6 +18,18 @@ def _zeroed_u64(n: int) -> memoryview:
     return memoryview(mmap.mmap(-1, 8 * n)).cast("Q")
 
 
+class _Part:
+    """One open-addressing table: the high and low 64 bits of each id, a zero pair marking an empty slot."""
+
+    __slots__ = ("his", "los", "size", "used")
+
+    def __init__(self, size: int) -> None:
+        self.his = _zeroed_u64(size)
+        self.los = _zeroed_u64(size)
+        self.size = size
+        self.used = 0
+
+
 class _IdSet:
     """Exact set of event ids (32 lowercase hex) in bounded memory.
 
@@ -34,7 +46,7 @@ class _IdSet:
 
     def __init__(self) -> None:
         self._small: set[str] | None = set()
-        self._parts: list[list] = []
+        self._parts: list[_Part] = []
         self._zero = False
 
     def add(self, hex_id: str) -> bool:
@@ -51,7 +63,7 @@ class _IdSet:
 
     def _spill(self) -> None:
         small, self._small = self._small, None
-        self._parts = [[_zeroed_u64(self._START), _zeroed_u64(self._START), self._START, 0] for _ in range(self.PARTS)]
+        self._parts = [_Part(self._START) for _ in range(self.PARTS)]
         for hex_id in small or ():
             self._add_compact(hex_id)
 
@@ -62,13 +74,13 @@ class _IdSet:
             return not seen
         hi, lo = value >> 64, value & 0xFFFFFFFFFFFFFFFF
         part = self._parts[lo & (self.PARTS - 1)]
-        if part[3] * 4 >= part[2] * 3:
-            self._grow(part)
+        if part.used * 4 >= part.size * 3:
+            part = self._grow(lo & (self.PARTS - 1))
         return self._insert(part, hi, lo)
 
     @staticmethod
-    def _insert(part: list, hi: int, lo: int) -> bool:
-        his, los, size = part[0], part[1], part[2]
+    def _insert(part: _Part, hi: int, lo: int) -> bool:
+        his, los, size = part.his, part.los, part.size
         i = ((lo >> 6) ^ hi) % size
         while his[i] or los[i]:
             if his[i] == hi and los[i] == lo:
@@ -78,15 +90,13 @@ class _IdSet:
                 i = 0
         his[i] = hi
         los[i] = lo
-        part[3] += 1
+        part.used += 1
         return True
 
-    def _grow(self, part: list) -> None:
-        old_his, old_los = part[0], part[1]
-        size = part[2] * 3 // 2
-        part[:] = [_zeroed_u64(size), _zeroed_u64(size), size, 0]
-        for hi, lo in zip(old_his, old_los):
+    def _grow(self, index: int) -> _Part:
+        old = self._parts[index]
+        part = self._parts[index] = _Part(old.size * 3 // 2)
+        for hi, lo in zip(old.his, old.los, strict=True):
             if hi or lo:
                 self._insert(part, hi, lo)
-
-
+        return part

@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import orjson
 
 from ract_cli.findings import ERROR
-from ract_cli.format.canonical import CanonicalizationError, canonical_bytes, jcs_exact, orjson_is_jcs
+from ract_cli.format.canonical import CanonicalizationError, chain_hash, orjson_is_jcs
+from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from ract_cli.format.model import ENVELOPE_KEYS, HEX32, HEX64, MAX_TIMESTAMP_NS
-from ract_cli.read.fastpath import fast_analyze
+from ract_cli.format.text import short
+from ract_cli.read import fastpath
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 _SORT = orjson.OPT_SORT_KEYS
@@ -39,7 +43,7 @@ class Problem:
 class LineResult:
     """What ``analyze_line`` learned from one line."""
 
-    event: dict | None  # the parsed object when it is a usable envelope
+    event: Event | None  # the parsed object when it is a usable envelope
     stored_hash: str | None  # the line's own "hash" when it is 64 lowercase hex
     problems: list[Problem]
     parsed: bool = True  # False: not one JSON object (malformed, torn, too long)
@@ -52,8 +56,8 @@ class _DuplicateKey(ValueError):
     pass
 
 
-def _pairs_no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    result: dict = {}
+def _pairs_no_duplicates(pairs: list[tuple[str, object]]) -> JSONObject:
+    result: JSONObject = {}
     for key, value in pairs:
         if key in result:
             raise _DuplicateKey(key)
@@ -102,9 +106,10 @@ _ORJSON_WRITES = 254  # a line with fewer '[' and '{' bytes than this cannot be 
 def nesting_depth(value: object) -> int:
     """How deeply arrays and objects nest in a parsed value (a scalar is 0), without recursion."""
     deepest = 0
-    stack = [(value, 1)]
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         item, level = stack.pop()
+        children: Iterable[object]
         if type(item) is dict:
             children = item.values()
         elif type(item) is list:
@@ -127,7 +132,11 @@ def _too_deep_problem() -> Problem:
     return Problem("MALFORMED_LINE", f"nested deeper than {MAX_NESTING} levels of arrays and objects")
 
 
-def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
+#: what a line that parses to something other than an object is, for MALFORMED_LINE
+_VALUE_NAMES: dict[type[object], str] = {list: "an array", str: "a string"}
+
+
+def parse_object(body: bytes) -> tuple[JSONObject, bytes, bool] | LineResult:
     """SPEC §2.1 parse rules, shared by both dialects: exactly one JSON object,
     no duplicate key, exact 64-bit integers.
 
@@ -141,7 +150,7 @@ def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
         reason = "blank line" if not body.strip() else _describe_json_error(exc)
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {reason}")], parsed=False)
     if type(obj) is not dict:
-        kind = {list: "an array", str: "a string"}.get(type(obj), "a bare value")
+        kind = _VALUE_NAMES.get(type(obj), "a bare value")
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"line is {kind}, not a JSON object")], parsed=False)
     try:
         dumped = orjson.dumps(obj, option=_SORT)
@@ -165,16 +174,18 @@ def parse_object(body: bytes) -> tuple[dict, bytes, bool] | LineResult:
     return obj, dumped, fast
 
 
-def hash_without_hash_key(obj: dict, fast: bool) -> str | Problem:
-    """SPEC §2.4: SHA-256 hex of the canonical bytes of ``obj`` minus its ``hash`` key."""
-    unhashed = {k: v for k, v in obj.items() if k != "hash"}
+def hash_without_hash_key(obj: JSONObject, fast: bool) -> str | Problem:
+    """SPEC §2.4 (``format.canonical.chain_hash``) of a parsed line, or the MALFORMED_LINE it is.
+
+    ``fast``: ``parse_object`` found orjson's form already JCS; otherwise the
+    canonical bytes are built on the exact path at once.
+    """
     try:
-        canonical = canonical_bytes(unhashed) if fast else jcs_exact(unhashed)
+        return chain_hash(obj, exact=not fast)
     except CanonicalizationError as exc:
         return Problem("MALFORMED_LINE", str(exc))
     except RecursionError:
         return Problem("MALFORMED_LINE", "nesting too deep to canonicalize")
-    return hashlib.sha256(canonical).hexdigest()
 
 
 def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
@@ -184,7 +195,7 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
     both paths agree; the verdict is the same either way.
     """
     if fast:
-        proven = fast_analyze(body, schema_version)  # a fully valid event, proven cheaply
+        proven = fastpath.prove(body, schema_version)  # a fully valid event, proven cheaply (either core)
         if proven is not None:
             return LineResult(proven[0], proven[1], [])
     parsed = parse_object(body)
@@ -200,6 +211,7 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
 
     # Canonical bytes without "hash": in the fast path they are the line itself
     # minus its leading "hash" member (sorted keys put it first).
+    computed: str | Problem
     if is_canonical and dumped.startswith(_HASH_PREFIX) and dumped[73:75] == b'",':
         computed = hashlib.sha256(b"{" + dumped[75:]).hexdigest()
     else:
@@ -227,7 +239,7 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
     return LineResult(obj, stored_hash, problems)
 
 
-def _check_envelope(obj: dict) -> list[Problem]:
+def _check_envelope(obj: JSONObject) -> list[Problem]:
     """SPEC §2.2: exactly nine keys, each of its type."""
     problems: list[Problem] = []
     keys = obj.keys()
@@ -242,38 +254,29 @@ def _check_envelope(obj: dict) -> list[Problem]:
         value = obj.get(name)
         if name in obj and not (type(value) is str and HEX32.fullmatch(value)):
             problems.append(
-                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=_short(value))
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters", actual=short(value))
             )
     for name in ("step_id", "parent_id"):
         value = obj.get(name)
         if name in obj and value is not None and not (type(value) is str and HEX32.fullmatch(value)):
             problems.append(
-                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=_short(value))
+                Problem("ENVELOPE_ERROR", f"{name} must be 32 lowercase hex characters or null", actual=short(value))
             )
     if "timestamp_ns" in obj:
         ts = obj["timestamp_ns"]
         if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
-            problems.append(
-                Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=_short(ts))
-            )
+            problems.append(Problem("ENVELOPE_ERROR", "timestamp_ns must be an integer in [0, 2^63)", actual=short(ts)))
     if "kind" in obj and type(obj["kind"]) is not str:
-        problems.append(Problem("ENVELOPE_ERROR", "kind must be a string", actual=_short(obj["kind"])))
+        problems.append(Problem("ENVELOPE_ERROR", "kind must be a string", actual=short(obj["kind"])))
     if "payload" in obj and type(obj["payload"]) is not dict:
-        problems.append(Problem("ENVELOPE_ERROR", "payload must be an object", actual=_short(obj["payload"])))
+        problems.append(Problem("ENVELOPE_ERROR", "payload must be an object", actual=short(obj["payload"])))
     for name in ("prev_hash", "hash"):
         value = obj.get(name)
         if name in obj and not (type(value) is str and HEX64.fullmatch(value)):
             problems.append(
-                Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=_short(value))
+                Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=short(value))
             )
     return problems
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 
 
 # --- a usable event ------------------------------------------------------
@@ -286,15 +289,13 @@ class LogEvent:
     line: int  # 1-based
     offset: int  # byte offset of the line's first byte
     raw: bytes  # the line's bytes exactly as in the file, line ending included
-    event: dict
+    event: Event
     trusted: bool  # no integrity failure at or before this line
 
     @property
     def kind(self) -> str:
-        return self.event["kind"]
+        return cast(str, self.event["kind"])  # a usable event's kind is a string (SPEC §2.2)
 
     @property
-    def payload(self) -> dict:
-        return self.event["payload"]
-
-
+    def payload(self) -> Payload:
+        return cast(Payload, self.event["payload"])  # and its payload an object

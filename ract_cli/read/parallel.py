@@ -29,8 +29,10 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from ract_cli.findings import error
+from ract_cli.format.json_types import Event, Payload
 from ract_cli.read.chain import ChainState
 from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import open_log
@@ -49,7 +51,17 @@ POOL_FAILURES = (BrokenProcessPool, OSError, NotImplementedError, ImportError)
 
 #: kinds whose payload the open-handle tracker reads; other events travel without their payload
 _HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
-_NO_PAYLOAD: dict = {}
+_NO_PAYLOAD: Payload = {}
+
+#: a clean event as a worker sends it back (see ``_Packer``):
+#: (offset, id, run_id, prev_hash, timestamp_ns, kind, step_id, parent_id, payload, hash)
+_PackedEvent = tuple[int, str, str | None, str | None, int, str, str | None, str | None, Payload | None, str | None]
+#: a problem of a line: (code, message, expected, actual, severity), ``Problem``'s fields in order
+_PackedProblem = tuple[str, str, str | None, str | None, str]
+#: any other line: (offset, event or None, stored hash, problems, parsed)
+_PackedOther = tuple[int, Event | None, str | None, tuple[_PackedProblem, ...], bool]
+#: one line as a worker sends it back: 10 items for a clean event, 5 otherwise
+PackedLine = _PackedEvent | _PackedOther
 
 
 def file_size(path: str | os.PathLike[str]) -> int:
@@ -83,7 +95,7 @@ def split_ranges(
     return [(start, starts[i + 1] if i + 1 < len(starts) else None) for i, start in enumerate(starts)]
 
 
-def _next_line_start(f, position: int, size: int) -> int | None:
+def _next_line_start(f: BinaryIO, position: int, size: int) -> int | None:
     """Offset just after the first ``\\n`` at or after ``position - 1`` (so a cut on a line start stays)."""
     f.seek(position - 1)
     pos = position - 1
@@ -106,7 +118,7 @@ class RangeResult:
     """What one worker sends back for one byte range."""
 
     start: int
-    lines: list[tuple]  # compact per-line results (see _pack)
+    lines: list[PackedLine]  # compact per-line results (see _Packer)
     bytes_read: int
     read_error: str | None = None
     error_offset: int | None = None  # relative to ``start``
@@ -138,7 +150,7 @@ def scan_range_packed(path: str, start: int, end: int | None, schema_version: in
 
 def scan_range(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> RangeResult:
     """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file)."""
-    lines: list[tuple] = []
+    lines: list[PackedLine] = []
     pack = _Packer(lines)
     length = None if end is None else end - start
     reached = 0
@@ -167,7 +179,7 @@ class _Packer:
     ``(offset, event_or_None, stored_hash, problems, parsed)``.
     """
 
-    def __init__(self, out: list[tuple]) -> None:
+    def __init__(self, out: list[PackedLine]) -> None:
         self.out = out
         self.last_hash: object = _UNSET
         self.last_run_id: object = _UNSET
@@ -211,18 +223,18 @@ class _Packer:
 _UNSET = object()
 
 
-def unpack(start: int, lines: list[tuple]) -> Iterator[tuple[int, LineResult]]:
+def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResult]]:
     """Inverse of ``_Packer``: ``(absolute offset, LineResult)`` per line, in order."""
-    last_hash = None
-    last_run_id = None
+    last_hash: str | None = None
+    last_run_id: str | None = None
     for item in lines:
-        if len(item) == 10:
-            offset, id_, run_id, prev, ts, kind, step_id, parent_id, payload, stored = item
+        if len(item) == 10:  # mypy narrows a tuple union by len() only up to 8 items: hence the casts
+            offset, id_, run_id, prev, ts, kind, step_id, parent_id, payload, stored = cast(_PackedEvent, item)
             if run_id is None:
                 run_id = last_run_id
             if prev is None:
                 prev = last_hash
-            event = {
+            event: Event = {
                 "id": id_,
                 "run_id": run_id,
                 "step_id": step_id,
@@ -236,10 +248,10 @@ def unpack(start: int, lines: list[tuple]) -> Iterator[tuple[int, LineResult]]:
             last_run_id = run_id
             yield start + offset, LineResult(event, stored, [])
         else:
-            offset, event, stored, problems, parsed = item
-            if event is not None:
-                last_run_id = event["run_id"]
-            yield start + offset, LineResult(event, stored, [Problem(*p) for p in problems], parsed)
+            offset, other, stored, problems, parsed = cast(_PackedOther, item)
+            if other is not None:
+                last_run_id = other["run_id"]
+            yield start + offset, LineResult(other, stored, [Problem(*p) for p in problems], parsed)
         last_hash = stored
 
 
@@ -276,36 +288,24 @@ def scan_file(
     feeding results -- no pickling for those, and no idle main process.
     ``main_every=1`` (or no pool) analyzes every range here.
     """
-    try:
-        open_log(Path(path)).close()  # the same IO verdicts as the sequential reader
-    except Exception as exc:
-        state.add(error("IO_ERROR", getattr(exc, "message", str(exc)), path=state.path))
-        return
-    try:
-        ranges = split_ranges(path, chunk_bytes, cuts)
-    except OSError as exc:
-        state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}", path=state.path))
+    ranges = _ranges(path, state, chunk_bytes, cuts)
+    if ranges is None:
         return
     if pool is None:
         main_every = 1
+    submit = pool.submit if pool is not None else None
 
     def by_main(i: int) -> bool:
         return main_every > 0 and i % main_every == 0
 
     pending: dict[int, Future[bytes]] = {}
-    queue = deque(i for i in range(len(ranges)) if not by_main(i))
+    queue = deque(i for i in range(len(ranges)) if not by_main(i))  # empty without a pool: main_every is 1
     limit = max(1, jobs) * _IN_FLIGHT_PER_JOB
 
     def refill() -> None:
-        while len(pending) < limit and queue:
+        while submit is not None and len(pending) < limit and queue:
             i = queue.popleft()
-            pending[i] = pool.submit(
-                scan_range_packed,
-                str(path),
-                *ranges[i],
-                schema_version,  # type: ignore[union-attr]
-                max_line_bytes,
-            )
+            pending[i] = submit(scan_range_packed, str(path), *ranges[i], schema_version, max_line_bytes)
 
     refill()
     line_no = 0
@@ -338,6 +338,22 @@ def scan_file(
         if progress is not None:
             progress(chunk.start + chunk.bytes_read)
     state.finish()
+
+
+def _ranges(
+    path: str | os.PathLike[str], state: ChainState, chunk_bytes: int, cuts: Sequence[int] | None
+) -> list[tuple[int, int | None]] | None:
+    """The byte ranges of ``path``; None (with the IO_ERROR in ``state``) when it cannot be read."""
+    try:
+        open_log(Path(path)).close()  # the same IO verdicts as the sequential reader
+    except Exception as exc:
+        state.add(error("IO_ERROR", getattr(exc, "message", str(exc)), path=state.path))
+        return None
+    try:
+        return split_ranges(path, chunk_bytes, cuts)
+    except OSError as exc:
+        state.add(error("IO_ERROR", f"read failed: {exc.strerror or exc}", path=state.path))
+        return None
 
 
 def make_pool(jobs: int) -> ProcessPoolExecutor:

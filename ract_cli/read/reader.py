@@ -16,19 +16,23 @@ the reader calls its interface and never imports a dialect.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from ract_cli.errors import ChainBrokenError, ExitCode, LogIOError
 from ract_cli.findings import ERROR, Finding, error
+from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
+from ract_cli.read import core, fastpath
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
-from ract_cli.read.fastpath import fast_analyze
 from ract_cli.read.files import open_log
 from ract_cli.read.framing import LineFramer, _torn_tail_problem, split_line_ending
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LineResult, LogEvent, Problem, analyze_line
+
+#: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
+_Pending = tuple[int, int, bytes, Event]
 
 
 class ChainReader:
@@ -51,6 +55,7 @@ class ChainReader:
         dialect: str = "auto",
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
+        fastpath.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
         self.path = Path(path)
         self.display_path = display_path or str(path)
         self.schema_version = schema_version
@@ -81,10 +86,10 @@ class ChainReader:
         """Line of the first integrity failure (exit-1 finding), if any."""
         return self.state.first_integrity_failure
 
-    def __iter__(self) -> Iterator[LogEvent]:
+    def __iter__(self) -> Generator[LogEvent, None, None]:
         return self._events(emit=True)
 
-    def _events(self, emit: bool) -> Iterator[LogEvent]:
+    def _events(self, emit: bool) -> Generator[LogEvent, None, None]:
         try:
             handle = open_log(self.path)
         except LogIOError as exc:
@@ -102,7 +107,7 @@ class ChainReader:
             pass
         return self.findings
 
-    def _release(self, make_event: type, pending: tuple) -> LogEvent:
+    def _release(self, make_event: type[LogEvent], pending: _Pending) -> LogEvent:
         line_no, start, raw, event = pending
         failure = self.state.first_integrity_failure
         return make_event(line_no, start, raw, event, failure is None or failure > line_no)
@@ -116,7 +121,7 @@ class ChainReader:
         progress, next_report = self.progress, _PROGRESS_EVERY
         # Each event is handed out one line late: whether event k can be trusted
         # depends on event k+1 (a CHAIN_BREAK there makes k's own hash unconfirmed).
-        pending: tuple | None = None
+        pending: _Pending | None = None
         for line_no, start, raw in framer:
             result = line_result(raw, schema_version, limit, analyze)
             state.feed(result, line_no, start)
@@ -166,7 +171,7 @@ def line_result(
             parsed=False,
         )
     if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
-        proven = fast_analyze(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
+        proven = fastpath.prove(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
         if proven is not None:
             return LineResult(proven[0], proven[1], [])
     body, has_newline = split_line_ending(raw)
@@ -186,9 +191,9 @@ class EventReader:
     """The source document's API: load a log or raise at the first integrity failure."""
 
     @staticmethod
-    def load(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION) -> list[dict]:
+    def load(path: str | os.PathLike[str], *, schema_version: int = LATEST_SCHEMA_VERSION) -> list[Event]:
         reader = ChainReader(path, schema_version=schema_version)
-        events: list[dict] = []
+        events: list[Event] = []
         for ev in reader:
             if reader.broken_at is not None:
                 break

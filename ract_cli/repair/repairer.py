@@ -2,9 +2,9 @@
 
 Two layers:
 
-* ``synthesize_closes`` / ``closes_for_events`` are pure: open events in,
-  synthesized close events out (ids, payloads, timestamps, order and chain
-  exactly as SPEC §4). No file, no clock, no randomness.
+* ``synthesize_closes`` / ``closes_for_events`` (``repair/closes.py``, re-exported
+  here) are pure: open events in, synthesized close events out (ids, payloads,
+  timestamps, order and chain exactly as SPEC §4). No file, no clock, no randomness.
 * ``repair_file`` reads one log through the one ``ChainReader``, refuses
   anything but a torn tail and open handles, moves the torn bytes into a
   sidecar, keeps a backup, and rewrites the log atomically (temp file in the
@@ -17,27 +17,41 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from ract_cli.dialects import ChainReader, resolve_dialect
 from ract_cli.errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
 from ract_cli.findings import ERROR, Finding
-from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, VALIDATORS
-from ract_cli.format.model import GENESIS_HASH
+from ract_cli.format.json_types import Event
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
 from ract_cli.read.files import open_log
-from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, analyze_line
-from ract_cli.writer.event_writer import encode_line, event_hash, is_locked
+from ract_cli.repair.closes import (
+    ADDITIONS,
+    COPIED_KEYS,
+    REASON,
+    REPAIR_ID_PREFIX,
+    _opens_to_close,
+    closes_for_events,
+    repair_id,
+    synthesize_close,
+    synthesize_closes,
+)
+from ract_cli.writer.event_writer import encode_line, is_locked
 
 __all__ = [
+    "ADDITIONS",
     "COPIED_KEYS",
+    "REASON",
+    "REPAIRABLE_CODES",
+    "REPAIR_ID_PREFIX",
     "RepairOptions",
     "RepairRefused",
     "RepairResult",
@@ -49,31 +63,6 @@ __all__ = [
     "synthesize_close",
     "synthesize_closes",
 ]
-
-REPAIR_ID_PREFIX = "ract.repair:"
-REASON = "interrupted"
-
-#: per close kind: the fixed additions of SPEC §4
-ADDITIONS: dict[str, dict[str, str]] = {
-    "run.aborted": {},
-    "step.rolled_back": {},
-    "tool.result": {"status": "unknown"},
-    "response.received": {"status": "timed_out"},
-    "handshake.resolved": {"resolution": "interrupted"},
-}
-
-#: per open kind: (key in the open's payload, key in the close's payload) copied when present.
-#: Only keys that are documented fields of the close kind, meaning the same thing there.
-#: ``handshake.requested``'s ``status`` ("pending") is never copied: it is not a valid
-#: ``handshake.resolved`` status. ``step.started``'s ``parent_snapshot`` is the snapshot the
-#: step started from, i.e. the close's ``parent_snapshot_before``.
-COPIED_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
-    "run.started": (),
-    "step.started": (("branch", "branch"), ("parent_snapshot", "parent_snapshot_before")),
-    "tool.called": (("tool", "tool"),),
-    "prompt.sent": (("provider", "provider"), ("intent_id", "intent_id")),
-    "handshake.requested": (("milestone_id", "milestone_id"), ("description", "description")),
-}
 
 #: reader findings repair can live with: the torn tail and open handles it fixes, and warnings
 REPAIRABLE_CODES = frozenset(
@@ -88,86 +77,6 @@ REPAIRABLE_CODES = frozenset(
         "EMPTY_LOG",
     }
 )
-
-
-# --- pure part: opens in, closes out ----------------------------------------
-
-
-def repair_id(source_event_id: str) -> str:
-    """SPEC §4: the synthesized close's id, first 32 hex of SHA-256("ract.repair:" + open id)."""
-    return hashlib.sha256((REPAIR_ID_PREFIX + source_event_id).encode("utf-8")).hexdigest()[:32]
-
-
-def synthesize_close(open_event: dict, *, run_id: str, timestamp_ns: int, prev_hash: str) -> dict:
-    """The close SPEC §4 synthesizes for one open event, chained onto ``prev_hash``."""
-    open_kind = open_event["kind"]
-    close_kind = CLOSE_FOR_OPEN[open_kind]
-    source_id = open_event["id"]
-    open_payload = open_event.get("payload") if isinstance(open_event.get("payload"), dict) else {}
-    validate = VALIDATORS[close_kind]
-    payload: dict = {}
-    for src, dst in COPIED_KEYS[open_kind]:
-        if src in open_payload and not validate({dst: open_payload[src]}):
-            payload[dst] = open_payload[src]  # copied only when valid for the close kind
-    payload.update(ADDITIONS[close_kind])
-    payload.update({"synthesized": True, "reason": REASON, "source_event_id": source_id})
-    event = {
-        "id": repair_id(source_id),
-        "run_id": run_id,
-        "step_id": open_event.get("step_id"),
-        "parent_id": source_id,
-        "timestamp_ns": timestamp_ns,
-        "kind": close_kind,
-        "payload": payload,
-        "prev_hash": prev_hash,
-    }
-    event["hash"] = event_hash(event)
-    return event
-
-
-def _opens_to_close(tracker: HandleTracker) -> list[OpenHandle]:
-    """What repair closes, in the order it appends the closes.
-
-    Innermost first (reverse order of opening); the run's close last. The run
-    is closed once, for its first ``run.started``; any other ``run.started``
-    is closed by that same run close.
-    """
-    inner = [h for h in tracker.open_handles() if h.kind != "run.started"]
-    inner.reverse()
-    if not tracker.run_is_closed and tracker.run_started is not None:
-        inner.append(tracker.run_started)
-    return inner
-
-
-def synthesize_closes(opens: Sequence[dict], *, run_id: str, prev_hash: str, timestamp_ns: int) -> list[dict]:
-    """Closes for ``opens`` (already in append order), each chained onto the previous hash."""
-    closes = []
-    for open_event in opens:
-        close = synthesize_close(open_event, run_id=run_id, timestamp_ns=timestamp_ns, prev_hash=prev_hash)
-        prev_hash = close["hash"]
-        closes.append(close)
-    return closes
-
-
-def closes_for_events(events: Iterable[dict]) -> list[dict]:
-    """The pure core of repair: a log's events in file order → the closes repair appends.
-
-    Pairs closes with opens by SPEC §4's rules (``HandleTracker``); the
-    closes' ``timestamp_ns`` is the largest timestamp among ``events`` and the
-    first close chains onto the last event's ``hash``. Empty when nothing is open.
-    """
-    tracker = HandleTracker()
-    head, run_id, max_ts = GENESIS_HASH, None, None
-    for n, event in enumerate(events):
-        tracker.feed(event, n + 1, 0)
-        head = event["hash"]
-        run_id = event["run_id"] if run_id is None else run_id
-        ts = event["timestamp_ns"]
-        max_ts = ts if max_ts is None else max(max_ts, ts)
-    opens = [h.event for h in _opens_to_close(tracker)]
-    if not opens:
-        return []
-    return synthesize_closes(opens, run_id=run_id, prev_hash=head, timestamp_ns=max_ts)
 
 
 # --- file part --------------------------------------------------------------
@@ -365,7 +274,7 @@ def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader
     return reader, prefix_len, last_raw
 
 
-def _self_check(reader: ChainReader, closes: list[dict], first_line: int, first_offset: int) -> None:
+def _self_check(reader: ChainReader, closes: list[Event], first_line: int, first_offset: int) -> None:
     """Feed the synthesized lines to the reader's state: they must chain, validate and close everything."""
     state = reader.state
     state.expected_prev = state.head  # after a torn tail the reader stops judging linkage
@@ -385,6 +294,31 @@ def _self_check(reader: ChainReader, closes: list[dict], first_line: int, first_
         )
 
 
+def _output_path(src: Path, options: RepairOptions) -> Path | None:
+    """Where ``--output`` writes (None: in place); a directory or a special file there is a usage error."""
+    output = Path(options.output) if options.output is not None else None
+    if output is not None and (output == src or _same_file(output, src)):
+        output = None  # --output naming the log itself is an in-place repair
+    if output is not None and os.path.isdir(output):
+        raise UsageError(f"--output {output} is a directory, not a file")
+    if output is not None and os.path.lexists(output) and not os.path.isfile(output):
+        # the atomic rename would replace a device node, FIFO or socket with the repaired log
+        raise UsageError(f"--output {output} exists and is not a regular file; refusing to replace it")
+    return output
+
+
+def _lock_or_refuse(src: Path, fd: int, display: str, *, check: bool) -> None:
+    """Take the log's writer lock (held until the rewrite is done); ``--check`` only looks at it."""
+    if check:
+        if is_locked(src):
+            raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written") from None
+
+
 def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOptions()) -> RepairResult:
     """Repair one log (SPEC §4). Raises ``RepairRefused`` (exit 1), ``WriterLockedError``/``LogIOError`` (5).
 
@@ -397,27 +331,11 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         raise UsageError("--check changes nothing; it cannot be combined with --output")
     src = resolve_log_path(path)
     display = str(src)
-    output = Path(options.output) if options.output is not None else None
-    if output is not None and (output == src or _same_file(output, src)):
-        output = None  # --output naming the log itself is an in-place repair
-    if output is not None and os.path.isdir(output):
-        raise UsageError(f"--output {output} is a directory, not a file")
-    if output is not None and os.path.lexists(output) and not os.path.isfile(output):
-        # the atomic rename would replace a device node, FIFO or socket with the repaired log
-        raise UsageError(f"--output {output} exists and is not a regular file; refusing to replace it")
+    output = _output_path(src, options)
     handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
     with handle:
         fd = handle.fileno()
-        if options.check:
-            if is_locked(src):
-                raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written")
-        else:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held until the rewrite is done
-            except BlockingIOError:
-                raise WriterLockedError(
-                    f"{display}: a writer holds this log's lock; it is still being written"
-                ) from None
+        _lock_or_refuse(src, fd, display, check=options.check)
         if resolve_dialect(options.dialect, src, options.max_line_bytes) == "raxol":
             raise RepairRefused(
                 f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
@@ -434,14 +352,18 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
             # every line before the torn one is a complete event (anything else was refused)
             result.torn = TornTail(line=state.events + 1, offset=prefix_len, length=size - prefix_len, sidecar=None)
         opens = _opens_to_close(state.handles)
-        closes: list[dict] = []
+        closes: list[Event] = []
         if opens:
+            # a handle is open, so an event was read: the state has its run_id, head and last timestamp
             closes = synthesize_closes(
-                [h.event for h in opens], run_id=state.run_id, prev_hash=state.head, timestamp_ns=state.last_ts
+                [h.event for h in opens],
+                run_id=cast(str, state.run_id),
+                prev_hash=cast(str, state.head),
+                timestamp_ns=cast(int, state.last_ts),
             )
             result.closes = [
                 SynthesizedClose(c["kind"], c["id"], h.kind, h.event_id, h.line, h.offset)
-                for c, h in zip(closes, opens)
+                for c, h in zip(closes, opens, strict=True)
             ]
             result.newline_added = last_raw is not None and not last_raw.endswith(b"\n")
             _self_check(reader, closes, state.events + 1, prefix_len + int(result.newline_added))

@@ -14,17 +14,25 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ract_cli.dialects import ChainReader
 from ract_cli.dialects.raxol.contract import evidence_status
 from ract_cli.dialects.raxol.record import JournalEvent
-from ract_cli.dialects.raxol.state import _tally, _text
+from ract_cli.dialects.raxol.state import MAX_KEYS, OTHER, _text
 from ract_cli.errors import UsageError
+from ract_cli.format.json_types import Report
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.replay.result import ReplayResult
 
 ITEM_TYPES_WITH_DEPTH = frozenset({"item_started", "item_completed", "item_delta"})
+
+
+def _tally(table: dict[str, Any], key: str, amount: float = 1) -> None:
+    """Add ``amount`` under ``key``; past ``MAX_KEYS`` names, new ones pool in ``OTHER`` (as the journal summary does)."""
+    if key not in table and len(table) >= MAX_KEYS:
+        key = OTHER
+    table[key] = table.get(key, 0) + amount
 
 
 @dataclass
@@ -83,7 +91,7 @@ class JournalReplayState:
         elif rtype == "error":
             self.errors += 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Report:
         return {
             "dialect": "raxol",
             "index": self.index,
@@ -153,10 +161,11 @@ class JournalReplaySession:
             if not ev.trusted:
                 self.stopped_at_break = self.reader.broken_at
                 return
-            if not ev.durable:  # item_delta: ephemeral, never replayed
+            record = cast(JournalEvent, ev)  # the raxol dialect's reader yields journal records
+            if not record.durable:  # item_delta: ephemeral, never replayed
                 continue
-            self.state.apply(ev)  # type: ignore[arg-type]
-            yield JournalReplayStep(self.state.index, ev, self.state)  # type: ignore[arg-type]
+            self.state.apply(record)
+            yield JournalReplayStep(self.state.index, record, self.state)
             if until is not None and (
                 self.state.index == until if isinstance(until, int) else ev.event.get("id") == until
             ):
@@ -165,7 +174,7 @@ class JournalReplaySession:
         if self.reader.broken_at is not None:
             self.stopped_at_break = self.reader.broken_at
 
-    def finish(self):
+    def finish(self) -> ReplayResult:
         """Read the rest of the journal (verifying, never replaying); return the verdict."""
         if not self._iterated:
             for _ in self.steps():

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import Finding
+from ract_cli.format.json_types import Report
 from ract_cli.replay.workspace import WorkspaceReport
 
 
@@ -19,7 +19,7 @@ class ReplayResult:
     stop: str  # "end" | "until" | "break"
     until_reached: bool | None  # None when no --until was given
     broken_at: int | None  # line of the first integrity failure
-    state: dict[str, Any]  # the state where replay stopped (ReplayState.to_dict())
+    state: Report  # the state where replay stopped (ReplayState.to_dict())
     findings: list[Finding]  # the reader's, then the workspace's and --check-commits'
     workspace: WorkspaceReport | None
     suppressed: int = 0  # reader findings past ``max_findings``: counted, not kept
@@ -34,7 +34,7 @@ class ReplayResult:
             codes.append(ExitCode.USAGE)
         return lowest_nonzero(codes)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Report:
         return {
             "path": self.path,
             "exit_code": int(self.exit_code),
@@ -47,5 +47,3 @@ class ReplayResult:
             "workspace": self.workspace.to_dict() if self.workspace else None,
             "suppressed_findings": self.suppressed,
         }
-
-

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ract_cli.findings import Finding, error, warning
+from ract_cli.format.json_types import JSONObject, Report
 
 #: A full git object name: SHA-1 (40 hex) or SHA-256 (64 hex).
 _FULL_SHA = re.compile(r"[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
@@ -65,7 +66,7 @@ class WorkspaceReport:
     def dirty(self) -> bool:
         return bool(self.modified or self.untracked)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Report:
         return {
             "workspace": self.workspace,
             "repo_root": self.repo_root,
@@ -103,7 +104,7 @@ def check_head(
     snapshot: object,
     *,
     strict: bool = False,
-    where: dict[str, Any] | None = None,
+    where: JSONObject | None = None,
     log_path: str | os.PathLike[str] | None = None,
 ) -> WorkspaceReport:
     """Compare the workspace's HEAD with the run's initial snapshot; look for a dirty tree.
@@ -146,55 +147,62 @@ def check_head(
     finally:
         repo.close()
 
+    report.findings.extend(_snapshot_findings(report, snapshot, strict, loc))
+    if report.dirty:
+        report.findings.append(_dirty_finding(report, ws))
+    return report
+
+
+def _snapshot_findings(report: WorkspaceReport, snapshot: object, strict: bool, loc: JSONObject) -> list[Finding]:
+    """The run's initial snapshot against the HEAD in ``report`` (``report.checked`` set when compared)."""
+    sha = report.snapshot
     if snapshot is None:
-        report.findings.append(
+        return [
             warning(
                 "PRECONDITION_UNCHECKED",
                 "determinism precondition cannot be checked: the run has no snapshot (no step.started with a "
                 "parent_snapshot)",
                 **loc,
             )
-        )
-    elif sha is None:
-        report.findings.append(
+        ]
+    if sha is None:
+        return [
             warning(
                 "PRECONDITION_UNCHECKED",
                 "determinism precondition cannot be checked: the run's initial snapshot "
                 f"{_short_repr(snapshot)} is not a full commit sha (40 or 64 hex)",
                 **loc,
             )
+        ]
+    report.checked = True
+    if report.head == sha:
+        return []
+    head = report.head or "(none: the branch has no commit yet)"
+    state = " (detached HEAD)" if report.detached else (f" (branch {report.branch})" if report.branch else "")
+    make = error if strict else warning
+    return [
+        make(
+            "HEAD_DIVERGED",
+            f"workspace {report.repo_root} HEAD {head}{state} differs from the run's initial snapshot {sha}: "
+            f"{DIVERGE_NOTE}",
+            expected=sha,
+            actual=report.head,
+            **loc,
         )
-    else:
-        report.checked = True
-        if report.head != sha:
-            head = report.head or "(none: the branch has no commit yet)"
-            state = " (detached HEAD)" if report.detached else (f" (branch {report.branch})" if report.branch else "")
-            make = error if strict else warning
-            report.findings.append(
-                make(
-                    "HEAD_DIVERGED",
-                    f"workspace {report.repo_root} HEAD {head}{state} differs from the run's initial snapshot {sha}: "
-                    f"{DIVERGE_NOTE}",
-                    expected=sha,
-                    actual=report.head,
-                    **loc,
-                )
-            )
-    if report.dirty:
-        parts = []
-        if report.modified:
-            parts.append(f"{report.modified} modified path(s)")
-        if report.untracked:
-            parts.append(f"{report.untracked} untracked path(s)")
-        report.findings.append(
-            warning(
-                "WORKTREE_DIRTY",
-                f"workspace worktree {report.repo_root} is dirty, uncommitted changes ({', '.join(parts)}): "
-                f"{DIVERGE_NOTE}",
-                path=ws,
-            )
-        )
-    return report
+    ]
+
+
+def _dirty_finding(report: WorkspaceReport, ws: str) -> Finding:
+    parts = []
+    if report.modified:
+        parts.append(f"{report.modified} modified path(s)")
+    if report.untracked:
+        parts.append(f"{report.untracked} untracked path(s)")
+    return warning(
+        "WORKTREE_DIRTY",
+        f"workspace worktree {report.repo_root} is dirty, uncommitted changes ({', '.join(parts)}): {DIVERGE_NOTE}",
+        path=ws,
+    )
 
 
 def _read_head(repo: Any, report: WorkspaceReport) -> None:
@@ -276,66 +284,81 @@ def check_commits(
                 path=os.fspath(workspace),
             )
         ]
+    commits = _Commits(repo)
     findings: list[Finding] = []
-    exists: dict[str, bool] = {}
-
-    def commit_exists(sha: str) -> bool:
-        if sha not in exists:
-            try:
-                # ``sha`` is validated full hex: it cannot be read as an option or a revision expression.
-                repo.git.rev_parse("--verify", "--quiet", sha + "^{commit}")
-                exists[sha] = True
-            except Exception:
-                exists[sha] = False
-        return exists[sha]
-
     try:
         for step in steps:
-            loc = {"path": path, "line": step.line, "offset": step.offset, "event_id": step.event_id}
-            before, after = full_sha(step.before), full_sha(step.after)
-            missing = False
-            for name, raw, sha in (
-                ("parent_snapshot_after", step.after, after),
-                ("parent_snapshot_before", step.before, before),
-            ):
-                if sha is None:
-                    findings.append(
-                        error(
-                            "COMMIT_MISSING",
-                            f"step.committed {name} {_short_repr(raw)} is not a full commit sha",
-                            actual=_short_repr(raw),
-                            **loc,
-                        )
-                    )
-                    missing = True
-                elif not commit_exists(sha):
-                    findings.append(
-                        error(
-                            "COMMIT_MISSING",
-                            f"step.committed {name} {sha} is not a commit of the repository "
-                            f"at {repo.working_tree_dir or repo.git_dir}",
-                            actual=sha,
-                            **loc,
-                        )
-                    )
-                    missing = True
-            if missing:
-                continue
-            try:
-                related = repo.is_ancestor(before, after)
-            except Exception:
-                related = False
-            if not related:
-                findings.append(
-                    error(
-                        "COMMIT_UNRELATED",
-                        f"step.committed parent_snapshot_after {after} does not descend from "
-                        f"parent_snapshot_before {before}",
-                        expected=f"descendant of {before}",
-                        actual=after,
-                        **loc,
-                    )
-                )
+            findings.extend(_step_findings(commits, step, path))
     finally:
         repo.close()
     return findings
+
+
+class _Commits:
+    """Which full shas are commits of the repository (git is asked once per sha)."""
+
+    def __init__(self, repo: Any) -> None:
+        self.repo = repo
+        self._exists: dict[str, bool] = {}
+
+    def exists(self, sha: str) -> bool:
+        if sha not in self._exists:
+            try:
+                # ``sha`` is validated full hex: it cannot be read as an option or a revision expression.
+                self.repo.git.rev_parse("--verify", "--quiet", sha + "^{commit}")
+                self._exists[sha] = True
+            except Exception:
+                self._exists[sha] = False
+        return self._exists[sha]
+
+
+def _missing(commits: _Commits, step: CommittedStep, loc: JSONObject) -> list[Finding]:
+    """``COMMIT_MISSING`` for each snapshot of ``step`` (after, then before) that is not a commit."""
+    findings: list[Finding] = []
+    for name, raw in (("parent_snapshot_after", step.after), ("parent_snapshot_before", step.before)):
+        sha = full_sha(raw)
+        if sha is None:
+            findings.append(
+                error(
+                    "COMMIT_MISSING",
+                    f"step.committed {name} {_short_repr(raw)} is not a full commit sha",
+                    actual=_short_repr(raw),
+                    **loc,
+                )
+            )
+        elif not commits.exists(sha):
+            repo = commits.repo
+            findings.append(
+                error(
+                    "COMMIT_MISSING",
+                    f"step.committed {name} {sha} is not a commit of the repository "
+                    f"at {repo.working_tree_dir or repo.git_dir}",
+                    actual=sha,
+                    **loc,
+                )
+            )
+    return findings
+
+
+def _step_findings(commits: _Commits, step: CommittedStep, path: str | None) -> list[Finding]:
+    """One ``step.committed``: both snapshots are commits, and after descends from before."""
+    loc: JSONObject = {"path": path, "line": step.line, "offset": step.offset, "event_id": step.event_id}
+    missing = _missing(commits, step, loc)
+    if missing:
+        return missing
+    before, after = full_sha(step.before), full_sha(step.after)
+    try:
+        related = commits.repo.is_ancestor(before, after)
+    except Exception:
+        related = False
+    if related:
+        return []
+    return [
+        error(
+            "COMMIT_UNRELATED",
+            f"step.committed parent_snapshot_after {after} does not descend from parent_snapshot_before {before}",
+            expected=f"descendant of {before}",
+            actual=after,
+            **loc,
+        )
+    ]

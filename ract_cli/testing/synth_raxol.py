@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ract_cli.dialects.raxol.encode import chain_records, encode_line
+from ract_cli.format.json_types import Event, JSONObject, Payload
 
 BASE_MS = 1_764_000_000_000  # 2025-11-24T16:00:00Z, in milliseconds
 PROMPTS = (
@@ -40,15 +41,15 @@ class JournalBuilder:
 
     rng: random.Random
     schema_version: str | None = "1.1.0"  # None: a legacy (1.0.0) journal, no version stamp
-    records: list[dict] = field(default_factory=list)
+    records: list[Event] = field(default_factory=list)
     ms: int = BASE_MS
     iteration: int = 0
     item_no: int = 0
     tool_results: list[str] = field(default_factory=list)
 
-    def emit(self, rtype: str, payload: dict, **extra: Any) -> dict:
+    def emit(self, rtype: str, payload: Payload, **extra: Any) -> Event:
         self.ms += self.rng.randint(5, 4000)
-        record: dict[str, Any] = {}
+        record: Event = {}
         if self.schema_version is not None:
             record["schema_version"] = self.schema_version
         record.update({"seq": len(self.records), "family": "loop", "type": rtype, "at_ms": self.ms, "payload": payload})
@@ -56,7 +57,7 @@ class JournalBuilder:
         self.records.append(record)
         return record
 
-    def item(self, item_type: str, body: dict, *, deltas: int = 0) -> str:
+    def item(self, item_type: str, body: Payload, *, deltas: int = 0) -> str:
         self.item_no += 1
         item_id = f"i{self.item_no}"
         self.emit("item_started", {"item_id": item_id, "item_type": item_type})
@@ -69,7 +70,7 @@ class JournalBuilder:
             self.tool_results.append(item_id)
         return item_id
 
-    def turn(self, *, tools: int = 1, final: bool = False, marker: dict | None = None) -> None:
+    def turn(self, *, tools: int = 1, final: bool = False, marker: JSONObject | None = None) -> None:
         """One turn: prompt, reasoning, tool calls with results, a streamed message, the boundary."""
         self.item_no = 0  # item ids are turn-scoped: "i1", "i2", ...
         self.tool_results = []
@@ -82,7 +83,7 @@ class JournalBuilder:
         self.item("message", {"text": self.rng.choice(TEXTS)}, deltas=self.rng.randint(1, 3))
         self.iteration += 1
         usage = {"input_tokens": self.rng.randint(200, 9000), "output_tokens": self.rng.randint(20, 900)}
-        payload: dict[str, Any] = {"usage": usage, "iteration": self.iteration, "final": final}
+        payload: Payload = {"usage": usage, "iteration": self.iteration, "final": final}
         payload.update(marker or {})
         self.emit("turn_completed", payload)
 
@@ -94,10 +95,10 @@ def _journal(
     seed: int,
     *,
     schema_version: str | None,
-    final_marker: Callable[[JournalBuilder], dict],
+    final_marker: Callable[[JournalBuilder], JSONObject],
     turns: int = 2,
     error: bool = False,
-) -> list[dict]:
+) -> list[Event]:
     rng = random.Random(seed)
     b = JournalBuilder(rng, schema_version)
     for t in range(turns - 1):
@@ -111,12 +112,12 @@ def _journal(
     return b.records
 
 
-def accepted(seed: int = 11) -> list[dict]:
+def accepted(seed: int = 11) -> list[Event]:
     """1.1.0: the final turn_completed stamps evidence accepted alongside its refs."""
     return _journal(seed, schema_version="1.1.0", final_marker=lambda b: {"evidence": "accepted", "refs": b.refs()})
 
 
-def rejected(seed: int = 12) -> list[dict]:
+def rejected(seed: int = 12) -> list[Event]:
     """1.1.0: refs offered and refused by the done gate (stale_evidence at offset 1); one error record."""
     return _journal(
         seed,
@@ -129,27 +130,27 @@ def rejected(seed: int = 12) -> list[dict]:
     )
 
 
-def absent(seed: int = 13) -> list[dict]:
+def absent(seed: int = 13) -> list[Event]:
     """1.1.0: the turn offered no refs at all."""
     return _journal(seed, schema_version="1.1.0", final_marker=lambda b: {"evidence": "absent"})
 
 
-def legacy_refs(seed: int = 14) -> list[dict]:
+def legacy_refs(seed: int = 14) -> list[Event]:
     """1.0.0 (no schema_version): no marker, refs present -> grandfathered to accepted."""
     return _journal(seed, schema_version=None, final_marker=lambda b: {"refs": b.refs()})
 
 
-def legacy_unknown(seed: int = 15) -> list[dict]:
+def legacy_unknown(seed: int = 15) -> list[Event]:
     """1.0.0: no marker, no refs -> unknown (never absent)."""
     return _journal(seed, schema_version=None, final_marker=lambda b: {})
 
 
-def legacy_marker(seed: int = 16) -> list[dict]:
+def legacy_marker(seed: int = 16) -> list[Event]:
     """1.0.0 journal whose final record carries a marker: a CONTRACT_WARNING, exit 0."""
     return _journal(seed, schema_version=None, final_marker=lambda b: {"evidence": "accepted", "refs": b.refs()})
 
 
-def grown(seed: int = 17) -> list[dict]:
+def grown(seed: int = 17) -> list[Event]:
     """1.1.0 with what a newer producer may add: an unknown type, extra keys (UNKNOWN_TYPE warning, exit 0)."""
     records = _journal(seed, schema_version="1.1.0", final_marker=lambda b: {"evidence": "absent"})
     extra = dict(records[1])
@@ -162,12 +163,12 @@ def grown(seed: int = 17) -> list[dict]:
     return records
 
 
-def chained(seed: int = 18) -> list[dict]:
+def chained(seed: int = 18) -> list[Event]:
     """1.1.0 accepted journal carrying a hash chain: its verdict stands on a verified chain."""
     return chain_records(accepted(seed))
 
 
-def chained_tampered(seed: int = 19) -> list[dict]:
+def chained_tampered(seed: int = 19) -> list[Event]:
     """A chained rejected journal whose final verdict was flipped to accepted after writing (hash kept)."""
     records = chain_records(rejected(seed))
     final = records[-1]["payload"]
@@ -179,7 +180,7 @@ def chained_tampered(seed: int = 19) -> list[dict]:
 
 @dataclass(frozen=True)
 class JournalFixture:
-    make: Callable[[], list[dict]]
+    make: Callable[[], list[Event]]
     description: str
     exit_code: int  # what `ract trace verify` exits with
     evidence: str  # the final evidence status project reports
@@ -217,7 +218,7 @@ JOURNAL_FIXTURES: dict[str, JournalFixture] = {
 }
 
 
-def journal_bytes(records: list[dict]) -> bytes:
+def journal_bytes(records: list[Event]) -> bytes:
     return b"".join(encode_line(r) for r in records)
 
 
@@ -227,7 +228,7 @@ def journal_path(root: Path, name: str) -> Path:
 
 def write_journal_fixtures(root: Path) -> dict[str, Path]:
     """(Re)write every journal fixture under ``root/journals/<name>.jsonl``."""
-    written = {}
+    written: dict[str, Path] = {}
     for name, fixture in JOURNAL_FIXTURES.items():
         path = journal_path(root, name)
         path.parent.mkdir(parents=True, exist_ok=True)

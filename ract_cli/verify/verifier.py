@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.errors import ExitCode, UsageError, lowest_nonzero
 from ract_cli.findings import Finding, error
+from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.model import HEX64
 from ract_cli.read.chain import ChainState
@@ -47,7 +48,7 @@ class FileReport:
     def ok(self) -> bool:
         return self.exit_code == ExitCode.OK
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Report:
         return {
             "path": self.path,
             "ok": self.ok,
@@ -70,7 +71,7 @@ class VerifyReport:
     def exit_code(self) -> ExitCode:
         return lowest_nonzero([*(f.exit_code for f in self.files), *(f.exit_code for f in self.findings)])
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> Report:
         files = [f.to_dict() for f in self.files]
         for finding in self.findings:  # a path that gave no file still appears, as a failed entry
             files.append(
@@ -202,7 +203,7 @@ def verify_paths(
             progress(min(done + offset, total), total)
 
     if options.jobs <= 1 or len(found.files) <= 1:  # one file: split in verify_file if large enough
-        for path, size in zip(found.files, sizes):
+        for path, size in zip(found.files, sizes, strict=True):
             report.files.append(verify_file(path, options, progress=file_progress))
             done += size
             file_progress(0)
@@ -224,7 +225,7 @@ def verify_paths(
             if pool is not None
             else {}
         )
-        for i, (path, size) in enumerate(zip(found.files, sizes)):
+        for i, (path, size) in enumerate(zip(found.files, sizes, strict=True)):
             file_report = None
             if i in whole:
                 try:

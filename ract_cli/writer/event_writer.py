@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import fcntl
-import hashlib
 import os
 import re
 import time
@@ -24,14 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from ract_cli.errors import ExitCode, LogIOError, RactError, WriterLockedError
-from ract_cli.format.canonical import canonical_bytes
+from ract_cli.format.canonical import canonical_bytes, chain_hash
+from ract_cli.format.json_types import Event, JSONObject
 from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS
 from ract_cli.format.model import GENESIS_HASH, HEX32, MAX_TIMESTAMP_NS
 from ract_cli.format.sanitize import _describe, _string_list, _utf8_text, sanitize_report
 from ract_cli.read.reader import line_result
 
 
-class FsyncPolicy(str, enum.Enum):
+class FsyncPolicy(enum.StrEnum):
     """When the writer forces data to disk. Every event is flushed regardless."""
 
     EVERY = "every"  # fsync after each event: no appended event is ever lost
@@ -39,14 +39,14 @@ class FsyncPolicy(str, enum.Enum):
     NEVER = "never"  # leave it to the OS
 
 
-def encode_line(event: dict) -> bytes:
+def encode_line(event: Event) -> bytes:
     """One event as its log line: canonical JSON plus ``\\n``."""
     return canonical_bytes(event) + b"\n"
 
 
-def event_hash(event: dict) -> str:
-    """SPEC §2.4: SHA-256 of the canonical bytes of the event without ``hash``."""
-    return hashlib.sha256(canonical_bytes({k: v for k, v in event.items() if k != "hash"})).hexdigest()
+def event_hash(event: Event) -> str:
+    """SPEC §2.4: SHA-256 of the canonical bytes of the event without ``hash`` (``format.canonical.chain_hash``)."""
+    return chain_hash(event)
 
 
 @dataclass
@@ -71,7 +71,7 @@ class RedactionProfile:
                 f"replacement must be a string, not {_describe(self.replacement)}", exit_code=ExitCode.USAGE
             )
         _utf8_text(self.replacement, "replacement")
-        compiled = []
+        compiled: list[re.Pattern[str]] = []
         for pattern in self.patterns:
             try:
                 compiled.append(re.compile(pattern))
@@ -104,7 +104,7 @@ class RedactionProfile:
         return self.replacement  # a function: a backslash or "\\g<0>" in the replacement is written as is
 
     @classmethod
-    def from_config(cls, config: dict | None) -> RedactionProfile | None:
+    def from_config(cls, config: JSONObject | None) -> RedactionProfile | None:
         """Build from the ``trace.redaction`` mapping of ``ract.yaml``; None when absent.
 
         A key of the wrong type is a ``RactError`` (exit 2) naming it.
@@ -151,7 +151,9 @@ class RedactionProfile:
             raise RactError(f"{path}: not UTF-8 text", exit_code=ExitCode.USAGE) from None
         except OSError as exc:
             raise LogIOError(f"cannot read {path}: {exc.strerror or exc}") from None
-        import yaml  # PyYAML: only needed when a config file is read
+        # PyYAML: imported only when a config file is read. It ships no type information
+        # (the stubs are the separate types-PyYAML package), hence the ignore.
+        import yaml  # type: ignore[import-untyped]
 
         try:
             config = yaml.safe_load(text)
@@ -267,13 +269,14 @@ class EventWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists() and not self.path.is_file():  # a directory, or a FIFO that would block
                 raise LogIOError(f"{self.path} is not a regular file")
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise LogIOError(f"cannot open {self.path} for writing: {exc.strerror or exc}") from None
+        self._fd: int | None = fd  # None once closed
         try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(self._fd)
+            os.close(fd)
             raise WriterLockedError(f"{self.path}: another writer holds this log's lock") from None
         try:
             head = read_head(self.path)
@@ -285,7 +288,6 @@ class EventWriter:
         if head is None:
             self.run_id = run_id or self.new_id()
             self.head = GENESIS_HASH
-            self.last_timestamp_ns = 0
         else:
             if run_id is not None and run_id != head.run_id:
                 self._release()
@@ -294,7 +296,6 @@ class EventWriter:
                 )
             self.run_id = head.run_id
             self.head = head.hash
-            self.last_timestamp_ns = head.timestamp_ns
         if not (type(self.run_id) is str and HEX32.fullmatch(self.run_id)):
             self._release()
             raise RactError(f"run_id must be 32 lowercase hex characters: {self.run_id!r}", exit_code=ExitCode.USAGE)
@@ -308,9 +309,10 @@ class EventWriter:
         parent_id: str | None = None,
         timestamp_ns: int | None = None,
         event_id: str | None = None,
-    ) -> dict:
+    ) -> Event:
         """Append one event; returns it (with its hash) once it is written."""
-        if self._fd is None:
+        fd = self._fd
+        if fd is None:
             raise RactError("writer is closed", exit_code=ExitCode.USAGE)
         if type(kind) is not str:
             raise RactError(f"kind must be a string, not {type(kind).__name__}", exit_code=ExitCode.USAGE)
@@ -344,7 +346,7 @@ class EventWriter:
         ts = self.clock() if timestamp_ns is None else timestamp_ns
         if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
             raise RactError(f"timestamp_ns must be an integer in [0, 2^63): {ts!r}", exit_code=ExitCode.USAGE)
-        event = {
+        event: Event = {
             "id": event_id,
             "run_id": self.run_id,
             "step_id": step_id,
@@ -358,29 +360,29 @@ class EventWriter:
         line = encode_line(event)
         if self._pending_newline:
             line = b"\n" + line  # one write: the log is valid before it and after it
-        self._write_all(line)
+        self._write_all(fd, line)
         if self.fsync is FsyncPolicy.EVERY:
-            os.fsync(self._fd)
+            os.fsync(fd)
         self.head = event["hash"]
-        self.last_timestamp_ns = event["timestamp_ns"]
         return event
 
-    def extend(self, events: Iterable[tuple[str, Any]]) -> list[dict]:
+    def extend(self, events: Iterable[tuple[str, Any]]) -> list[Event]:
         return [self.append(kind, payload) for kind, payload in events]
 
-    def _write_all(self, data: bytes) -> None:
+    def _write_all(self, fd: int, data: bytes) -> None:
         view = memoryview(data)
         while view:
-            written = os.write(self._fd, view)
+            written = os.write(fd, view)
             if written:
                 self._pending_newline = False  # the missing "\n" went first: never write it twice
             view = view[written:]
 
     def close(self) -> None:
-        if self._fd is None:
+        fd = self._fd
+        if fd is None:
             return
         if self.fsync is FsyncPolicy.CLOSE:
-            os.fsync(self._fd)
+            os.fsync(fd)
         self._release()
 
     def _release(self) -> None:

@@ -6,21 +6,11 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from ract_cli.findings import WARNING
+from ract_cli.read.dialect import DIALECTS as DIALECTS  # re-exported: the one list is read.dialect's
 from ract_cli.read.line import Problem
-from ract_cli.read.line import _short as _reader_short
-
-
-def _short(value: object) -> str:
-    """A bounded repr of a log value for a message; never raises (deep nesting included)."""
-    try:
-        return _reader_short(value)
-    except RecursionError:
-        return f"<{type(value).__name__} nested too deep to show>"
-
-DIALECTS = ("auto", "ract", "raxol")
 
 #: v0 vocabulary, family ``loop``: type -> payload keys the reference lists.
 LOOP_TYPES: dict[str, tuple[str, ...]] = {
@@ -171,7 +161,6 @@ def _contract_warning(message: str, **kw: Any) -> Problem:
     return Problem("CONTRACT_WARNING", message, severity=WARNING, **kw)
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
+    """An integer proper (``bool`` is not one)."""
     return type(value) is int
-
-

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import enum
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ract_cli.dialects.raxol.contract import Atom, _atom_name
-from ract_cli.format.canonical import canonical_bytes
+from ract_cli.format.canonical import canonical_bytes, chain_hash
+from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.format.sanitize import _safe_repr
 from ract_cli.format.sanitize import sanitize_payload as _sanitize_json
+from ract_cli.format.text import safe_repr
 
 # --- encoding ------------------------------------------------------------
 
@@ -60,10 +60,10 @@ def _key_text(key: Any) -> Any:
                 return name
     except Exception:
         pass
-    return _safe_repr(key)
+    return safe_repr(key)
 
 
-def sanitize_payload(payload: Any) -> dict:
+def sanitize_payload(payload: Any) -> Payload:
     """Coerce a payload into a JSON-encodable dict; never raises.
 
     Atoms become their names (the wire convention: atom in memory, JSON
@@ -88,13 +88,13 @@ def encode_line(record: Any) -> bytes:
 
 
 def record_hash(record: Mapping[str, Any]) -> str:
-    """SPEC §2.3-2.4 for journals: SHA-256 of the canonical record without ``hash``."""
-    return hashlib.sha256(canonical_bytes({k: v for k, v in record.items() if k != "hash"})).hexdigest()
+    """SPEC §2.3-2.4 for journals: SHA-256 of the canonical record without ``hash`` (``format.canonical.chain_hash``)."""
+    return chain_hash(record)
 
 
-def chain_records(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS_HASH) -> list[dict]:
+def chain_records(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS_HASH) -> list[Event]:
     """Sanitize records and chain them: each gets ``prev_hash`` and its ``hash``."""
-    out = []
+    out: list[Event] = []
     for record in records:
         clean = sanitize_payload(record)
         clean.pop("hash", None)
@@ -102,5 +102,3 @@ def chain_records(records: Iterable[Mapping[str, Any]], prev_hash: str = GENESIS
         clean["hash"] = prev_hash = record_hash(clean)
         out.append(clean)
     return out
-
-

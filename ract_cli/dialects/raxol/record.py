@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ract_cli.dialects.raxol.contract import (
@@ -14,12 +15,13 @@ from ract_cli.dialects.raxol.contract import (
     _contract_warning,
     _is_int,
     _refs_present,
-    _short,
     _violation,
     parse_version,
 )
 from ract_cli.findings import WARNING
+from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.model import HEX64
+from ract_cli.format.text import short
 from ract_cli.read.line import LineResult, LogEvent, Problem, hash_without_hash_key, parse_object
 
 
@@ -51,20 +53,20 @@ def analyze_record(body: bytes, _unused: object = None) -> LineResult:
                     "HASH_MISMATCH",
                     "stored hash differs from the canonical hash of the record",
                     expected=computed,
-                    actual=_short(stored) if stored_hash is None else stored,
+                    actual=short(stored) if stored_hash is None else stored,
                 )
             )
     problems.extend(check_record(obj))
     return LineResult(obj, stored_hash, problems)
 
 
-def check_record(record: dict) -> list[Problem]:
+def check_record(record: Event) -> list[Problem]:
     """The per-record contract (v0, family loop); cross-record rules are ``JournalState``'s."""
     problems: list[Problem] = []
     if "schema_version" in record and parse_version(record["schema_version"]) is None:
         problems.append(
             _contract_warning(
-                'schema_version is not a version such as "1.1.0": ignored', actual=_short(record["schema_version"])
+                'schema_version is not a version such as "1.1.0": ignored', actual=short(record["schema_version"])
             )
         )
     if "type" not in record:
@@ -72,18 +74,18 @@ def check_record(record: dict) -> list[Problem]:
         return problems
     rtype = record["type"]
     if type(rtype) is not str:
-        problems.append(_violation("type must be a string", actual=_short(rtype)))
+        problems.append(_violation("type must be a string", actual=short(rtype)))
         return problems
     if "payload" not in record:
-        problems.append(_violation(f"{_short(rtype)} record has no payload"))
+        problems.append(_violation(f"{short(rtype)} record has no payload"))
         return problems
     payload = record["payload"]
     if type(payload) is not dict:
-        problems.append(_violation("payload must be an object", actual=_short(payload)))
+        problems.append(_violation("payload must be an object", actual=short(payload)))
         return problems
     family = record.get("family", FAMILY)
     if rtype not in LOOP_TYPES or family != FAMILY:
-        where = f"type {_short(rtype)}" if family == FAMILY else f"family {_short(family)} type {_short(rtype)}"
+        where = f"type {short(rtype)}" if family == FAMILY else f"family {short(family)} type {short(rtype)}"
         problems.append(
             Problem(
                 "UNKNOWN_TYPE",
@@ -106,71 +108,71 @@ def check_record(record: dict) -> list[Problem]:
     return problems
 
 
-def _require(payload: dict, rtype: str, key: str, problems: list[Problem]) -> bool:
+def _require(payload: Payload, rtype: str, key: str, problems: list[Problem]) -> bool:
     if key not in payload:
         problems.append(_violation(f"{rtype}: payload has no {key!r}"))
         return False
     return True
 
 
-def _check_item_id(payload: dict, rtype: str, problems: list[Problem]) -> None:
+def _check_item_id(payload: Payload, rtype: str, problems: list[Problem]) -> None:
     if _require(payload, rtype, "item_id", problems):
         item_id = payload["item_id"]
         if type(item_id) is not str or not item_id:
-            problems.append(_violation(f"{rtype}: item_id must be a non-empty string", actual=_short(item_id)))
+            problems.append(_violation(f"{rtype}: item_id must be a non-empty string", actual=short(item_id)))
 
 
-def _check_item_type(payload: dict, rtype: str, problems: list[Problem]) -> None:
+def _check_item_type(payload: Payload, rtype: str, problems: list[Problem]) -> None:
     if _require(payload, rtype, "item_type", problems):
         item_type = payload["item_type"]
         if type(item_type) is not str:
-            problems.append(_violation(f"{rtype}: item_type must be a string", actual=_short(item_type)))
+            problems.append(_violation(f"{rtype}: item_type must be a string", actual=short(item_type)))
         elif item_type not in ITEM_TYPES:
             problems.append(
                 _contract_warning(
-                    f"{rtype}: item_type {_short(item_type)} is not one of {', '.join(ITEM_TYPES)} (a newer contract?)"
+                    f"{rtype}: item_type {short(item_type)} is not one of {', '.join(ITEM_TYPES)} (a newer contract?)"
                 )
             )
 
 
-def _check_turn_started(payload: dict, problems: list[Problem]) -> None:
+def _check_turn_started(payload: Payload, problems: list[Problem]) -> None:
     if _require(payload, "turn_started", "prompt", problems) and type(payload["prompt"]) is not str:
-        problems.append(_violation("turn_started: prompt must be a string", actual=_short(payload["prompt"])))
+        problems.append(_violation("turn_started: prompt must be a string", actual=short(payload["prompt"])))
 
 
-def _check_item_started(payload: dict, problems: list[Problem]) -> None:
+def _check_item_started(payload: Payload, problems: list[Problem]) -> None:
     _check_item_id(payload, "item_started", problems)
     _check_item_type(payload, "item_started", problems)
 
 
-def _check_item_delta(payload: dict, problems: list[Problem]) -> None:
+def _check_item_delta(payload: Payload, problems: list[Problem]) -> None:
     _check_item_id(payload, "item_delta", problems)
     if _require(payload, "item_delta", "chunk", problems) and type(payload["chunk"]) is not str:
-        problems.append(_violation("item_delta: chunk must be a string", actual=_short(payload["chunk"])))
+        problems.append(_violation("item_delta: chunk must be a string", actual=short(payload["chunk"])))
 
 
-def _check_item_completed(payload: dict, problems: list[Problem]) -> None:
+def _check_item_completed(payload: Payload, problems: list[Problem]) -> None:
     _check_item_id(payload, "item_completed", problems)
     _check_item_type(payload, "item_completed", problems)
 
 
-def _check_turn_completed(payload: dict, problems: list[Problem]) -> None:
+def _check_turn_completed(payload: Payload, problems: list[Problem]) -> None:
     if _require(payload, "turn_completed", "usage", problems) and type(payload["usage"]) is not dict:
-        problems.append(_violation("turn_completed: usage must be an object", actual=_short(payload["usage"])))
+        problems.append(_violation("turn_completed: usage must be an object", actual=short(payload["usage"])))
     if "iteration" in payload and not (_is_int(payload["iteration"]) and payload["iteration"] >= 0):
         problems.append(
-            _violation("turn_completed: iteration must be a non-negative integer", actual=_short(payload["iteration"]))
+            _violation("turn_completed: iteration must be a non-negative integer", actual=short(payload["iteration"]))
         )
     if _require(payload, "turn_completed", "final", problems) and type(payload["final"]) is not bool:
-        problems.append(_violation("turn_completed: final must be true or false", actual=_short(payload["final"])))
+        problems.append(_violation("turn_completed: final must be true or false", actual=short(payload["final"])))
 
 
-def _check_error(payload: dict, problems: list[Problem]) -> None:
+def _check_error(payload: Payload, problems: list[Problem]) -> None:
     if _require(payload, "error", "reason", problems) and payload["reason"] is None:
         problems.append(_violation("error: reason must not be null"))
 
 
-_PAYLOAD_CHECKS = {
+_PAYLOAD_CHECKS: dict[str, Callable[[Payload, list[Problem]], None]] = {
     "turn_started": _check_turn_started,
     "item_started": _check_item_started,
     "item_delta": _check_item_delta,
@@ -180,31 +182,31 @@ _PAYLOAD_CHECKS = {
 }
 
 
-def _check_marker(payload: dict, problems: list[Problem]) -> None:
+def _check_marker(payload: Payload, problems: list[Problem]) -> None:
     """The evidence marker of a final turn_completed (both keys optional)."""
     has_evidence = "evidence" in payload
     evidence = payload.get("evidence")
     if has_evidence and (type(evidence) is not str or evidence not in EVIDENCE_VALUES):
         problems.append(
-            _violation("turn_completed: evidence must be one of accepted, rejected, absent", actual=_short(evidence))
+            _violation("turn_completed: evidence must be one of accepted, rejected, absent", actual=short(evidence))
         )
     if "evidence_rejected" in payload:
         if evidence != "rejected":
             problems.append(
                 _violation(
                     'turn_completed: evidence_rejected is allowed only with evidence "rejected"',
-                    actual=_short(evidence) if has_evidence else "no evidence",
+                    actual=short(evidence) if has_evidence else "no evidence",
                 )
             )
         detail = payload["evidence_rejected"]
         if type(detail) is not dict:
-            problems.append(_violation("turn_completed: evidence_rejected must be an object", actual=_short(detail)))
+            problems.append(_violation("turn_completed: evidence_rejected must be an object", actual=short(detail)))
         else:
             if "refs" not in detail:
                 problems.append(_violation("turn_completed: evidence_rejected has no refs"))
             elif type(detail["refs"]) is not list:
                 problems.append(
-                    _violation("turn_completed: evidence_rejected.refs must be a list", actual=_short(detail["refs"]))
+                    _violation("turn_completed: evidence_rejected.refs must be a list", actual=short(detail["refs"]))
                 )
             if "reason" not in detail:
                 problems.append(_violation("turn_completed: evidence_rejected has no reason"))
@@ -212,7 +214,7 @@ def _check_marker(payload: dict, problems: list[Problem]) -> None:
                 problems.append(
                     _violation(
                         "turn_completed: evidence_rejected.reason must be one of " + ", ".join(REJECTION_REASONS),
-                        actual=_short(detail["reason"]),
+                        actual=short(detail["reason"]),
                     )
                 )
             if "ref" not in detail:
@@ -221,7 +223,7 @@ def _check_marker(payload: dict, problems: list[Problem]) -> None:
                 problems.append(
                     _violation(
                         "turn_completed: evidence_rejected.ref must be a non-negative integer offset or null",
-                        actual=_short(detail["ref"]),
+                        actual=short(detail["ref"]),
                     )
                 )
     if evidence == "accepted" and not _refs_present(payload.get("refs")):
@@ -240,12 +242,12 @@ class JournalEvent(LogEvent):
     """One record of a journal: ``kind`` is its ``type``, ``payload`` its payload (or {})."""
 
     @property
-    def kind(self) -> str:  # type: ignore[override]
+    def kind(self) -> str:
         rtype = self.event.get("type")
         return rtype if type(rtype) is str else ""
 
     @property
-    def payload(self) -> dict:  # type: ignore[override]
+    def payload(self) -> Payload:
         payload = self.event.get("payload")
         return payload if type(payload) is dict else {}
 
@@ -253,5 +255,3 @@ class JournalEvent(LogEvent):
     def durable(self) -> bool:
         """False for ``item_delta``: ephemeral, live render only, never replayed."""
         return self.kind != "item_delta"
-
-

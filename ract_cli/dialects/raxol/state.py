@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,13 +15,14 @@ from ract_cli.dialects.raxol.contract import (
     REJECTED,
     EvidenceStatus,
     _is_int,
-    _short,
     evidence_status,
     parse_version,
 )
 from ract_cli.findings import Finding, error, warning
+from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.read.chain import ChainState
+from ract_cli.format.text import short
+from ract_cli.read.chain import ChainState, Where
 from ract_cli.read.line import LineResult, Problem
 
 # --- across records ------------------------------------------------------
@@ -40,13 +42,13 @@ class JournalSummary:
     items_started: int
     usage: dict[str, int | float]
     iterations: int | None  # highest iteration stamped on a turn_completed
-    errors: list[dict]  # the first MAX_KEPT error records: {"line", "reason"}
+    errors: list[JSONObject]  # the first MAX_KEPT error records: {"line", "reason"}
     error_count: int
     unknown_types: dict[str, int]
     closed: bool  # a final turn_completed was seen
     final_line: int | None
     evidence: EvidenceStatus | None  # None when the journal has no final turn_completed
-    evidence_rejected: dict | None
+    evidence_rejected: JSONObject | None
     chained: bool  # every record carries hash/prev_hash
     chain_verified: bool  # chained, and no integrity failure
     head: str | None
@@ -91,11 +93,12 @@ def _version_text(version: tuple[int, int, int]) -> str:
     return ".".join(map(str, version))
 
 
-def _add_usage(totals: dict[str, int | float], usage: dict, prefix: str = "", depth: int = 0) -> None:
+def _add_usage(totals: dict[str, int | float], usage: JSONObject, prefix: str = "", depth: int = 0) -> None:
     for key, value in usage.items():
         name = f"{prefix}{key}"
         if type(value) in (int, float):
-            _tally(totals, name, value)
+            name = _pooled(totals, name)
+            totals[name] = totals.get(name, 0) + value
         elif type(value) is dict and depth < 3:
             _add_usage(totals, value, name + ".", depth + 1)
 
@@ -106,18 +109,22 @@ MAX_KEPT = 1000  # error records itemized
 OTHER = "(other)"
 
 
-def _tally(table: dict, key: str, amount: int | float = 1) -> None:
-    if key not in table and len(table) >= MAX_KEYS:
-        key = OTHER
-    table[key] = table.get(key, 0) + amount
+def _pooled(table: Mapping[str, object], key: str) -> str:
+    """``key``, or ``OTHER`` once the table holds ``MAX_KEYS`` other names."""
+    return OTHER if key not in table and len(table) >= MAX_KEYS else key
+
+
+def _tally(table: dict[str, int], key: str) -> None:
+    key = _pooled(table, key)
+    table[key] = table.get(key, 0) + 1
 
 
 def _text(value: Any) -> str:
-    text = value if type(value) is str else _short(value)
+    text = value if type(value) is str else short(value)
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 3] + "..."
 
 
-def _record_id(record: dict) -> str | None:
+def _record_id(record: Event) -> str | None:
     rid = record.get("id")
     return rid[:200] if type(rid) is str else None
 
@@ -135,27 +142,27 @@ class JournalState(ChainState):
     chain_partial: bool = False
     closed: bool = False
     final_line: int | None = None
-    final_payload: dict | None = None
+    final_payload: Payload | None = None
     turns: int = 0
     turn_boundaries: int = 0
     turn_open: bool = False
     deltas: int = 0
     items_started: int = 0
-    items_by_type: dict = field(default_factory=dict)
-    usage: dict = field(default_factory=dict)
+    items_by_type: dict[str, int] = field(default_factory=dict)
+    usage: dict[str, int | float] = field(default_factory=dict)
     iterations: int | None = None
-    errors: list = field(default_factory=list)  # the first MAX_KEPT error records
+    errors: list[JSONObject] = field(default_factory=list)  # the first MAX_KEPT error records
     error_count: int = 0
-    unknown_types: dict = field(default_factory=dict)
-    _started: dict = field(default_factory=dict)  # item_id -> (item_type, line) in the current turn
-    _completed: set = field(default_factory=set)
+    unknown_types: dict[str, int] = field(default_factory=dict)
+    _started: dict[str, tuple[object, int]] = field(default_factory=dict)  # item_id -> (item_type, line), this turn
+    _completed: set[str] = field(default_factory=set)
 
     @property
     def schema_version(self) -> tuple[int, int, int]:
         return self.version or LEGACY_VERSION
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
-        where = {"path": self.path, "line": line, "offset": offset}
+        where = Where(path=self.path, line=line, offset=offset)
         record = result.event
         event_id = _record_id(record) if record is not None else None
         for p in result.problems:
@@ -171,7 +178,7 @@ class JournalState(ChainState):
         self._last_event_line = line  # trust ends as for RACT logs (ChainState.add)
 
     def _feed_chain(
-        self, record: dict, stored_hash: str | None, first_line: bool, event_id: str | None, where: dict
+        self, record: Event, stored_hash: str | None, first_line: bool, event_id: str | None, where: Where
     ) -> None:
         chained = "hash" in record or "prev_hash" in record
         if self.chained is None:  # the first record decides whether the journal is chained
@@ -196,7 +203,7 @@ class JournalState(ChainState):
                         "first record's prev_hash is not the genesis hash (64 zeros)",
                         event_id=event_id,
                         expected=GENESIS_HASH,
-                        actual=_short(prev),
+                        actual=short(prev),
                         **where,
                     )
                 )
@@ -207,14 +214,14 @@ class JournalState(ChainState):
                     "prev_hash does not equal the previous record's hash",
                     event_id=event_id,
                     expected=self.expected_prev,
-                    actual=_short(prev),
+                    actual=short(prev),
                     **where,
                 )
             )
         self.expected_prev = stored_hash
         self.head = stored_hash
 
-    def _feed_contract(self, record: dict, event_id: str | None, where: dict) -> None:
+    def _feed_contract(self, record: Event, event_id: str | None, where: Where) -> None:
         if self.closed:
             self.add(
                 error(
@@ -225,19 +232,7 @@ class JournalState(ChainState):
                 )
             )
         if "schema_version" in record:
-            version = parse_version(record["schema_version"])
-            if version is not None:
-                if self.version is not None and version != self.version:
-                    self.add(
-                        warning(
-                            "CONTRACT_WARNING",
-                            f"schema_version changes from {_version_text(self.version)} "
-                            f"to {_version_text(version)} within one journal",
-                            event_id=event_id,
-                            **where,
-                        )
-                    )
-                self.version = version
+            self._feed_version(record["schema_version"], event_id, where)
         rtype = record.get("type")
         payload = record.get("payload")
         if type(rtype) is not str or type(payload) is not dict:
@@ -258,92 +253,121 @@ class JournalState(ChainState):
         item_id = payload.get("item_id")
         item_id = item_id if type(item_id) is str and item_id else None
         if rtype == "turn_started":
-            if self.turn_open:
-                self._close_items(f"turn_started at line {where['line']}", event_id)
-                self.add(
-                    warning(
-                        "CONTRACT_WARNING",
-                        "turn_started while the previous turn has no turn_completed",
-                        event_id=event_id,
-                        **where,
-                    )
-                )
-            self.turns += 1
-            self.turn_open = True
-            self._started, self._completed = {}, set()
+            self._turn_started(event_id, where)
         elif rtype == "item_started" and item_id is not None:
-            self.items_started += 1
-            if item_id in self._started:
-                self.add(
-                    error(
-                        "CONTRACT_VIOLATION",
-                        f"item_id {_short(item_id)} was already used in this turn (line {self._started[item_id][1]})",
-                        event_id=event_id,
-                        **where,
-                    )
-                )
-            else:
-                self._started[item_id] = (payload.get("item_type"), where["line"])
+            self._item_started(item_id, payload, event_id, where)
         elif rtype == "item_delta":
-            self.deltas += 1
-            if item_id is not None and (item_id not in self._started or item_id in self._completed):
-                state = "already completed" if item_id in self._completed else "not started in this turn"
-                self.add(
-                    warning(
-                        "CONTRACT_WARNING",
-                        f"item_delta for item {_short(item_id)}, {state}",
-                        event_id=event_id,
-                        **where,
-                    )
-                )
+            self._item_delta(item_id, event_id, where)
         elif rtype == "item_completed" and item_id is not None:
-            item_type = payload.get("item_type")
-            if item_id not in self._started:
-                self.add(
-                    error(
-                        "CONTRACT_VIOLATION",
-                        f"item_completed for item {_short(item_id)}, which was not started in this turn",
-                        event_id=event_id,
-                        **where,
-                    )
-                )
-            elif item_id in self._completed:
-                self.add(
-                    error("CONTRACT_VIOLATION", f"item {_short(item_id)} completed twice", event_id=event_id, **where)
-                )
-            else:
-                self._completed.add(item_id)
-                started_type = self._started[item_id][0]
-                if type(started_type) is str and type(item_type) is str and started_type != item_type:
-                    self.add(
-                        warning(
-                            "CONTRACT_WARNING",
-                            f"item {_short(item_id)} started as {_short(started_type)} "
-                            f"but completed as {_short(item_type)}",
-                            event_id=event_id,
-                            **where,
-                        )
-                    )
-            if type(item_type) is str:
-                _tally(self.items_by_type, _text(item_type))
+            self._item_completed(item_id, payload, event_id, where)
         elif rtype == "turn_completed":
-            self.turn_boundaries += 1
-            self._close_items(f"turn_completed at line {where['line']}", event_id)
-            self.turn_open = False
-            self._started, self._completed = {}, set()
-            if type(payload.get("usage")) is dict:
-                _add_usage(self.usage, payload["usage"])
-            iteration = payload.get("iteration")
-            if _is_int(iteration) and iteration >= 0:
-                self.iterations = iteration if self.iterations is None else max(self.iterations, iteration)
-            if payload.get("final") is True and not self.closed:
-                self.closed = True
-                self.final_line = where["line"]
-                self.final_payload = payload
+            self._turn_completed(payload, event_id, where)
         elif rtype == "error":
             self.error_count += 1
             if len(self.errors) < MAX_KEPT:
                 self.errors.append({"line": where["line"], "reason": _text(payload.get("reason"))})
+
+    def _feed_version(self, stamped: object, event_id: str | None, where: Where) -> None:
+        """A record's ``schema_version``: the journal's from here on (a change within one journal is suspicious)."""
+        version = parse_version(stamped)
+        if version is None:
+            return
+        if self.version is not None and version != self.version:
+            self.add(
+                warning(
+                    "CONTRACT_WARNING",
+                    f"schema_version changes from {_version_text(self.version)} "
+                    f"to {_version_text(version)} within one journal",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        self.version = version
+
+    def _turn_started(self, event_id: str | None, where: Where) -> None:
+        if self.turn_open:
+            self._close_items(f"turn_started at line {where['line']}", event_id)
+            self.add(
+                warning(
+                    "CONTRACT_WARNING",
+                    "turn_started while the previous turn has no turn_completed",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        self.turns += 1
+        self.turn_open = True
+        self._started, self._completed = {}, set()
+
+    def _item_started(self, item_id: str, payload: Payload, event_id: str | None, where: Where) -> None:
+        self.items_started += 1
+        if item_id in self._started:
+            self.add(
+                error(
+                    "CONTRACT_VIOLATION",
+                    f"item_id {short(item_id)} was already used in this turn (line {self._started[item_id][1]})",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        else:
+            self._started[item_id] = (payload.get("item_type"), where["line"])
+
+    def _item_delta(self, item_id: str | None, event_id: str | None, where: Where) -> None:
+        self.deltas += 1
+        if item_id is not None and (item_id not in self._started or item_id in self._completed):
+            state = "already completed" if item_id in self._completed else "not started in this turn"
+            self.add(
+                warning(
+                    "CONTRACT_WARNING",
+                    f"item_delta for item {short(item_id)}, {state}",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+
+    def _item_completed(self, item_id: str, payload: Payload, event_id: str | None, where: Where) -> None:
+        item_type = payload.get("item_type")
+        if item_id not in self._started:
+            self.add(
+                error(
+                    "CONTRACT_VIOLATION",
+                    f"item_completed for item {short(item_id)}, which was not started in this turn",
+                    event_id=event_id,
+                    **where,
+                )
+            )
+        elif item_id in self._completed:
+            self.add(error("CONTRACT_VIOLATION", f"item {short(item_id)} completed twice", event_id=event_id, **where))
+        else:
+            self._completed.add(item_id)
+            started_type = self._started[item_id][0]
+            if type(started_type) is str and type(item_type) is str and started_type != item_type:
+                self.add(
+                    warning(
+                        "CONTRACT_WARNING",
+                        f"item {short(item_id)} started as {short(started_type)} but completed as {short(item_type)}",
+                        event_id=event_id,
+                        **where,
+                    )
+                )
+        if type(item_type) is str:
+            _tally(self.items_by_type, _text(item_type))
+
+    def _turn_completed(self, payload: Payload, event_id: str | None, where: Where) -> None:
+        self.turn_boundaries += 1
+        self._close_items(f"turn_completed at line {where['line']}", event_id)
+        self.turn_open = False
+        self._started, self._completed = {}, set()
+        if type(payload.get("usage")) is dict:
+            _add_usage(self.usage, payload["usage"])
+        iteration = payload.get("iteration")
+        if _is_int(iteration) and iteration >= 0:
+            self.iterations = iteration if self.iterations is None else max(self.iterations, iteration)
+        if payload.get("final") is True and not self.closed:
+            self.closed = True
+            self.final_line = where["line"]
+            self.final_payload = payload
 
     def _close_items(self, boundary: str, event_id: str | None) -> None:
         for item_id, (_, line) in self._started.items():
@@ -351,7 +375,7 @@ class JournalState(ChainState):
                 self.add(
                     warning(
                         "CONTRACT_WARNING",
-                        f"item {_short(item_id)} was started but never completed before the {boundary}",
+                        f"item {short(item_id)} was started but never completed before the {boundary}",
                         path=self.path,
                         line=line,
                     )
@@ -373,8 +397,9 @@ class JournalState(ChainState):
 
     def summary(self) -> JournalSummary:
         """The projection ``project`` reports (call after the reader is done)."""
-        evidence = evidence_status(self.final_payload) if self.final_payload is not None else None
-        detail = self.final_payload.get("evidence_rejected") if evidence == REJECTED else None
+        final = self.final_payload
+        evidence = evidence_status(final) if final is not None else None
+        detail = final.get("evidence_rejected") if final is not None and evidence == REJECTED else None
         chained = bool(self.chained) and not self.chain_partial
         return JournalSummary(
             schema_version=_version_text(self.schema_version),
@@ -400,7 +425,7 @@ class JournalState(ChainState):
         )
 
 
-def _detail(detail: dict) -> dict:
+def _detail(detail: JSONObject) -> JSONObject:
     """An ``evidence_rejected`` detail, bounded for a report."""
     refs = detail.get("refs")
     out: dict[str, Any] = {
@@ -413,7 +438,5 @@ def _detail(detail: dict) -> dict:
     return out
 
 
-def _finding(p: Problem, event_id: str | None, where: dict) -> Finding:
+def _finding(p: Problem, event_id: str | None, where: Where) -> Finding:
     return Finding(p.code, p.severity, p.message, event_id=event_id, expected=p.expected, actual=p.actual, **where)
-
-

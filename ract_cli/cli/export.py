@@ -1,0 +1,278 @@
+"""``ract trace export``: logs written for other tools (docs/export.md).
+
+Each ``--format`` is a library function (``ract_cli.export.EXPORT_FORMATS``);
+this module only parses the command line, shows progress and says the
+verdict. To add a format: register it in the library, add its value to
+``Format`` below, and (if it needs one) a line in ``_describe``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from ract_cli.cli.app import trace_app
+from ract_cli.cli.options import DEFAULTS, MAX_JOBS, Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.render import (
+    BROKEN_PIPE_EXIT,
+    clean,
+    explain_failure,
+    flush_stdout,
+    silence_stdout,
+    stderr_console,
+    stderr_is_terminal,
+    stdout_closed,
+)
+from ract_cli.errors import ExitCode, LogIOError, UsageError
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from ract_cli.export import ExportResult
+
+#: ``--jobs`` of export and sql: whole logs in parallel (the verifier's byte ranges need no rows; these do)
+ReadJobs = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        max=MAX_JOBS,
+        metavar="N",
+        help="Worker processes reading logs in parallel (each log is read whole by one). "
+        "The tables do not depend on N.",
+    ),
+]
+#: a progress bar is shown (stderr on a terminal only) once the logs total at least this many bytes
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+class Format(enum.StrEnum):
+    """``--format``: one value per ``ract_cli.export.EXPORT_FORMATS`` entry."""
+
+    parquet = "parquet"  # SPEC §12.1: OUT is a directory of three table directories
+    otlp_json = "otlp-json"  # SPEC §12.2: OUT is a file of OTLP/JSON lines, one per run ("-": stdout)
+
+
+@trace_app.command(
+    "export",
+    epilog="Examples:\n\n"
+    "ract trace export --format parquet --output fleet/ evals/runs/\n\n"
+    "ract trace export --format parquet --output fleet/ --overwrite --jobs 4 evals/runs/\n\n"
+    "ract trace export --format otlp-json --output traces.jsonl evals/runs/\n\n"
+    "duckdb -c \"SELECT kind, count(*) FROM read_parquet('fleet/events/**/*.parquet') GROUP BY kind\"\n\n"
+    "See docs/export.md and docs/exit-codes.md.",
+)
+def export_command(
+    paths: Paths,
+    format: Annotated[
+        Format,
+        typer.Option(
+            "--format",
+            case_sensitive=False,
+            help="parquet: OUT is a directory holding events/, runs/ and findings/ tables (SPEC §12.1). "
+            "otlp-json: OUT is a file of OpenTelemetry traces, one OTLP/JSON line per run (SPEC §12.2).",
+        ),
+    ],
+    output: Annotated[
+        str,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="OUT",
+            help="Where to write (parquet: a directory, created if missing; otlp-json: a file, or - for stdout).",
+            show_default=False,
+        ),
+    ],
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Replace the tables of a previous export in a non-empty OUT (each table swapped in whole).",
+        ),
+    ] = False,
+    quiet: Quiet = False,
+    schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
+    require_closed: Annotated[
+        bool,
+        typer.Option(
+            "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
+        ),
+    ] = False,
+    max_findings: Annotated[
+        int,
+        typer.Option(
+            "--max-findings",
+            min=1,
+            metavar="N",
+            help="Keep at most N findings per log in the findings table (the rest are counted in "
+            "runs.suppressed_findings, and still decide the exit code).",
+        ),
+    ] = 1000,
+    jobs: ReadJobs = 1,
+    max_line_bytes: MaxLineBytes = DEFAULTS["max_line_bytes"],
+    dialect: DialectOption = Dialect.auto,
+    service_name: Annotated[
+        str,
+        typer.Option("--service-name", metavar="NAME", help="otlp-json: the resource's service.name."),
+    ] = "ract",
+) -> None:
+    """Verify every log and write it for other tools; exit with the lowest non-zero code of the inputs.
+
+    Every usable event is written, with its trust stated (events.trusted), even
+    when a log does not verify. Prints a summary and each log that did not
+    verify on stderr; -q prints nothing.
+
+    Example: ract trace export --format parquet --output fleet/ evals/runs/
+    """
+    if format is Format.otlp_json:
+        _export_otlp(
+            paths,
+            output,
+            overwrite=overwrite,
+            quiet=quiet,
+            service_name=service_name,
+            schema_version=schema_version,
+            max_line_bytes=max_line_bytes,
+        )
+    from ract_cli.export import ExportOptions, export
+
+    options = ExportOptions(
+        schema_version=schema_version,
+        require_closed=require_closed,
+        max_findings=max_findings,
+        max_line_bytes=max_line_bytes,
+        jobs=jobs,
+        dialect=dialect.value,
+    )
+    with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
+        result = export(format.value, paths, output, options, overwrite=overwrite, progress=progress)
+    if not quiet:
+        _say(result)
+    raise typer.Exit(int(result.exit_code))
+
+
+def _export_otlp(
+    paths: list[str],
+    output: str,
+    *,
+    overwrite: bool,
+    quiet: bool,
+    service_name: str,
+    schema_version: int,
+    max_line_bytes: int,
+) -> NoReturn:
+    """``--format otlp-json``: traces to a file (atomically) or to stdout; the verdict on stderr."""
+    from ract_cli.otel import OtlpOptions, export_otlp
+
+    options = OtlpOptions(service_name=service_name, schema_version=schema_version, max_line_bytes=max_line_bytes)
+    try:
+        if (
+            output != "-"
+            and os.path.exists(output)
+            and not overwrite
+            and (not os.path.isfile(output) or os.path.getsize(output) > 0)
+        ):
+            raise UsageError(f"{output} exists: pass --overwrite to replace it")
+        if output == "-":
+            if stdout_closed():
+                raise LogIOError("stdout is closed: nothing was written")
+            result = export_otlp(paths, sys.stdout.buffer, options)
+            flush_stdout()
+        else:
+            result = export_otlp(paths, output, options)
+    except BrokenPipeError:
+        silence_stdout()
+        raise typer.Exit(BROKEN_PIPE_EXIT) from None
+    except OSError as exc:
+        error = LogIOError(f"cannot write {output}: {exc.strerror or exc}")
+        raise typer.Exit(explain_failure("export", error, quiet=quiet)) from None
+    if not quiet:
+        console = stderr_console()
+        for log in result.files:
+            if log.exit_code:
+                first = next((f for f in log.findings if f.severity == "error"), None)
+                where = f":{first.line}" if first is not None and first.line is not None else ""
+                detail = f"  {first.code} {first.message}" if first is not None else ""
+                console.print(
+                    clean(f"FAIL {log.path}{where}  exit {int(log.exit_code)} ({log.exit_code.name}){detail}"),
+                    markup=False,
+                )
+        for f in result.findings:
+            console.print(clean(f"FAIL {f.path}: {f.code} {f.message}"), markup=False)
+        failed = sum(1 for log in result.files if log.exit_code)
+        verdict = "all verified" if not failed else f"{failed} did not verify"
+        spans = sum(log.spans for log in result.files)
+        code = result.exit_code
+        console.print(
+            clean(
+                f"exported {len(result.files)} run(s) ({verdict}) to {'stdout' if output == '-' else output}: "
+                f"{spans} spans  exit {int(code)} ({code.name})"
+            ),
+            markup=False,
+        )
+    raise typer.Exit(int(result.exit_code))
+
+
+def _say(result: ExportResult) -> None:
+    """Each log that did not verify, each path that gave no log, then one summary line (stderr)."""
+    console = stderr_console()
+    for log in result.logs:
+        if log.exit_code:
+            code = ExitCode(log.exit_code)
+            first = log.first_error
+            where = f":{first['line']}" if first and first.get("line") is not None else ""
+            detail = f"  {first['code']} {first['message']}" if first else ""
+            console.print(clean(f"FAIL {log.path}{where}  exit {int(code)} ({code.name}){detail}"), markup=False)
+    for f in result.findings:
+        console.print(clean(f"FAIL {f.path}: {f.code} {f.message}"), markup=False)
+    console.print(_describe(result), markup=False)
+
+
+def _describe(result: ExportResult) -> str:
+    counts = result.counts
+    logs = result.logs
+    failed = sum(1 for log in logs if log.exit_code)
+    code = result.exit_code
+    verdict = "all verified" if not failed else f"{failed} did not verify"
+    rows = ", ".join(f"{counts.get(t, 0)} {t}" for t in ("events", "runs", "findings"))
+    return clean(f"exported {len(logs)} log(s) ({verdict}) to {result.output}: {rows}  exit {int(code)} ({code.name})")
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr, started only once the logs prove large."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+    bar: dict[str, Any] = {}
+
+    def update(done: int, total: int) -> None:
+        if total < PROGRESS_MIN_BYTES:
+            return
+        if not bar:
+            progress = Progress(
+                "exporting",
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
+            progress.start()
+            bar["progress"], bar["task"] = progress, progress.add_task("export", total=total)
+        bar["progress"].update(bar["task"], completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if bar:
+            bar["progress"].stop()

@@ -1,0 +1,69 @@
+"""Text made from hostile input, one copy each: a bounded repr, a repr that never raises, an ISO-8601 time.
+
+Every finding message, summary and report that shows a value taken from a log
+goes through these, so two commands never word the same value differently.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+#: the longest ``short`` text; longer reprs keep ``SHORT_LIMIT - 3`` characters and end in "..."
+SHORT_LIMIT = 80
+
+
+def short(value: object) -> str:
+    """A repr of a log value for a message, at most ``SHORT_LIMIT`` characters.
+
+    Meant for parsed JSON values (their ``repr`` cannot fail but by nesting):
+    one nested too deep to repr shows as ``<list nested too deep to show>``.
+    Anything else ``repr`` raises propagates; use ``safe_repr`` for objects of
+    unknown origin.
+    """
+    try:
+        text = repr(value)
+    except RecursionError:
+        return f"<{type(value).__name__} nested too deep to show>"
+    return text if len(text) <= SHORT_LIMIT else text[: SHORT_LIMIT - 3] + "..."
+
+
+def safe_repr(value: object) -> str:
+    """``repr(value)`` as valid UTF-8 text that never raises, whatever ``value`` is.
+
+    A ``repr`` that raises (or nests too deep) gives ``<unrepresentable TypeName>``;
+    a ``repr`` that returns a ``str`` subclass is reduced to its plain text
+    (its own methods never reach the caller); lone surrogates become
+    backslash escapes. Unbounded: slice it where a bound matters.
+    """
+    try:
+        text = repr(value)
+        text = str.__str__(text)  # a str subclass (its own methods) cannot reach the line
+    except Exception:
+        try:
+            name = type(value).__name__
+            name = str.__str__(name) if isinstance(name, str) else "object"
+        except Exception:
+            name = "object"
+        text = f"<unrepresentable {name}>"
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_EPOCH = datetime(1970, 1, 1)
+_NS_PER_SECOND = 1_000_000_000
+
+
+def iso_utc(ns: int) -> str:
+    """Nanoseconds since the Unix epoch as UTC ISO-8601, ``YYYY-MM-DDTHH:MM:SS.ffffffZ``.
+
+    The microseconds are truncated, never rounded: 1763999999999999500 is
+    ``2025-11-24T15:59:59.999999Z``, the second the event happened in. Integer
+    arithmetic only (no float), so every nanosecond count renders exactly. A
+    time outside the years 1..9999 (never an event's: ``timestamp_ns`` is below
+    2^63, in 2262) has no such form and is shown as ``<ns>ns``.
+    """
+    seconds, rest = divmod(ns, _NS_PER_SECOND)  # floor: rest is in [0, 1e9) before the epoch too
+    try:
+        t = _EPOCH + timedelta(seconds=seconds)
+    except OverflowError:
+        return f"{ns}ns"
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{rest // 1000:06d}Z"

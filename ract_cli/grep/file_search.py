@@ -1,0 +1,101 @@
+"""One file searched by ``grep`` (SPEC §6): verified through the chain reader, or ``--no-verify``.
+
+``grep_file`` is the one per-file search, used in this process and in the
+worker processes of ``--jobs`` alike.
+
+Verified mode reads through the one ``ChainReader``. A match is held back
+until the *next* event has been verified (or the file ends): an event edited
+with its hash recomputed is only caught at the following line, whose
+``prev_hash`` no longer links to it, so the edited event itself must not have
+been handed out. At the first integrity failure the file is abandoned and the
+held match dropped: nothing at or after an unverified point is returned.
+
+``--no-verify`` reads through ``iter_lines_unverified``: the same framing, a
+raw-bytes prefilter (only lines holding a literal of the kind pattern are
+parsed), no hashing.
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+
+from ract_cli.dialects import ChainReader
+from ract_cli.errors import LogIOError, lowest_nonzero
+from ract_cli.findings import Finding, error
+from ract_cli.grep.filters import GrepFilter
+from ract_cli.grep.results import FileResult, GrepOptions, Match
+from ract_cli.read.framing import RawLine, iter_lines_unverified
+
+__all__ = ["grep_file", "grep_file_packed"]
+
+
+def grep_file(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    """Stream one file's matches; its verdict lands in ``result`` once the iterator is exhausted."""
+    return (_verified if options.verify else _unverified)(path, flt, options, result)
+
+
+def grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
+    """Worker entry point: grep one file; pickle its matches as (line, offset, raw) and its result."""
+    result = FileResult(path, verified=options.verify)
+    found = [(m.line, m.offset, m.raw) for m in grep_file(path, flt, options, result)]
+    return pickle.dumps((found, result), pickle.HIGHEST_PROTOCOL)
+
+
+def _verified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    try:
+        reader = ChainReader(
+            path,
+            schema_version=options.schema_version,
+            max_line_bytes=options.max_line_bytes,
+            max_findings=options.max_findings,
+            dialect=options.dialect,
+        )
+    except LogIOError as exc:
+        finding = error("IO_ERROR", exc.message, path=path)
+        result.findings, result.exit_code = [finding], finding.exit_code
+        return
+    matches = flt.compile()
+    for ev in reader:
+        # ``trusted`` is final: the reader hands event k out only once line k+1
+        # has confirmed (or failed to confirm) k's hash, so an edit with its
+        # hash recomputed is never printed.
+        if not ev.trusted:
+            break
+        if matches(ev.event):
+            yield Match(path, ev.line, ev.offset, ev.raw, ev.event)
+    if reader.broken_at is not None:  # also set by a malformed line, which yields no event
+        result.stopped_at = reader.broken_at
+    result.findings = reader.findings
+    result.suppressed = reader.state.suppressed
+    result.exit_code = reader.exit_code
+
+
+def _problem_finding(path: str, item: RawLine) -> Finding:
+    """The finding of a line that is not a JSON object (``item.event`` is None, ``item.problem`` says why)."""
+    p = item.problem
+    assert p is not None  # RawLine: no event exactly when there is a problem
+    return Finding(p.code, p.severity, p.message, path=path, line=item.line, offset=item.offset)
+
+
+def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+    matches = flt.compile()
+    cap = options.max_findings
+    codes: set[int] = set()
+    try:
+        for item in iter_lines_unverified(path, prefilter=flt.prefilter(), max_line_bytes=options.max_line_bytes):
+            event = item.event
+            if event is None:
+                finding = _problem_finding(path, item)
+                codes.add(int(finding.exit_code))
+                if cap is None or len(result.findings) < cap:
+                    result.findings.append(finding)
+                else:
+                    result.suppressed += 1
+            elif matches(event):
+                yield Match(path, item.line, item.offset, item.raw, event)
+    except LogIOError as exc:
+        finding = error("IO_ERROR", exc.message, path=path)
+        result.findings.append(finding)
+        codes.add(int(finding.exit_code))
+    result.exit_code = lowest_nonzero(codes)

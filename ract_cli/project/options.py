@@ -1,0 +1,28 @@
+"""How ``project`` reads a log, how much of it a report keeps, and the report's fixed names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+
+REPORT_VERSION = 1
+#: run status, in order of precedence (the first that applies wins)
+STATUSES = ("unknown", "repaired", "completed", "aborted", "open")
+DEFAULT_MAX_ITEMS = 1000  # per itemized list (flags, reaps, unenforced sandboxes...)
+MAX_KEYS = 1000  # distinct names kept per table (tools, providers, predicates...); the rest pool in "(other)"
+MAX_TEXT = 200  # characters kept of any log-derived string
+OTHER = "(other)"
+NONE = "(none)"
+
+
+@dataclass(frozen=True)
+class ProjectOptions:
+    """How to read and how much to keep."""
+
+    schema_version: int = LATEST_SCHEMA_VERSION
+    require_closed: bool = False
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+    max_items: int = DEFAULT_MAX_ITEMS
+    dialect: str = "auto"  # SPEC §8: "ract", "raxol", or "auto" (detected per file)

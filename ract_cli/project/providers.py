@@ -1,0 +1,92 @@
+"""Provider I/O: prompts and responses per provider, and how responses were validated."""
+
+from __future__ import annotations
+
+from ract_cli.format.json_types import Event, JSONObject, Payload
+from ract_cli.project.handler import Handler
+from ract_cli.project.tallies import Items, bucket, saturating_sum
+from ract_cli.project.values import as_int, is_synthesized, label, text
+from ract_cli.read.handles import OpenHandle
+
+
+class ProviderTally:
+    """One provider's counts."""
+
+    __slots__ = ("prompt_chars", "prompts", "responses", "timed_out")
+
+    def __init__(self) -> None:
+        self.prompts = self.responses = self.timed_out = self.prompt_chars = 0
+
+
+class ProviderTable:
+    """``prompt.sent``, ``response.received`` (per provider), ``response.validated``/``rejected``."""
+
+    def __init__(self, max_items: int) -> None:
+        self.providers: dict[str, ProviderTally] = {}
+        self.validated = self.rejected = self.rejected_halting = 0
+        self.rejections = Items(max_items)
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "prompt.sent": self._prompt_sent,
+            "response.received": self._response_received,
+            "response.validated": self._response_validated,
+            "response.rejected": self._response_rejected,
+        }
+
+    def _provider(self, name: object) -> ProviderTally:
+        return bucket(self.providers, label(name), ProviderTally)
+
+    def _prompt_sent(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        provider = self._provider(payload.get("provider"))
+        provider.prompts += 1
+        chars = as_int(payload.get("prompt_chars"))
+        if chars is not None and chars > 0:
+            provider.prompt_chars = saturating_sum(provider.prompt_chars, chars)
+
+    def _response_received(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        provider = self._provider(payload.get("provider"))
+        if payload.get("status") == "timed_out" or is_synthesized(payload):
+            provider.timed_out += 1
+        else:
+            provider.responses += 1
+
+    def _response_validated(
+        self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None
+    ) -> None:
+        self.validated += 1
+
+    def _response_rejected(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        self.rejected += 1
+        halting = payload.get("should_halt") is True
+        if halting:
+            self.rejected_halting += 1
+        self.rejections.add(
+            {
+                "line": line,
+                "step_id": event.get("step_id"),
+                "error": text(payload.get("error")),
+                "attempt": as_int(payload.get("attempt")),
+                "should_halt": halting,
+            }
+        )
+
+    def section(self, open_prompts: dict[str, int]) -> JSONObject:
+        """The report's ``providers`` block; ``open_prompts``: provider name -> prompts still unanswered."""
+        providers: dict[str, JSONObject] = {}
+        for name in sorted(set(self.providers) | set(open_prompts)):
+            p = self.providers.get(name) or ProviderTally()
+            providers[name] = {
+                "prompts": p.prompts,
+                "responses": p.responses,
+                "timed_out": p.timed_out,
+                "open": open_prompts.get(name, 0),
+                "prompt_chars": p.prompt_chars,
+            }
+        return {
+            "by_provider": providers,
+            "validated": self.validated,
+            "rejected": self.rejected,
+            "rejected_halting": self.rejected_halting,
+            "rejections": self.rejections.to_dict(),
+        }

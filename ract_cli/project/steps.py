@@ -1,0 +1,80 @@
+"""Steps: started, committed, rolled back, their outcomes and durations, the first ``max_items`` itemized."""
+
+from __future__ import annotations
+
+from array import array
+
+from ract_cli.format.json_types import Event, JSONObject, Payload
+from ract_cli.project.handler import Handler
+from ract_cli.project.tallies import percentiles, tally
+from ract_cli.project.values import is_synthesized, label, text
+from ract_cli.read.handles import OpenHandle
+
+
+class StepTally:
+    """``step.started``, ``step.committed``, ``step.rolled_back``; closes pair with opens by the HandleTracker."""
+
+    def __init__(self, max_items: int) -> None:
+        self.max_items = max_items
+        self.started = self.committed = self.rolled_back = self.unpaired_closes = 0
+        self.outcomes: dict[str, int] = {}
+        self.durations = array("q")
+        self.items: dict[str, JSONObject] = {}  # open event id -> item (the first max_items steps)
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"step.started": self._started, "step.committed": self._closed, "step.rolled_back": self._closed}
+
+    def _started(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        self.started += 1
+        if len(self.items) < self.max_items:
+            self.items[event["id"]] = {
+                "step_id": event.get("step_id"),
+                "line": line,
+                "status": "open",
+                "outcome": None,
+                "reason": None,
+                "close_line": None,
+                "duration_ns": None,
+                "synthesized": False,
+            }
+
+    def _closed(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        committed = event["kind"] == "step.committed"
+        if committed:
+            self.committed += 1
+        else:
+            self.rolled_back += 1
+        tally(self.outcomes, label(payload.get("outcome")))
+        if paired is None:
+            self.unpaired_closes += 1
+            return
+        duration = ts - paired.event["timestamp_ns"]
+        self.durations.append(duration)
+        item = self.items.get(paired.event_id)
+        if item is not None:
+            item.update(
+                status="committed" if committed else "rolled_back",
+                outcome=text(payload.get("outcome")),
+                reason=text(payload.get("reason")),
+                close_line=line,
+                duration_ns=duration,
+                synthesized=is_synthesized(payload),
+            )
+
+    def section(self, open_steps: int) -> JSONObject:
+        """The report's ``steps`` block; ``open_steps``: steps the HandleTracker still holds open."""
+        items = list(self.items.values())
+        duration = percentiles([d / 1e6 for d in self.durations])
+        if duration is not None:
+            duration["total_ms"] = round(sum(self.durations) / 1e6, 3)
+        return {
+            "started": self.started,
+            "committed": self.committed,
+            "rolled_back": self.rolled_back,
+            "open": open_steps,
+            "unpaired_closes": self.unpaired_closes,
+            "by_outcome": dict(sorted(self.outcomes.items())),
+            "duration": duration,
+            "items": items,
+            "omitted": self.started - len(items),
+        }

@@ -1,0 +1,79 @@
+"""Bounded aggregates the projection folds events into: capped lists, capped tables, saturating sums.
+
+Whatever the log holds, a report stays bounded: a list keeps ``limit`` items
+but counts all of them, a table keyed by a log-derived name keeps ``MAX_KEYS``
+names and pools the rest under ``(other)``, and a sum stops at 2^63 - 1.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from ract_cli.format.json_types import JSONObject
+from ract_cli.project.options import MAX_KEYS, OTHER
+
+_INT64_MAX = 2**63 - 1
+_Row = TypeVar("_Row")
+
+
+class Items:
+    """A capped list that still counts everything."""
+
+    __slots__ = ("count", "items", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.items: list[JSONObject] = []
+        self.count = 0
+        self.limit = limit
+
+    def add(self, item: JSONObject) -> None:
+        self.count += 1
+        if len(self.items) < self.limit:
+            self.items.append(item)
+
+    def to_dict(self, items: list[JSONObject] | None = None) -> JSONObject:
+        """``{"count", "items", "omitted"}``; ``items`` replaces the kept list (e.g. sorted)."""
+        kept = self.items if items is None else items
+        return {"count": self.count, "items": kept, "omitted": self.count - len(kept)}
+
+
+def bucket(table: dict[str, _Row], key: str, make: Callable[[], _Row]) -> _Row:
+    """The row for ``key``, pooling keys past ``MAX_KEYS`` into ``(other)``."""
+    row = table.get(key)
+    if row is None:
+        if len(table) >= MAX_KEYS:
+            key = OTHER
+            row = table.get(key)
+        if row is None:
+            row = table[key] = make()
+    return row
+
+
+def tally(table: dict[str, int], key: str) -> None:
+    """Count one ``key``, pooling keys past ``MAX_KEYS`` into ``(other)``."""
+    if key in table:
+        table[key] += 1
+    elif len(table) >= MAX_KEYS:
+        table[OTHER] = table.get(OTHER, 0) + 1
+    else:
+        table[key] = 1
+
+
+def saturating_sum(total: int, value: int) -> int:
+    """Add, saturating at 2^63 - 1 so every count stays a JSON int64 (hostile logs sum big values)."""
+    return min(total + value, _INT64_MAX)
+
+
+def percentiles(samples: Sequence[float]) -> JSONObject | None:
+    """Nearest-rank p50/p90/p99 and max of ``samples`` (milliseconds, rounded to µs)."""
+    n = len(samples)
+    if not n:
+        return None
+    ordered = sorted(samples)
+
+    def rank(p: int) -> float:
+        return round(ordered[max(0, math.ceil(p * n / 100) - 1)], 3)
+
+    return {"count": n, "p50_ms": rank(50), "p90_ms": rank(90), "p99_ms": rank(99), "max_ms": round(ordered[-1], 3)}
