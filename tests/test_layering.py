@@ -19,21 +19,21 @@ LAYERS = {
     "read": 3,
     "_core": 3,
     "dialects": 4,
-    "writer": 5,
-    "verify": 6,
-    "repair": 6,
-    "replay": 6,
-    "grep": 6,
-    "project": 6,
-    "diff": 6,
-    "proofs": 6,
-    "export": 6,
-    "sql": 6,
-    "testing": 7,
-    "cli": 8,
-    "__main__": 9,
-    "otel": 6,
-    "__init__": 9,  # the package's lazy names may point anywhere but the CLI
+    "proofs": 5,  # checkpoints and proofs (SPEC §14): below the writer, which seals as it writes
+    "writer": 6,
+    "verify": 7,
+    "repair": 7,
+    "replay": 7,
+    "grep": 7,
+    "project": 7,
+    "diff": 7,
+    "export": 7,
+    "sql": 7,
+    "otel": 7,
+    "testing": 8,
+    "cli": 9,
+    "__main__": 10,
+    "__init__": 10,  # the package's lazy names may point anywhere but the CLI
 }
 #: commands that build on another command's library, each edge on purpose (docs/architecture.md)
 COMMAND_EDGES = {

@@ -149,3 +149,67 @@ def test_seal_appends_one_checkpoint_of_the_log_as_it_is(tmp_path: Path, vkey: P
     seal(log, KEY)
     assert [t.size for t in entries(log)] == [37, 37]
     assert check_checkpoints(log, [str(sidecar_path(log))], [str(vkey)]).ok
+
+
+def _sealed_writer(path: Path, key: SignerKey | Path, every: int) -> EventWriter:
+    ids = iter(f"e{i:031x}" for i in range(1, 10_000))
+    clock = iter(range(1_764_000_000_000_000_000, 1_764_000_000_000_000_000 + 10**12, 1000))
+    return EventWriter(
+        path,
+        run_id=RUN_ID,
+        fsync="never",
+        redaction=None,
+        new_id=lambda: next(ids),
+        clock=lambda: next(clock),
+        seal_key=key,
+        seal_every=every,
+    )
+
+
+def test_the_writer_seals_by_itself_every_n_events_and_at_close(tmp_path: Path, vkey: Path) -> None:
+    """Issue 17 item 7: ``EventWriter(..., seal_key=KEY, seal_every=N)``, the same sidecar as SealingWriter's."""
+    log = log_path(tmp_path)
+    with _sealed_writer(log, KEY, every=4) as w:
+        write(w, 10)
+    sizes = [tree.size for tree in entries(log)]
+    assert sizes == [4, 8, 10]  # every 4, then what was left at close
+    proc = subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "verify", str(log), "--vkey", str(vkey)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0 and "covers 10 of 10 events" in proc.stderr, proc.stderr
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:7]))  # cut back: the seal says 10
+    proc = subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "verify", str(log), "--vkey", str(vkey)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1 and "CHECKPOINT_TRUNCATED" in proc.stderr
+
+
+def test_the_writer_takes_a_key_file_and_resumes_the_tree_of_an_existing_log(tmp_path: Path, vkey: Path) -> None:
+    log = log_path(tmp_path)
+    skey = tmp_path / "seal.skey"
+    skey.write_text(KEY.text() + "\n")
+    with writer(log) as w:
+        write(w, 5)  # written unsealed
+    with _sealed_writer(log, skey, every=100) as w:
+        write(w, 2, start=5)
+    (tree,) = entries(log)
+    assert tree.size == 7 and check_checkpoints(log, [str(sidecar_path(log))], [str(vkey)]).ok
+
+
+def test_the_writer_refuses_to_seal_onto_a_log_that_does_not_verify(tmp_path: Path) -> None:
+    log = log_path(tmp_path)
+    with writer(log) as w:
+        write(w, 3)
+    data = log.read_bytes()
+    log.write_bytes(data.replace(b'"seated_tokens":1', b'"seated_tokens":2', 1))
+    with pytest.raises(CheckpointRefused):
+        _sealed_writer(log, KEY, every=2)
+    assert not sidecar_path(log).exists()
+    with writer(log):  # the refused writer let go of the log's lock
+        pass

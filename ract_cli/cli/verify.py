@@ -45,6 +45,29 @@ def format_ts(ns: int | None) -> str:
     return "-" if ns is None else iso_utc(ns)
 
 
+CheckpointOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--checkpoint",
+        metavar="FILE",
+        help="A signed checkpoint (ract trace checkpoint) the single log must hold: same first N events "
+        "(CHECKPOINT_MISMATCH), at least N (CHECKPOINT_TRUNCATED), a valid signature (CHECKPOINT_SIGNATURE). "
+        "Repeatable; needs --vkey.",
+        show_default=False,
+    ),
+]
+VkeyOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vkey",
+        metavar="FILE",
+        help="A verifier key (ract trace keygen) the checkpoints are signed with. Repeatable. Without "
+        "--checkpoint: check the log's sealing sidecar (<log>.checkpoints).",
+        show_default=False,
+    ),
+]
+
+
 @trace_app.command(
     "verify",
     epilog="Examples:\n\n"
@@ -93,6 +116,8 @@ def verify_command(
     jobs: Jobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
+    checkpoint: CheckpointOption = None,
+    vkey: VkeyOption = None,
 ) -> None:
     """Verify hash chains, envelopes and payloads; exit with the lowest non-zero code (SPEC §3).
 
@@ -109,6 +134,8 @@ def verify_command(
         max_line_bytes=max_line_bytes,
         jobs=jobs,
         dialect=dialect.value,
+        checkpoints=tuple(checkpoint or ()),
+        vkeys=tuple(vkey or ()),
     )
     with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
         report = verify_paths(paths, options, progress=progress)
@@ -202,7 +229,8 @@ def _verdict_line(file: FileReport) -> str:
         else f"FAIL {clean(file.path)}  exit {int(file.exit_code)} ({file.exit_code.name})"
     )
     head = file.head or "-"
-    return f"{verdict}  {file.events} events  {format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}"
+    line = f"{verdict}  {file.events} events  {format_ts(file.first_ts)} .. {format_ts(file.last_ts)}  head {head}"
+    return f"{line}  {file.checkpoint_summary}" if file.checkpoint_summary else line
 
 
 def github_annotations(report: VerifyReport) -> list[str]:

@@ -4,7 +4,8 @@
 * ``note``: C2SP signed notes, Ed25519 keys in Go's ``golang.org/x/mod/sumdb/note`` text forms;
 * ``checkpoint``: C2SP tlog-checkpoints of a log; ``check_checkpoints`` for ``verify --checkpoint``;
 * ``proof``: C2SP tlog-proof files for one event, consistency proofs between two checkpoints;
-* ``seal``: ``SealingWriter``, a checkpoint every N events in a sidecar beside the log.
+* ``seal``: ``Sealer`` (what ``EventWriter(seal_key=...)`` drives) and ``SealingWriter``: a checkpoint every N
+  events in a sidecar beside the log.
 
 No typer, no rich: the CLI is ``ract_cli.cli.keygen`` / ``checkpoint`` / ``prove``. See docs/checkpoints.md.
 """
@@ -30,7 +31,7 @@ from ract_cli.proofs.proof import (
     make_proof,
     verify_proof,
 )
-from ract_cli.proofs.seal import SealingWriter, seal
+from ract_cli.proofs.seal import Sealer, SealingWriter, seal
 from ract_cli.proofs.sidecar import find_sidecar, sidecar_path
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ConsistencyProof",
     "NoteError",
     "ProofVerdict",
+    "Sealer",
     "SealingWriter",
     "SignatureError",
     "SignerKey",

@@ -1,7 +1,8 @@
 """Sealing while writing (SPEC §14, last bullet): signed checkpoints appended to a sidecar.
 
-``SealingWriter`` wraps an ``EventWriter`` from outside: every ``every``
-events, and at close, it appends a signed checkpoint of the log to
+``Sealer`` seals one log as an ``EventWriter`` writes it
+(``EventWriter(path, seal_key=KEY, seal_every=N)``; ``SealingWriter`` does the
+same from outside around any writer): every N events, and at close, it appends a signed checkpoint of the log to
 ``<log>.checkpoints`` (``events.jsonl.checkpoints``). ``ract trace verify
 LOG --vkey FILE`` checks that sidecar, so a log truncated later is caught
 even when no head was kept elsewhere.
@@ -27,9 +28,10 @@ the sidecar back to an older seal. Keep a checkpoint somewhere else as well
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
-from ract_cli.errors import ExitCode, LogIOError
+from ract_cli.errors import ExitCode, LogIOError, UsageError
 from ract_cli.proofs.checkpoint import (
     Checkpoint,
     event_leaf,
@@ -39,55 +41,45 @@ from ract_cli.proofs.checkpoint import (
     sign_checkpoint,
     valid_origin,
 )
-from ract_cli.proofs.merkle import TreeBuilder
 from ract_cli.proofs.note import SignerKey
 from ract_cli.proofs.sidecar import sidecar_path
 
 
-class SealingWriter:
-    """An ``EventWriter`` that seals: a signed checkpoint in the sidecar every ``every`` events and at close.
+class Sealer:
+    """Seals one log as it is written: a signed checkpoint in its sidecar every ``every`` events and at close.
 
-    >>> w = SealingWriter(EventWriter(path, run_id=rid), key=SignerKey.parse(text), every=100)
-    >>> w.append("run.started", {...}); ...; w.close()
-
+    ``EventWriter(path, seal_key=KEY, seal_every=N)`` drives one: it calls
+    ``added(event)`` after each event it wrote and ``close()`` when it closes.
     ``origin`` defaults to the key's name (tlog-checkpoint: the key name
-    SHOULD be the origin). Opening an existing log reads it once to rebuild
-    its tree (O(log n) memory), and refuses one that does not verify. Every
-    other attribute is the wrapped writer's.
+    SHOULD be the origin). Opening reads the existing log once to rebuild its
+    tree (O(log n) memory), and refuses one that does not verify.
     """
 
-    def __init__(self, writer: Any, key: SignerKey, *, every: int = 1000, origin: str | None = None) -> None:
+    def __init__(
+        self, log_path: str | os.PathLike[str], key: SignerKey, *, every: int = 1000, origin: str | None = None
+    ) -> None:
         if every < 1:
-            raise ValueError("seal every N events: N must be at least 1")
-        self.writer = writer
+            raise UsageError("seal every N events: N must be at least 1")
+        self.log_path = log_path
         self.key = key
         self.every = every
         self.origin = origin if origin is not None else key.name
         if not valid_origin(self.origin):
-            raise ValueError(f"invalid origin {self.origin!r}")
-        self.sidecar = sidecar_path(writer.path)
+            raise UsageError(f"invalid origin {self.origin!r}")
+        self.sidecar = sidecar_path(log_path)
         self._sealed_size: int | None = None
         self._since_seal = 0
-        self._closed = False
-        self._tree = self._existing_tree()
-
-    def _existing_tree(self) -> TreeBuilder:
-        tree = read_log_tree(self.writer.path)
+        tree = read_log_tree(log_path)
         if tree.exit_code != ExitCode.OK:
-            self.writer.close()
             raise refusal(tree, "refusing to seal onto it")
-        return tree.builder
+        self._tree = tree.builder
 
-    def append(self, kind: str, payload: Any = None, **kw: Any) -> dict[str, Any]:
-        event: dict[str, Any] = self.writer.append(kind, payload, **kw)
+    def added(self, event: dict[str, Any]) -> None:
+        """One more event was written (and flushed) to the log."""
         self._tree.append(event_leaf(event))
         self._since_seal += 1
         if self._since_seal >= self.every:
             self.seal()
-        return event
-
-    def extend(self, events: Any) -> list[dict[str, Any]]:
-        return [self.append(kind, payload) for kind, payload in events]
 
     @property
     def size(self) -> int:
@@ -98,7 +90,7 @@ class SealingWriter:
 
     def seal(self) -> bytes:
         """Append a signed checkpoint of the log as written so far to the sidecar; return the note."""
-        _fsync_path(self.writer.path)  # the seal must never claim events a crash could still lose
+        _fsync_path(self.log_path)  # the seal must never claim events a crash could still lose
         note = sign_checkpoint(self.checkpoint(), self.key)
         append_to_sidecar(self.sidecar, note)
         self._sealed_size = self._tree.size
@@ -106,13 +98,58 @@ class SealingWriter:
         return note
 
     def close(self) -> None:
+        """Seal what was written since the last seal, if anything."""
+        if self._tree.size and self._sealed_size != self._tree.size:
+            self.seal()
+
+
+class SealingWriter:
+    """An ``EventWriter`` (or any writer with ``path``, ``append``, ``close``) sealed from outside by a ``Sealer``.
+
+    >>> w = SealingWriter(EventWriter(path, run_id=rid), key=SignerKey.parse(text), every=100)
+
+    ``EventWriter(path, seal_key=..., seal_every=...)`` does the same from inside.
+    Every other attribute is the wrapped writer's.
+    """
+
+    def __init__(self, writer: Any, key: SignerKey, *, every: int = 1000, origin: str | None = None) -> None:
+        self.writer = writer
+        try:
+            self.sealer = Sealer(writer.path, key, every=every, origin=origin)
+        except BaseException:
+            writer.close()
+            raise
+        self._closed = False
+
+    def append(self, kind: str, payload: Any = None, **kw: Any) -> dict[str, Any]:
+        event: dict[str, Any] = self.writer.append(kind, payload, **kw)
+        self.sealer.added(event)
+        return event
+
+    def extend(self, events: Any) -> list[dict[str, Any]]:
+        return [self.append(kind, payload) for kind, payload in events]
+
+    @property
+    def size(self) -> int:
+        return self.sealer.size
+
+    @property
+    def sidecar(self) -> Path:
+        return self.sealer.sidecar
+
+    def checkpoint(self) -> Checkpoint:
+        return self.sealer.checkpoint()
+
+    def seal(self) -> bytes:
+        return self.sealer.seal()
+
+    def close(self) -> None:
         """Seal what was written since the last seal (if anything), then close the writer."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self._tree.size and self._sealed_size != self._tree.size:
-                self.seal()
+            self.sealer.close()
         finally:
             self.writer.close()
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.errors import ExitCode, UsageError, lowest_nonzero
@@ -19,6 +20,9 @@ from ract_cli.read.discovery import discover
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import POOL_FAILURES, can_split, file_size, make_pool, scan_file
 
+if TYPE_CHECKING:
+    from ract_cli.proofs.checkpoint import CheckpointReport
+
 
 @dataclass(frozen=True)
 class VerifyOptions:
@@ -29,6 +33,8 @@ class VerifyOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     jobs: int = 1
     dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
+    checkpoints: tuple[str, ...] = ()  # SPEC §14: signed checkpoint files the single log must hold
+    vkeys: tuple[str, ...] = ()  # their verifier keys (with no checkpoint: the log's sealing sidecar)
 
 
 @dataclass
@@ -43,6 +49,8 @@ class FileReport:
     last_ts: int | None
     findings: list[Finding]
     suppressed: int = 0  # findings past --max-findings, counted not kept
+    checkpoints: Report | None = None  # with --checkpoint/--vkey: what they cover (CheckpointReport.to_dict)
+    checkpoint_summary: str | None = None  # one line for the verdict: "checkpoint holds: covers N of M events"
 
     @property
     def ok(self) -> bool:
@@ -59,6 +67,7 @@ class FileReport:
             "last_ts": self.last_ts,
             "findings": [f.to_dict() for f in self.findings],
             "suppressed_findings": self.suppressed,
+            **({"checkpoints": self.checkpoints} if self.checkpoints is not None else {}),
         }
 
 
@@ -95,6 +104,10 @@ def check_options(options: VerifyOptions, n_files: int | None = None) -> None:
         raise UsageError("--expect-head must be 64 lowercase hex characters")
     if options.expect_head is not None and n_files is not None and n_files > 1:
         raise UsageError("--expect-head applies to a single log; give exactly one file")
+    if (options.checkpoints or options.vkeys) and n_files is not None and n_files > 1:
+        raise UsageError("--checkpoint/--vkey apply to a single log; give exactly one file")
+    if options.checkpoints and not options.vkeys:
+        raise UsageError("--checkpoint needs the --vkey of its signer")
     if options.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     if options.max_findings is not None and options.max_findings < 1:
@@ -162,6 +175,7 @@ def verify_file(
                 actual=state.head,
             )
         )
+    covered = _check_checkpoints(path, state, options) if options.checkpoints or options.vkeys else None
     return FileReport(
         str(path),
         state.exit_code,
@@ -171,7 +185,38 @@ def verify_file(
         state.last_ts,
         state.findings,
         state.suppressed,
+        covered.to_dict() if covered is not None else None,
+        covered.summary() if covered is not None else None,
     )
+
+
+def _check_checkpoints(path: str | os.PathLike[str], state: ChainState, options: VerifyOptions) -> CheckpointReport:
+    """SPEC §14 on the log just verified; its findings join the chain's (CHECKPOINT_*: exit 1).
+
+    The Merkle tree takes a second read through the same reader (a checkpoint
+    is checked only where one is given); the chain's verdict is the first's.
+    """
+    # imported here, not at the top: only verify --checkpoint pays the proofs package's start-up (~25 ms)
+    from ract_cli.proofs.checkpoint import check_checkpoints
+    from ract_cli.proofs.sidecar import find_sidecar, sidecar_path
+
+    sources = list(options.checkpoints)
+    if not sources:
+        sidecar = find_sidecar(path)
+        if sidecar is None:
+            raise UsageError(f"--vkey without --checkpoint checks the sealing sidecar {sidecar_path(path)}: none")
+        sources = [str(sidecar)]
+    report = check_checkpoints(
+        path,
+        sources,
+        list(options.vkeys),
+        display_path=str(path),
+        schema_version=options.schema_version,
+        max_line_bytes=options.max_line_bytes,
+    )
+    for finding in report.findings:
+        state.add(finding)
+    return report
 
 
 def _verify_whole(path: str, options: VerifyOptions) -> FileReport:

@@ -28,6 +28,9 @@ from ract_cli.format.json_types import Event, JSONObject
 from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS
 from ract_cli.format.model import GENESIS_HASH, HEX32, MAX_TIMESTAMP_NS
 from ract_cli.format.sanitize import _describe, _string_list, _utf8_text, sanitize_report
+from ract_cli.proofs.checkpoint import load_signer
+from ract_cli.proofs.note import SignerKey
+from ract_cli.proofs.seal import Sealer
 from ract_cli.read.reader import line_result
 
 
@@ -256,7 +259,12 @@ class EventWriter:
         clock: Callable[[], int] = time.time_ns,
         new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         strict: bool = True,
+        seal_key: SignerKey | str | os.PathLike[str] | None = None,
+        seal_every: int = 1000,
+        seal_origin: str | None = None,
     ) -> None:
+        """``seal_key`` (a ``SignerKey`` or a ``.skey`` file): seal as it writes (SPEC §14) -- a signed
+        checkpoint in ``<log>.checkpoints`` every ``seal_every`` events and at close (``proofs/seal.py``)."""
         self.path = Path(path)
         self.fsync = FsyncPolicy(fsync)
         if redaction is FROM_CONFIG:  # SPEC §9 / reference: redaction is enabled in ract.yaml
@@ -299,6 +307,14 @@ class EventWriter:
         if not (type(self.run_id) is str and HEX32.fullmatch(self.run_id)):
             self._release()
             raise RactError(f"run_id must be 32 lowercase hex characters: {self.run_id!r}", exit_code=ExitCode.USAGE)
+        self.sealer: Sealer | None = None
+        if seal_key is not None:
+            try:
+                key = seal_key if isinstance(seal_key, SignerKey) else load_signer(seal_key)
+                self.sealer = Sealer(self.path, key, every=seal_every, origin=seal_origin)
+            except BaseException:
+                self._release()
+                raise
 
     def append(
         self,
@@ -364,6 +380,8 @@ class EventWriter:
         if self.fsync is FsyncPolicy.EVERY:
             os.fsync(fd)
         self.head = event["hash"]
+        if self.sealer is not None:
+            self.sealer.added(event)
         return event
 
     def extend(self, events: Iterable[tuple[str, Any]]) -> list[Event]:
@@ -383,7 +401,11 @@ class EventWriter:
             return
         if self.fsync is FsyncPolicy.CLOSE:
             os.fsync(fd)
-        self._release()
+        try:
+            if self.sealer is not None:
+                self.sealer.close()  # the last events since the last seal, while the lock is still held
+        finally:
+            self._release()
 
     def _release(self) -> None:
         fd, self._fd = self._fd, None
