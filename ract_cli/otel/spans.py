@@ -244,6 +244,9 @@ class TraceBuilder:
             ok = payload.get("ok")
             if isinstance(ok, bool):
                 attrs["gen_ai.evaluation.score.label"] = "pass" if ok else "fail"
+            reason = _text(payload.get("reason"))
+            if reason is not None:
+                attrs["gen_ai.evaluation.explanation"] = reason
             attrs.update(_scalar_payload(payload))
         span_event = SpanEvent(name, event["timestamp_ns"], attrs)
         if self.root is None:
