@@ -71,3 +71,30 @@ fuzz: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
 
+# The native core under AddressSanitizer and UBSan (issue 14): a sanitized build in a temporary
+# directory (the build in the tree is left alone); against it, tests/test_native_core.py, then the
+# mutation fuzzer with the differential oracle (scripts/fuzz_native.py) for FUZZ_SECONDS, 60 unless
+# given (make fuzz-native FUZZ_SECONDS=600).
+# Reproducers land in tests/data/native-fuzz/crashes/, which tests/test_native_core.py replays.
+NATIVE_FUZZ_SECONDS = $(if $(filter file,$(origin FUZZ_SECONDS)),60,$(FUZZ_SECONDS))
+SAN_FLAGS           := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+
+.PHONY: fuzz-native
+fuzz-native: $(STAMP)
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	echo "== sanitized build of ract_cli._core in $$tmp ==" && \
+	CC=gcc CFLAGS="$(SAN_FLAGS) -Werror" LDFLAGS="$(SAN_FLAGS)" $(BIN)/python setup.py -q build_ext \
+		--build-lib "$$tmp/lib" --build-temp "$$tmp/temp" && \
+	core=$$(ls "$$tmp"/lib/ract_cli/_core*.so 2>/dev/null) && test -n "$$core" || \
+		{ echo "fuzz-native: the sanitized build failed (setup.py treats the extension as optional)"; exit 2; }; \
+	LD_PRELOAD="$$(gcc -print-file-name=libasan.so)" PYTHONMALLOC=malloc \
+	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(BIN)/python scripts/fuzz_native.py --tests --seconds $(NATIVE_FUZZ_SECONDS) --core "$$core"
+
+# Spark reads an export as it is (issue 16, docs/fleet.md): pyspark in local mode reads the three tables of an
+# export of fixtures/runs and answers the Spark SQL recipes of docs/fleet.md as `ract trace sql` answers the
+# DuckDB ones. Not part of `make test`: needs Java 17+, and pyspark (installed into the venv if missing, ~450 MB).
+.PHONY: spark-check
+spark-check: $(STAMP)
+	@$(BIN)/python -c "import pyspark" 2>/dev/null || $(BIN)/python -m pip install -q pyspark
+	$(BIN)/python scripts/spark_check.py

@@ -1,0 +1,3219 @@
+/* ract_cli._core: the native per-line core (SPEC §2, §11; issue 14).
+ *
+ * One line -> strict RFC 8259 parse into a flat C tree -> envelope (§2.2)
+ * -> kind and payload checks from a compiled table (§2.5-2.6) -> canonical
+ * bytes (§2.3, JCS with exact integers) -> SHA-256 -> compare.
+ *
+ * The contract with the pure-Python path: whatever this file is not sure of
+ * answers None, and the Python path decides (and words the findings). A
+ * non-None answer promises what the function's docstring says (no integrity
+ * problem at all for the module-level functions; no problem of any kind for a
+ * Verifier from compile_kinds). So every doubt here is a None, never a guess.
+ *
+ * Threads: the parse, envelope, payload checks, canonical form and hash of a
+ * batch run with the GIL released. Numbers with a fraction or exponent are
+ * converted without the GIL when the token has at most 15 significant digits
+ * and a small exponent (exact, see fast_double); the rest go through
+ * PyOS_string_to_double / PyOS_double_to_string, whose dtoa state is not
+ * thread-safe, with the GIL held. Python objects are built with the GIL.
+ *
+ * Hostile input: every read is bounds-checked against the line length,
+ * nesting is bounded by MAX_DEPTH with an explicit stack in the parser (the
+ * serializer and the object builder recurse, but never deeper than the
+ * parser allowed), every write to the canonical buffer is bounds-checked,
+ * and every buffer is O(line length).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#define MAX_DEPTH 512 /* the line's object is level 1 (read.line.MAX_NESTING) */
+#define NONE UINT32_MAX
+#define CHUNK_LINES 64
+#define CHUNK_BYTES (1u << 20)
+#define TRIM_BYTES (4u << 20) /* a workspace buffer bigger than this is freed after its chunk */
+#define POOL_SIZE 4
+
+enum { T_NULL, T_FALSE, T_TRUE, T_INT, T_DBL, T_STR, T_ARR, T_OBJ };
+
+/* string flags */
+#define S_ESC 1     /* bytes live in the scratch buffer (the token had escapes) */
+#define S_ASCII 2   /* every decoded byte < 0x80 */
+#define S_SPECIAL 4 /* decoded bytes hold '"', '\\' or < 0x20: JCS must escape */
+
+typedef struct {
+    uint8_t type, flags;
+    uint32_t next; /* next sibling in the parent's chain; members are key, value, key, value... */
+    union {
+        struct {
+            uint32_t off, len;
+        } s;
+        struct {
+            int64_t i;
+            uint32_t off; /* the token in the line; its length is in flags */
+        } n;
+        uint32_t slot; /* T_DBL: index into Line.dbls */
+        struct {
+            uint32_t first, count, perm; /* count: members (objects) or items; perm: Line.perm offset */
+        } c;
+    } u;
+} Node;
+
+typedef struct {
+    double v;
+    uint32_t off, len; /* the token in the line */
+    uint32_t tlen;     /* canonical text length */
+    uint8_t done;      /* v and txt are set */
+    char txt[32];      /* ECMAScript Number::toString form, at most 25 chars */
+} Dbl;
+
+enum { ST_BAD, ST_NEED_DBL, ST_READY, ST_OK, ST_NOMEM, ST_INTERNAL };
+
+enum { K_ID, K_RUN_ID, K_STEP_ID, K_PARENT_ID, K_TS, K_KIND, K_PAYLOAD, K_PREV, K_HASH, K_COUNT };
+
+struct KindEntry;
+
+typedef struct {
+    const uint8_t *src;
+    size_t len;
+    Node *nodes;
+    size_t nn, ncap;
+    uint8_t *scratch;
+    size_t sn, scap;
+    uint32_t *perm;
+    size_t pn, pcap;
+    uint32_t *tmp;
+    size_t tcap;
+    Dbl *dbls;
+    size_t dn, dcap;
+    uint8_t *out;
+    size_t on, ocap;
+    int status;
+    int need_py;                  /* the payload needs the kind's Python validator */
+    int envelope;                 /* a line check: the root's keys are check_envelope's to judge */
+    const struct KindEntry *kind; /* Verifier mode: the kind's entry */
+    uint32_t key[K_COUNT], val[K_COUNT]; /* envelope member nodes */
+} Line;
+
+typedef struct {
+    Line lines[CHUNK_LINES];
+    EVP_MD_CTX *ctx;
+} Workspace;
+
+static const EVP_MD *g_md; /* fetched once; safe to share between threads */
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+static EVP_MD *g_md_fetched;
+#endif
+static Workspace *g_pool[POOL_SIZE]; /* touched only with the GIL held */
+static int g_npool;
+
+/* --- buffers -------------------------------------------------------------- */
+
+static int grow(void **buf, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2 / elem)
+            return -1;
+        ncap *= 2;
+    }
+    void *p = realloc(*buf, ncap * elem);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = ncap;
+    return 0;
+}
+
+#define GROW(L, field, capf, need)                                                                                     \
+    ((need) <= (L)->capf ? 0 : grow((void **)&(L)->field, &(L)->capf, (need), sizeof(*(L)->field)))
+
+static void line_free(Line *L)
+{
+    free(L->nodes);
+    free(L->scratch);
+    free(L->perm);
+    free(L->tmp);
+    free(L->dbls);
+    free(L->out);
+    memset(L, 0, sizeof(*L));
+}
+
+/* Keep memory O(the lines in hand): a buffer grown by one huge line is given back. */
+static void line_trim(Line *L)
+{
+    if (L->ncap * sizeof(Node) > TRIM_BYTES || L->scap > TRIM_BYTES || L->pcap * 4 > TRIM_BYTES ||
+        L->tcap * 4 > TRIM_BYTES || L->dcap * sizeof(Dbl) > TRIM_BYTES || L->ocap > TRIM_BYTES)
+        line_free(L);
+}
+
+static Workspace *ws_get(void)
+{
+    if (g_npool > 0)
+        return g_pool[--g_npool];
+    Workspace *ws = calloc(1, sizeof(Workspace));
+    if (!ws)
+        return NULL;
+    ws->ctx = EVP_MD_CTX_new();
+    if (!ws->ctx) {
+        free(ws);
+        return NULL;
+    }
+    return ws;
+}
+
+static void ws_put(Workspace *ws)
+{
+    for (int i = 0; i < CHUNK_LINES; i++) {
+        ws->lines[i].src = NULL;
+        ws->lines[i].kind = NULL;
+        line_trim(&ws->lines[i]);
+    }
+    if (g_npool < POOL_SIZE) {
+        g_pool[g_npool++] = ws;
+        return;
+    }
+    for (int i = 0; i < CHUNK_LINES; i++)
+        line_free(&ws->lines[i]);
+    EVP_MD_CTX_free(ws->ctx);
+    free(ws);
+}
+
+/* --- parsing -------------------------------------------------------------- */
+
+static inline size_t skip_ws(const uint8_t *s, size_t len, size_t p)
+{
+    if (p < len && s[p] > ' ') /* compact layouts: no whitespace at all */
+        return p;
+    while (p < len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\n' || s[p] == '\r'))
+        p++;
+    return p;
+}
+
+static inline int is_digit(uint8_t c) { return c >= '0' && c <= '9'; }
+
+/* Length of the valid UTF-8 sequence at p (2..4), or 0: overlongs, UTF-8-encoded
+ * surrogates, code points past U+10FFFF and truncated sequences are invalid. */
+static inline size_t utf8_seq(const uint8_t *p, size_t rem)
+{
+    uint8_t c = p[0];
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0)
+        return (rem >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
+    if (c < 0xF0) {
+        if (rem < 3)
+            return 0;
+        uint8_t c1 = p[1];
+        if (c == 0xE0) {
+            if (c1 < 0xA0 || c1 > 0xBF)
+                return 0;
+        } else if (c == 0xED) {
+            if (c1 < 0x80 || c1 > 0x9F)
+                return 0;
+        } else if ((c1 & 0xC0) != 0x80)
+            return 0;
+        return (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c < 0xF5) {
+        if (rem < 4)
+            return 0;
+        uint8_t c1 = p[1];
+        if (c == 0xF0) {
+            if (c1 < 0x90 || c1 > 0xBF)
+                return 0;
+        } else if (c == 0xF4) {
+            if (c1 < 0x80 || c1 > 0x8F)
+                return 0;
+        } else if ((c1 & 0xC0) != 0x80)
+            return 0;
+        return ((p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80) ? 4 : 0;
+    }
+    return 0;
+}
+
+/* Whether 8 bytes may hold '"', '\\', a byte < 0x20 or >= 0x80 (exact "no"; a
+ * "yes" only sends those bytes to the byte loop). */
+static inline int special8(uint64_t v)
+{
+    const uint64_t lo = 0x0101010101010101ULL, hi = 0x8080808080808080ULL;
+    uint64_t q = v ^ (lo * '"'), b = v ^ (lo * '\\');
+    uint64_t t = ((q - lo) & ~q) | ((b - lo) & ~b) | ((v - lo * 0x20) & ~v) | v;
+    return (t & hi) != 0;
+}
+
+/* The first position from p on that holds '"', '\\', a byte < 0x20 or >= 0x80 (or len). */
+static inline size_t plain_run(const uint8_t *s, size_t len, size_t p)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    while (len >= 16 && p <= len - 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
+        /* signed: bytes >= 0x80 are negative, so "< 0x20" takes them too */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                 _mm_cmplt_epi8(v, space));
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask)
+            return p + (size_t)__builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    while (len >= 8 && p <= len - 8) {
+        uint64_t v;
+        memcpy(&v, s + p, 8);
+        if (special8(v))
+            break;
+        p += 8;
+    }
+    while (p < len) {
+        uint8_t c = s[p];
+        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
+            return p;
+        p++;
+    }
+    return p;
+}
+
+static inline int hexval(uint8_t c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+static inline int hex4(const uint8_t *s, size_t len, size_t p)
+{
+    if (len < 4 || p > len - 4)
+        return -1;
+    int v = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = hexval(s[p + k]);
+        if (h < 0)
+            return -1;
+        v = (v << 4) | h;
+    }
+    return v;
+}
+
+static inline const uint8_t *str_ptr(const Line *L, const Node *n)
+{
+    return (n->flags & S_ESC) ? L->scratch + n->u.s.off : L->src + n->u.s.off;
+}
+
+/* *pp is at the opening quote. 1 ok, 0 invalid. Never writes more decoded bytes
+ * to scratch than the token has, so scratch of the line's length suffices. */
+static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n)
+{
+    const uint8_t *s = L->src;
+    size_t len = L->len, p = *pp + 1, start = p;
+    int ascii = 1, special = 0;
+    for (;;) {
+        p = plain_run(s, len, p);
+        if (p >= len)
+            return 0;
+        uint8_t c = s[p];
+        if (c == '"') {
+            n->flags = ascii ? S_ASCII : 0;
+            n->u.s.off = (uint32_t)start;
+            n->u.s.len = (uint32_t)(p - start);
+            *pp = p + 1;
+            return 1;
+        }
+        if (c == '\\')
+            break;
+        if (c < 0x20)
+            return 0;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        size_t k = utf8_seq(s + p, len - p);
+        if (!k)
+            return 0;
+        ascii = 0;
+        p += k;
+    }
+    /* escapes: decode into scratch */
+    size_t off = L->sn;
+    uint8_t *d = L->scratch + off;
+    memcpy(d, s + start, p - start);
+    d += p - start;
+    for (;;) {
+        if (p >= len)
+            return 0;
+        uint8_t c = s[p];
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            if (p + 1 >= len)
+                return 0;
+            uint8_t e = s[p + 1];
+            p += 2;
+            switch (e) {
+            case '"':
+            case '\\':
+                *d++ = e;
+                special = 1;
+                break;
+            case '/':
+                *d++ = '/';
+                break;
+            case 'b':
+                *d++ = '\b';
+                special = 1;
+                break;
+            case 'f':
+                *d++ = '\f';
+                special = 1;
+                break;
+            case 'n':
+                *d++ = '\n';
+                special = 1;
+                break;
+            case 'r':
+                *d++ = '\r';
+                special = 1;
+                break;
+            case 't':
+                *d++ = '\t';
+                special = 1;
+                break;
+            case 'u': {
+                int cp = hex4(s, len, p);
+                if (cp < 0)
+                    return 0;
+                p += 4;
+                if (cp >= 0xD800 && cp <= 0xDBFF) {
+                    if (p + 6 > len || s[p] != '\\' || s[p + 1] != 'u')
+                        return 0; /* lone high surrogate */
+                    int lo = hex4(s, len, p + 2);
+                    if (lo < 0xDC00 || lo > 0xDFFF)
+                        return 0;
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                    p += 6;
+                } else if (cp >= 0xDC00 && cp <= 0xDFFF)
+                    return 0; /* lone low surrogate */
+                if (cp < 0x80) {
+                    *d++ = (uint8_t)cp;
+                    if (cp < 0x20 || cp == '"' || cp == '\\')
+                        special = 1;
+                } else {
+                    ascii = 0;
+                    if (cp < 0x800) {
+                        *d++ = (uint8_t)(0xC0 | (cp >> 6));
+                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
+                    } else if (cp < 0x10000) {
+                        *d++ = (uint8_t)(0xE0 | (cp >> 12));
+                        *d++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
+                    } else {
+                        *d++ = (uint8_t)(0xF0 | (cp >> 18));
+                        *d++ = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+                        *d++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
+                    }
+                }
+                break;
+            }
+            default:
+                return 0;
+            }
+            continue;
+        }
+        if (c < 0x20)
+            return 0;
+        if (c < 0x80) {
+            *d++ = c;
+            p++;
+            continue;
+        }
+        size_t k = utf8_seq(s + p, len - p);
+        if (!k)
+            return 0;
+        memcpy(d, s + p, k);
+        d += k;
+        p += k;
+        ascii = 0;
+    }
+    size_t dlen = (size_t)(d - (L->scratch + off));
+    n->flags = S_ESC | (ascii ? S_ASCII : 0) | (special ? S_SPECIAL : 0);
+    n->u.s.off = (uint32_t)off;
+    n->u.s.len = (uint32_t)dlen;
+    L->sn = off + dlen;
+    *pp = p + 1;
+    return 1;
+}
+
+/* The common case inline: an ASCII string without escapes. */
+static inline int parse_str(Line *L, size_t *pp, Node *n)
+{
+    size_t start = *pp + 1, p = plain_run(L->src, L->len, start);
+    if (p < L->len && L->src[p] == '"') {
+        n->flags = S_ASCII;
+        n->u.s.off = (uint32_t)start;
+        n->u.s.len = (uint32_t)(p - start);
+        *pp = p + 1;
+        return 1;
+    }
+    return parse_str_slow(L, pp, n);
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Whether 8 bytes are all ASCII digits, and their value (SWAR, little-endian). */
+static inline int eight_digits(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return ((v & 0xF0F0F0F0F0F0F0F0ULL) | (((v + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
+           0x3333333333333333ULL;
+}
+
+static inline uint32_t parse8(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    v = ((v & 0x0F0F0F0F0F0F0F0FULL) * 2561) >> 8;
+    v = ((v & 0x00FF00FF00FF00FFULL) * 6553601) >> 16;
+    return (uint32_t)(((v & 0x0000FFFF0000FFFFULL) * 42949672960001ULL) >> 32);
+}
+#endif
+
+/* *pp is at '-' or a digit. 1 ok, 0 invalid, -1 out of memory. */
+static int parse_num(Line *L, size_t *pp, uint32_t ni)
+{
+    const uint8_t *s = L->src;
+    size_t len = L->len, p = *pp, st = p;
+    int neg = 0, dbl = 0;
+    if (s[p] == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= len)
+        return 0;
+    uint64_t m = 0; /* the first 19 digits: they fit in uint64 */
+    if (s[p] == '0')
+        p++;
+    else if (s[p] >= '1' && s[p] <= '9') {
+        size_t first = p;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        while (len >= 8 && p <= len - 8 && p - first <= 11 && eight_digits(s + p)) {
+            m = m * 100000000u + parse8(s + p);
+            p += 8;
+        }
+#endif
+        while (p < len && is_digit(s[p])) {
+            if (p - first < 19)
+                m = m * 10 + (uint64_t)(s[p] - '0');
+            p++;
+        }
+    } else
+        return 0;
+    size_t int_end = p;
+    if (p < len && s[p] == '.') {
+        p++;
+        if (p >= len || !is_digit(s[p]))
+            return 0;
+        while (p < len && is_digit(s[p]))
+            p++;
+        dbl = 1;
+    }
+    if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+        p++;
+        if (p < len && (s[p] == '+' || s[p] == '-'))
+            p++;
+        if (p >= len || !is_digit(s[p]))
+            return 0;
+        while (p < len && is_digit(s[p]))
+            p++;
+        dbl = 1;
+    }
+    Node *n = &L->nodes[ni];
+    if (dbl) {
+        /* converted later, with the GIL (dtoa's state is not thread-safe) */
+        if (GROW(L, dbls, dcap, L->dn + 1) < 0)
+            return -1;
+        Dbl *d = &L->dbls[L->dn];
+        d->off = (uint32_t)st;
+        d->len = (uint32_t)(p - st);
+        d->done = 0;
+        n->type = T_DBL;
+        n->u.slot = (uint32_t)L->dn++;
+    } else {
+        size_t digits = int_end - st - (size_t)neg;
+        if (digits > 19)
+            return 0; /* outside int64 (SPEC §2.1) */
+        if (neg) {
+            if (m > (uint64_t)INT64_MAX + 1)
+                return 0;
+            n->u.n.i = m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+        } else {
+            if (m > (uint64_t)INT64_MAX)
+                return 0;
+            n->u.n.i = (int64_t)m;
+        }
+        n->type = T_INT;
+        n->flags = (uint8_t)(int_end - st); /* at most 20 */
+        n->u.n.off = (uint32_t)st;
+    }
+    *pp = p;
+    return 1;
+}
+
+/* RFC 8785 §3.2.3: keys ordered by UTF-16 code units. UTF-8 byte order equals
+ * code point order, which differs from UTF-16 order only between U+E000..U+FFFF
+ * (leads 0xEE, 0xEF) and astral characters (leads 0xF0..0xF4). At the first
+ * differing byte either both strings are at the same character boundary, so the
+ * lead bytes there decide, or both are inside characters with the same lead
+ * byte, where code point order is UTF-16 order. Inputs are valid UTF-8. */
+static inline int utf16_cmp(const uint8_t *pa, size_t la, const uint8_t *pb, size_t lb)
+{
+    size_t m = la < lb ? la : lb;
+    for (size_t i = 0; i < m; i++) {
+        uint8_t x = pa[i], y = pb[i];
+        if (x != y) {
+            if (x >= 0xEE && x <= 0xEF && y >= 0xF0)
+                return 1;
+            if (y >= 0xEE && y <= 0xEF && x >= 0xF0)
+                return -1;
+            return x < y ? -1 : 1;
+        }
+    }
+    return la < lb ? -1 : la > lb;
+}
+
+static inline int key_cmp(const Line *L, uint32_t a, uint32_t b)
+{
+    const Node *na = &L->nodes[a], *nb = &L->nodes[b];
+    size_t la = na->u.s.len, lb = nb->u.s.len;
+    if (na->flags & nb->flags & S_ASCII) { /* byte order is UTF-16 order */
+        const uint8_t *pa = str_ptr(L, na), *pb = str_ptr(L, nb);
+        size_t m = la < lb ? la : lb;
+        for (size_t i = 0; i < m; i++)
+            if (pa[i] != pb[i])
+                return pa[i] < pb[i] ? -1 : 1;
+        return la < lb ? -1 : la > lb;
+    }
+    return utf16_cmp(str_ptr(L, na), la, str_ptr(L, nb), lb);
+}
+
+static inline int key_eq(const Line *L, uint32_t a, uint32_t b)
+{
+    const Node *na = &L->nodes[a], *nb = &L->nodes[b];
+    return na->u.s.len == nb->u.s.len && memcmp(str_ptr(L, na), str_ptr(L, nb), na->u.s.len) == 0;
+}
+
+/* Sort an object's keys (O(n log n): a hostile line may hold a million keys). */
+/* 1 sorted, 0 a key is there twice (DUPLICATE_KEY), -1 out of memory. */
+static int sort_keys(Line *L, uint32_t *a, size_t n)
+{
+    if (n <= 16) {
+        /* Insertion sort. Two equal keys always meet: when the later one is inserted it
+         * stops at the first key not greater than itself, which is then equal to it. */
+        for (size_t i = 1; i < n; i++) {
+            uint32_t k = a[i];
+            size_t j = i;
+            int c = 1;
+            while (j > 0 && (c = key_cmp(L, a[j - 1], k)) > 0) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            if (c == 0)
+                return 0;
+            a[j] = k;
+        }
+        return 1;
+    }
+    if (GROW(L, tmp, tcap, n) < 0)
+        return -1;
+    uint32_t *src = a, *dst = L->tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = key_cmp(L, src[j], src[i]) < 0 ? src[j++] : src[i++];
+            while (i < mid)
+                dst[k++] = src[i++];
+            while (j < hi)
+                dst[k++] = src[j++];
+        }
+        uint32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof(uint32_t));
+    for (size_t i = 1; i < n; i++)
+        if (key_eq(L, a[i - 1], a[i]))
+            return 0;
+    return 1;
+}
+
+/* At an object's '}': its keys in canonical order, and the duplicate-key rule. */
+static int finish_object(Line *L, uint32_t oi)
+{
+    size_t count = L->nodes[oi].u.c.count;
+    if (oi == 0 && L->envelope)
+        return 1; /* the root: check_envelope accepts exactly the nine keys, once each, and
+                     emit_envelope writes them in their canonical order */
+    if (GROW(L, perm, pcap, L->pn + count) < 0)
+        return -1;
+    uint32_t *a = L->perm + L->pn;
+    uint32_t k = L->nodes[oi].u.c.first;
+    for (size_t i = 0; i < count; i++) {
+        a[i] = k;
+        k = L->nodes[L->nodes[k].next].next; /* key -> value -> next key */
+    }
+    int r = sort_keys(L, a, count);
+    if (r <= 0)
+        return r; /* out of memory, or DUPLICATE_KEY */
+    L->nodes[oi].u.c.perm = (uint32_t)L->pn;
+    L->pn += count;
+    return 1;
+}
+
+typedef struct {
+    uint32_t node, last;
+} Frame;
+
+/* Append a node and link it as the last child of the open container. */
+static inline uint32_t attach(Line *L, const Frame *top, uint8_t type, int is_key)
+{
+    if (GROW(L, nodes, ncap, L->nn + 1) < 0)
+        return NONE;
+    uint32_t ni = (uint32_t)L->nn++;
+    Node *n = &L->nodes[ni];
+    n->type = type;
+    n->flags = 0;
+    n->next = NONE;
+    if (top) {
+        Node *parent = &L->nodes[top->node];
+        if (top->last == NONE)
+            parent->u.c.first = ni;
+        else
+            L->nodes[top->last].next = ni;
+        if (is_key || parent->type == T_ARR)
+            parent->u.c.count++;
+    }
+    return ni;
+}
+
+/* The whole line as exactly one JSON value (RFC 8259, SPEC §2.1). 1 ok, 0 invalid, -1 no memory. */
+static int parse(Line *L)
+{
+    const uint8_t *s = L->src;
+    size_t len = L->len, p;
+    Frame st[MAX_DEPTH];
+    int sp = 0, r;
+    uint32_t ni;
+    L->nn = L->sn = L->pn = L->dn = L->on = 0;
+    L->need_py = 0;
+    L->kind = NULL;
+    if (len >= (size_t)INT32_MAX)
+        return 0; /* offsets are 32-bit; the Python path judges such a line */
+    if (GROW(L, scratch, scap, len + 1) < 0 || GROW(L, nodes, ncap, (len < (1u << 19) ? len : (1u << 19)) / 8 + 16) < 0)
+        return -1;
+    p = skip_ws(s, len, 0);
+value:
+    if (p >= len)
+        return 0;
+    switch (s[p]) {
+    case '{':
+    case '[': {
+        uint8_t open = s[p];
+        if (sp == MAX_DEPTH)
+            return 0; /* nested deeper than MAX_NESTING */
+        ni = attach(L, sp ? &st[sp - 1] : NULL, open == '{' ? T_OBJ : T_ARR, 0);
+        if (ni == NONE)
+            return -1;
+        if (sp)
+            st[sp - 1].last = ni;
+        L->nodes[ni].u.c.first = NONE;
+        L->nodes[ni].u.c.count = 0;
+        L->nodes[ni].u.c.perm = 0;
+        st[sp].node = ni;
+        st[sp].last = NONE;
+        sp++;
+        p = skip_ws(s, len, p + 1);
+        if (p < len && s[p] == (open == '{' ? '}' : ']')) {
+            p++;
+            sp--;
+            if (open == '{' && (r = finish_object(L, ni)) <= 0)
+                return r;
+            goto after;
+        }
+        if (open == '{')
+            goto key;
+        goto value;
+    }
+    case '"':
+        ni = attach(L, sp ? &st[sp - 1] : NULL, T_STR, 0);
+        if (ni == NONE)
+            return -1;
+        if (sp)
+            st[sp - 1].last = ni;
+        if (!parse_str(L, &p, &L->nodes[ni]))
+            return 0;
+        goto after;
+    case 't':
+    case 'f':
+    case 'n': {
+        const char *word = s[p] == 't' ? "true" : s[p] == 'f' ? "false" : "null";
+        size_t wl = strlen(word);
+        if (len - p < wl || memcmp(s + p, word, wl) != 0)
+            return 0;
+        ni = attach(L, sp ? &st[sp - 1] : NULL, s[p] == 't' ? T_TRUE : s[p] == 'f' ? T_FALSE : T_NULL, 0);
+        if (ni == NONE)
+            return -1;
+        if (sp)
+            st[sp - 1].last = ni;
+        p += wl;
+        goto after;
+    }
+    default:
+        if (s[p] != '-' && !is_digit(s[p]))
+            return 0;
+        ni = attach(L, sp ? &st[sp - 1] : NULL, T_INT, 0);
+        if (ni == NONE)
+            return -1;
+        if (sp)
+            st[sp - 1].last = ni;
+        if ((r = parse_num(L, &p, ni)) <= 0)
+            return r;
+        goto after;
+    }
+key:
+    if (p >= len || s[p] != '"')
+        return 0;
+    ni = attach(L, &st[sp - 1], T_STR, 1);
+    if (ni == NONE)
+        return -1;
+    st[sp - 1].last = ni;
+    if (!parse_str(L, &p, &L->nodes[ni]))
+        return 0;
+    p = skip_ws(s, len, p);
+    if (p >= len || s[p] != ':')
+        return 0;
+    p = skip_ws(s, len, p + 1);
+    goto value;
+after:
+    p = skip_ws(s, len, p);
+    if (sp == 0)
+        return p == len;
+    if (p >= len)
+        return 0;
+    {
+        uint32_t top = st[sp - 1].node;
+        int is_obj = L->nodes[top].type == T_OBJ;
+        if (s[p] == ',') {
+            p = skip_ws(s, len, p + 1);
+            if (is_obj)
+                goto key;
+            goto value;
+        }
+        if (s[p] == (is_obj ? '}' : ']')) {
+            p++;
+            sp--;
+            if (is_obj && (r = finish_object(L, top)) <= 0)
+                return r;
+            goto after;
+        }
+    }
+    return 0;
+}
+
+/* --- envelope (SPEC §2.2) ------------------------------------------------- */
+
+static const char *const ENVELOPE[K_COUNT] = {"id",   "run_id",  "step_id",   "parent_id", "timestamp_ns",
+                                              "kind", "payload", "prev_hash", "hash"};
+static PyObject *g_env_keys[K_COUNT]; /* interned */
+
+static int key_slot(const uint8_t *k, size_t n)
+{
+    int slot;
+    switch (n) {
+    case 2:
+        slot = K_ID;
+        break;
+    case 4:
+        slot = k[0] == 'k' ? K_KIND : K_HASH;
+        break;
+    case 6:
+        slot = K_RUN_ID;
+        break;
+    case 7:
+        slot = k[0] == 's' ? K_STEP_ID : K_PAYLOAD;
+        break;
+    case 9:
+        slot = k[1] == 'a' ? K_PARENT_ID : K_PREV;
+        break;
+    case 12:
+        slot = K_TS;
+        break;
+    default:
+        return -1;
+    }
+    const char *e = ENVELOPE[slot];
+    for (size_t i = 0; i < n; i++)
+        if ((uint8_t)e[i] != k[i])
+            return -1;
+    return slot;
+}
+
+static const uint8_t HEXCHAR[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,
+};
+
+/* Whether n bytes are all lowercase hex digits. */
+static inline int all_hex(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i lo0 = _mm_set1_epi8('0' - 1), hi9 = _mm_set1_epi8('9' + 1);
+    const __m128i loa = _mm_set1_epi8('a' - 1), hif = _mm_set1_epi8('f' + 1);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        __m128i dig = _mm_and_si128(_mm_cmpgt_epi8(v, lo0), _mm_cmplt_epi8(v, hi9));
+        __m128i af = _mm_and_si128(_mm_cmpgt_epi8(v, loa), _mm_cmplt_epi8(v, hif));
+        if (_mm_movemask_epi8(_mm_or_si128(dig, af)) != 0xFFFF)
+            return 0;
+    }
+#endif
+    unsigned ok = 1;
+    for (; i < n; i++)
+        ok &= HEXCHAR[p[i]];
+    return (int)ok;
+}
+
+static inline int is_hex(const Line *L, const Node *n, size_t want)
+{
+    return n->type == T_STR && n->u.s.len == want && all_hex(str_ptr(L, n), want);
+}
+
+static int check_envelope(Line *L)
+{
+    const Node *root = &L->nodes[0];
+    if (root->type != T_OBJ || root->u.c.count != K_COUNT)
+        return 0;
+    uint32_t *val = L->val, *keys = L->key;
+    for (int i = 0; i < K_COUNT; i++)
+        val[i] = NONE;
+    uint32_t k = root->u.c.first;
+    for (int i = 0; i < K_COUNT; i++) {
+        const Node *kn = &L->nodes[k];
+        int slot = key_slot(str_ptr(L, kn), kn->u.s.len);
+        if (slot < 0 || val[slot] != NONE)
+            return 0;
+        keys[slot] = k;
+        val[slot] = kn->next;
+        k = L->nodes[kn->next].next;
+    }
+    const Node *v;
+    if (!is_hex(L, &L->nodes[val[K_ID]], 32) || !is_hex(L, &L->nodes[val[K_RUN_ID]], 32))
+        return 0;
+    v = &L->nodes[val[K_STEP_ID]];
+    if (v->type != T_NULL && !is_hex(L, v, 32))
+        return 0;
+    v = &L->nodes[val[K_PARENT_ID]];
+    if (v->type != T_NULL && !is_hex(L, v, 32))
+        return 0;
+    v = &L->nodes[val[K_TS]];
+    if (v->type != T_INT || v->u.n.i < 0) /* < 2^63 holds for every int64 */
+        return 0;
+    if (L->nodes[val[K_KIND]].type != T_STR || L->nodes[val[K_PAYLOAD]].type != T_OBJ)
+        return 0;
+    if (!is_hex(L, &L->nodes[val[K_PREV]], 64) || !is_hex(L, &L->nodes[val[K_HASH]], 64))
+        return 0;
+    return 1;
+}
+
+/* --- numbers with a fraction or exponent ---------------------------------- */
+
+/* ECMAScript Number::toString (RFC 8785 §3.2.2.3) of the value 0.<d> x 10^n, where d
+ * holds the k >= 1 shortest round-trip digits (no leading or trailing zero); the same
+ * layout as canonical.format_number. Returns the length, or -1. */
+static int es_digits(const char *d, size_t k, long n, int neg, char *out, size_t cap)
+{
+    char buf[64];
+    size_t o = 0;
+    if (k == 0 || k > 20)
+        return -1;
+    if (neg)
+        buf[o++] = '-';
+    if ((long)k <= n && n <= 21) {
+        memcpy(buf + o, d, k);
+        o += k;
+        for (long z = 0; z < n - (long)k; z++)
+            buf[o++] = '0';
+    } else if (0 < n && n <= 21) {
+        memcpy(buf + o, d, (size_t)n);
+        o += (size_t)n;
+        buf[o++] = '.';
+        memcpy(buf + o, d + n, k - (size_t)n);
+        o += k - (size_t)n;
+    } else if (-6 < n && n <= 0) {
+        buf[o++] = '0';
+        buf[o++] = '.';
+        for (long z = 0; z < -n; z++)
+            buf[o++] = '0';
+        memcpy(buf + o, d, k);
+        o += k;
+    } else {
+        long x = n - 1;
+        if (x > 99999 || x < -99999)
+            return -1;
+        buf[o++] = d[0];
+        if (k > 1) {
+            buf[o++] = '.';
+            memcpy(buf + o, d + 1, k - 1);
+            o += k - 1;
+        }
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "e%c%ld", x >= 0 ? '+' : '-', x >= 0 ? x : -x);
+    }
+    if (o >= cap)
+        return -1;
+    memcpy(out, buf, o);
+    out[o] = '\0';
+    return (int)o;
+}
+
+/* The same from repr's shortest round-trip text of |x| (x != 0). */
+static int es_layout(const char *r, int neg, char *out, size_t cap)
+{
+    const char *e = strchr(r, 'e');
+    size_t mlen = e ? (size_t)(e - r) : strlen(r);
+    long exp = 0;
+    if (e) {
+        const char *q = e + 1;
+        int eneg = *q == '-';
+        if (*q == '-' || *q == '+')
+            q++;
+        for (; is_digit((uint8_t)*q) && exp < 100000; q++)
+            exp = exp * 10 + (*q - '0');
+        if (eneg)
+            exp = -exp;
+    }
+    char digs[40];
+    size_t nd = 0, ilen = mlen;
+    for (size_t i = 0; i < mlen; i++) {
+        if (r[i] == '.') {
+            ilen = i;
+            continue;
+        }
+        if (!is_digit((uint8_t)r[i]) || nd >= sizeof(digs))
+            return -1;
+        digs[nd++] = r[i];
+    }
+    size_t lz = 0;
+    while (lz < nd && digs[lz] == '0')
+        lz++;
+    const char *d = digs + lz;
+    size_t k = nd - lz;
+    while (k > 0 && d[k - 1] == '0')
+        k--;
+    return es_digits(d, k, (long)ilen + exp - (long)lz, neg, out, cap);
+}
+
+static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* A number token with a fraction or exponent, without dtoa (so without the GIL), when
+ * that is exact; 0 leaves it to convert_doubles.
+ *
+ * Exactness: the token is D x 10^e with D the significant digits. With at most 15
+ * of them D < 2^53 is an exact double, and so is 10^|e| for |e| <= 22; one IEEE
+ * multiplication or division then rounds the exact quotient once: the correctly
+ * rounded double, which is what float() gives (Clinger's fast path). Its shortest
+ * round-trip digits are D itself: every decimal of at most 15 significant digits
+ * survives decimal -> double -> 15 digits (DBL_DIG, normal range), so no other
+ * decimal of at most 15 digits, in particular none shorter, maps to the same double. */
+static int fast_double(const uint8_t *s, size_t len, Dbl *d)
+{
+    size_t p = 0;
+    int neg = 0, frac = 0;
+    char digs[16];
+    size_t nd = 0;
+    long pend = 0, fracdigits = 0, ex = 0;
+    if (p < len && s[p] == '-') {
+        neg = 1;
+        p++;
+    }
+    for (; p < len; p++) {
+        uint8_t c = s[p];
+        if (c == '.') {
+            frac = 1;
+            continue;
+        }
+        if (!is_digit(c))
+            break;
+        if (frac)
+            fracdigits++;
+        if (c == '0') {
+            if (nd)
+                pend++;
+            continue;
+        }
+        if (nd + (size_t)pend + 1 > 15)
+            return 0;
+        while (pend) {
+            digs[nd++] = '0';
+            pend--;
+        }
+        digs[nd++] = (char)c;
+    }
+    if (fracdigits > 100000)
+        return 0;
+    if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+        int eneg = 0;
+        p++;
+        if (p < len && (s[p] == '+' || s[p] == '-'))
+            eneg = s[p++] == '-';
+        for (; p < len && is_digit(s[p]); p++) {
+            ex = ex * 10 + (s[p] - '0');
+            if (ex > 100000)
+                return 0;
+        }
+        if (eneg)
+            ex = -ex;
+    }
+    if (p != len)
+        return 0;
+    if (nd == 0) {
+        d->v = neg ? -0.0 : 0.0;
+        memcpy(d->txt, "0", 2); /* also -0.0 */
+        d->tlen = 1;
+        d->done = 1;
+        return 1;
+    }
+    long e = ex - fracdigits + pend; /* value = D x 10^e */
+    uint64_t m = 0;
+    for (size_t i = 0; i < nd; i++)
+        m = m * 10 + (uint64_t)(digs[i] - '0');
+    long e2 = e;
+    while (e2 > 22 && m < 100000000000000ULL) { /* m * 10 stays below 10^15 */
+        m *= 10;
+        e2--;
+    }
+    double v;
+    if (e2 >= 0 && e2 <= 22)
+        v = (double)m * P10[e2];
+    else if (e2 < 0 && e2 >= -22)
+        v = (double)m / P10[-e2];
+    else
+        return 0;
+    int n = es_digits(digs, nd, (long)nd + e, neg, d->txt, sizeof(d->txt));
+    if (n < 0)
+        return 0;
+    d->v = neg ? -v : v;
+    d->tlen = (uint32_t)n;
+    d->done = 1;
+    return 1;
+}
+
+/* Every double of the line without the GIL where exact; 1 when all are done. */
+static int fast_doubles(Line *L)
+{
+    int all = 1;
+    for (size_t i = 0; i < L->dn; i++) {
+        Dbl *dd = &L->dbls[i];
+        if (!dd->done && !fast_double(L->src + dd->off, dd->len, dd))
+            all = 0;
+    }
+    return all;
+}
+
+/* The rest, with dtoa (GIL held). 1 ok, 0 the line is not acceptable (infinity), -1 exception set. */
+static int convert_doubles(Line *L)
+{
+    char small[64];
+    for (size_t i = 0; i < L->dn; i++) {
+        Dbl *dd = &L->dbls[i];
+        if (dd->done)
+            continue;
+        char *tok = small;
+        if (dd->len >= sizeof(small)) {
+            tok = PyMem_Malloc(dd->len + 1);
+            if (!tok) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        memcpy(tok, L->src + dd->off, dd->len);
+        tok[dd->len] = '\0';
+        char *end = NULL;
+        double x = PyOS_string_to_double(tok, &end, NULL); /* float()'s own conversion */
+        int whole = end == tok + dd->len;
+        if (tok != small)
+            PyMem_Free(tok);
+        if (x == -1.0 && PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_MemoryError))
+                return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        if (!whole || !isfinite(x))
+            return 0; /* 1e400: Python's float is inf, which has no canonical form */
+        dd->v = x;
+        if (x == 0) {
+            memcpy(dd->txt, "0", 2); /* also -0.0 */
+            dd->tlen = 1;
+            dd->done = 1;
+            continue;
+        }
+        char *r = PyOS_double_to_string(fabs(x), 'r', 0, 0, NULL);
+        if (!r)
+            return -1;
+        int n = es_layout(r, x < 0, dd->txt, sizeof(dd->txt));
+        PyMem_Free(r);
+        if (n < 0)
+            return 0;
+        dd->tlen = (uint32_t)n;
+        dd->done = 1;
+    }
+    return 1;
+}
+
+/* --- canonical bytes (no GIL) --------------------------------------------- */
+
+/* Every write is checked against the buffer reserved by to_canonical; running out
+ * is -2 (to_canonical then reserves the worst case and starts over), never a write
+ * past the end. */
+static inline int put(Line *L, const void *t, size_t n)
+{
+    if (L->ocap - L->on < n)
+        return -2;
+    memcpy(L->out + L->on, t, n);
+    L->on += n;
+    return 0;
+}
+
+static inline int put1(Line *L, uint8_t c)
+{
+    if (L->on >= L->ocap)
+        return -2;
+    L->out[L->on++] = c;
+    return 0;
+}
+
+static int emit_str(Line *L, const Node *n)
+{
+    const uint8_t *p = str_ptr(L, n);
+    size_t k = n->u.s.len;
+    if (L->ocap - L->on < k + 2)
+        return -2;
+    uint8_t *o = L->out + L->on;
+    if (!(n->flags & S_SPECIAL)) {
+        o[0] = '"';
+        memcpy(o + 1, p, k);
+        o[k + 1] = '"';
+        L->on += k + 2;
+        return 0;
+    }
+    static const char hexd[] = "0123456789abcdef";
+    int r = put1(L, '"');
+    for (size_t i = 0; i < k && r == 0; i++) {
+        uint8_t c = p[i];
+        if (c == '"' || c == '\\') {
+            uint8_t esc[2] = {'\\', c};
+            r = put(L, esc, 2);
+        } else if (c >= 0x20) {
+            r = put1(L, c);
+        } else {
+            uint8_t esc[6] = {'\\', 'u', '0', '0', (uint8_t)hexd[c >> 4], (uint8_t)hexd[c & 15]};
+            uint8_t sh = c == '\b' ? 'b' : c == '\t' ? 't' : c == '\n' ? 'n' : c == '\f' ? 'f' : c == '\r' ? 'r' : 0;
+            if (sh) {
+                esc[1] = sh;
+                r = put(L, esc, 2);
+            } else
+                r = put(L, esc, 6);
+        }
+    }
+    return r ? r : put1(L, '"');
+}
+
+/* Recursion is bounded by the parser's MAX_DEPTH. skip: a root key node to leave out, or NONE. */
+static int emit(Line *L, uint32_t ni, uint32_t skip)
+{
+    const Node *n = &L->nodes[ni];
+    int r;
+    if (n->type == T_STR) /* the common case, ahead of the jump table */
+        return emit_str(L, n);
+    switch (n->type) {
+    case T_NULL:
+        return put(L, "null", 4);
+    case T_TRUE:
+        return put(L, "true", 4);
+    case T_FALSE:
+        return put(L, "false", 5);
+    case T_INT:
+        /* an integer token is its own exact canonical form (no '+', no leading zero), but "-0" */
+        if (n->u.n.i == 0)
+            return put1(L, '0');
+        return put(L, L->src + n->u.n.off, n->flags);
+    case T_DBL: {
+        const Dbl *d = &L->dbls[n->u.slot];
+        return put(L, d->txt, d->tlen);
+    }
+    case T_STR:
+        return emit_str(L, n);
+    case T_ARR: {
+        if ((r = put1(L, '[')) != 0)
+            return r;
+        uint32_t c = n->u.c.first;
+        for (uint32_t i = 0; i < n->u.c.count; i++) {
+            if ((i && (r = put1(L, ',')) != 0) || (r = emit(L, c, NONE)) != 0)
+                return r;
+            c = L->nodes[c].next;
+        }
+        return put1(L, ']');
+    }
+    case T_OBJ: {
+        if ((r = put1(L, '{')) != 0)
+            return r;
+        uint32_t count = n->u.c.count, base = n->u.c.perm;
+        int first = 1;
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t k = L->perm[base + i];
+            if (k == skip)
+                continue;
+            const Node *kn = &L->nodes[k];
+            size_t kl = kn->u.s.len;
+            if (!(kn->flags & S_SPECIAL) && L->ocap - L->on >= kl + 4) { /* ,"key": in one go */
+                uint8_t *o = L->out + L->on;
+                if (!first)
+                    *o++ = ',';
+                *o++ = '"';
+                memcpy(o, str_ptr(L, kn), kl);
+                o += kl;
+                *o++ = '"';
+                *o++ = ':';
+                L->on = (size_t)(o - L->out);
+            } else if ((!first && (r = put1(L, ',')) != 0) || (r = emit_str(L, kn)) != 0 || (r = put1(L, ':')) != 0)
+                return r;
+            if ((r = emit(L, kn->next, NONE)) != 0)
+                return r;
+            first = 0;
+        }
+        return put1(L, '}');
+    }
+    }
+    return -2;
+}
+
+/* The envelope without "hash": its eight keys in canonical (UTF-16) order. */
+static int emit_envelope(Line *L)
+{
+    static const struct {
+        int slot;
+        const char *text;
+        size_t len;
+    } order[8] = {
+        {K_ID, "{\"id\":", 6},
+        {K_KIND, ",\"kind\":", 8},
+        {K_PARENT_ID, ",\"parent_id\":", 13},
+        {K_PAYLOAD, ",\"payload\":", 11},
+        {K_PREV, ",\"prev_hash\":", 13},
+        {K_RUN_ID, ",\"run_id\":", 10},
+        {K_STEP_ID, ",\"step_id\":", 11},
+        {K_TS, ",\"timestamp_ns\":", 16},
+    };
+    int r;
+    for (int i = 0; i < 8; i++)
+        if ((r = put(L, order[i].text, order[i].len)) != 0 || (r = emit(L, L->val[order[i].slot], NONE)) != 0)
+            return r;
+    return put1(L, '}');
+}
+
+/* The canonical bytes into L->out: of the whole value (skip == NONE), or of a checked
+ * envelope without its "hash" member (skip: that key's node).
+ * 0 ok, -1 out of memory, -2 an internal error. The output is never longer than the line plus 26 bytes per
+ * double (a string's escapes in the output are never longer than they were in the
+ * line, an integer never gains a digit, a double's text is at most 25 characters),
+ * so the first reservation suffices; the second is a belt for the braces. */
+static int to_canonical(Line *L, uint32_t skip)
+{
+    size_t want = L->len + 32 * L->dn + 64;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        L->on = 0;
+        if (GROW(L, out, ocap, want) < 0)
+            return -1;
+        int r = skip == NONE ? emit(L, 0, NONE) : emit_envelope(L);
+        if (r == 0)
+            return 0;
+        if (L->len > (SIZE_MAX - 64) / 8)
+            return -1;
+        want = 6 * L->len + 32 * L->dn + 64;
+    }
+    return -2; /* cannot happen: the worst case of every string escaped to \u00xx */
+}
+
+/* --- the vocabulary (SPEC §2.5-2.6), compiled from ract_cli.format.kinds ---- */
+
+/* JSON type names of model.Field.type, as bits */
+enum { J_STRING = 1, J_INTEGER = 2, J_NUMBER = 4, J_BOOLEAN = 8, J_OBJECT = 16, J_ARRAY = 32, J_NULL = 64 };
+static const char *const JSON_TYPE_NAMES[7] = {"string", "integer", "number", "boolean", "object", "array", "null"};
+
+enum { E_STR, E_TRUE, E_FALSE, E_NULL };
+
+typedef struct {
+    uint8_t kind;
+    uint32_t len;
+    char *s; /* E_STR: UTF-8 */
+} EnumVal;
+
+/* One model.Field: what model._field_checker checks, for the values C can judge. */
+typedef struct {
+    char *name; /* UTF-8 */
+    uint32_t nlen;
+    unsigned types; /* J_* bits */
+    unsigned items; /* J_* bit of the array items, 0: unchecked */
+    uint8_t python; /* C cannot say: a present value needs the Python validator */
+    uint8_t has_enum, has_min, has_max, has_max_length, has_max_items, has_hex;
+    double min, max; /* |bound| <= 2^53: compared exactly with any int64 or double */
+    int64_t max_length, max_items;
+    uint32_t hexlen; /* pattern [0-9a-f]{hexlen} */
+    uint32_t nenum;
+    EnumVal *enums;
+} FieldDef;
+
+typedef struct KindEntry {
+    char *name; /* UTF-8 */
+    uint32_t nlen;
+    uint8_t known;      /* KindDef.version <= the Verifier's schema version */
+    uint8_t invariants; /* KindDef.invariants: the Python validator always runs */
+    uint8_t want;       /* compact results carry the payload: 1 whole, 2 only the keep keys */
+    uint32_t nkeep;
+    EnumVal *keep; /* want == 2: the payload keys kept (E_STR) */
+    uint32_t nfields;
+    FieldDef *fields; /* in canonical key order (utf16_cmp), equal names adjacent */
+    PyObject *validator;
+    PyObject *name_obj; /* the kind, interned */
+} KindEntry;
+
+typedef struct {
+    PyObject_HEAD long schema_version;
+    uint32_t nkinds;
+    KindEntry *kinds;
+    uint32_t tmask;
+    uint32_t *table; /* open addressing: kind index or NONE */
+} Verifier;
+
+static inline uint32_t fnv1a(const uint8_t *p, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 16777619u;
+    return h ^ (h >> 15);
+}
+
+static const KindEntry *kind_lookup(const Verifier *V, const uint8_t *p, size_t n)
+{
+    uint32_t i = fnv1a(p, n) & V->tmask;
+    for (;;) {
+        uint32_t k = V->table[i];
+        if (k == NONE)
+            return NULL;
+        const KindEntry *e = &V->kinds[k];
+        if (e->nlen == n) {
+            size_t j = 0;
+            while (j < n && (uint8_t)e->name[j] == p[j])
+                j++;
+            if (j == n)
+                return e;
+        }
+        i = (i + 1) & V->tmask;
+    }
+}
+
+/* model._is_type for a parsed value */
+static inline int node_is(const Line *L, const Node *n, unsigned types)
+{
+    switch (n->type) {
+    case T_STR:
+        return (types & J_STRING) != 0;
+    case T_INT:
+        return (types & (J_INTEGER | J_NUMBER)) != 0;
+    case T_DBL: {
+        if (types & J_NUMBER)
+            return 1;
+        double v = L->dbls[n->u.slot].v; /* finite: float.is_integer() */
+        return (types & J_INTEGER) && v == floor(v);
+    }
+    case T_TRUE:
+    case T_FALSE:
+        return (types & J_BOOLEAN) != 0;
+    case T_OBJ:
+        return (types & J_OBJECT) != 0;
+    case T_ARR:
+        return (types & J_ARRAY) != 0;
+    case T_NULL:
+        return (types & J_NULL) != 0;
+    }
+    return 0;
+}
+
+static inline size_t code_points(const uint8_t *p, size_t n)
+{
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += (p[i] & 0xC0) != 0x80;
+    return c;
+}
+
+enum { PV_OK, PV_BAD, PV_PY };
+
+/* model._field_checker(f)(value) is None? */
+static int check_field(const Line *L, const FieldDef *f, const Node *v)
+{
+    if (f->python)
+        return PV_PY;
+    if (!node_is(L, v, f->types))
+        return PV_BAD;
+    if (f->has_enum) {
+        /* compile_field leaves to Python every enum where a number could equal an entry
+         * (1 == True) or a value could be unhashable (an object or array type) */
+        int found = 0;
+        for (uint32_t i = 0; i < f->nenum && !found; i++) {
+            const EnumVal *e = &f->enums[i];
+            switch (v->type) {
+            case T_STR:
+                found = e->kind == E_STR && e->len == v->u.s.len && memcmp(e->s, str_ptr(L, v), e->len) == 0;
+                break;
+            case T_TRUE:
+                found = e->kind == E_TRUE;
+                break;
+            case T_FALSE:
+                found = e->kind == E_FALSE;
+                break;
+            case T_NULL:
+                found = e->kind == E_NULL;
+                break;
+            default:
+                break;
+            }
+        }
+        if (!found)
+            return PV_BAD;
+    }
+    switch (v->type) {
+    case T_INT: {
+        /* exact: |bound| <= 2^53, so (double)i rounds only where i is beyond the bound anyway */
+        double x = (double)v->u.n.i;
+        if ((f->has_min && x < f->min) || (f->has_max && x > f->max))
+            return PV_BAD;
+        break;
+    }
+    case T_DBL: {
+        double x = L->dbls[v->u.slot].v;
+        if ((f->has_min && x < f->min) || (f->has_max && x > f->max))
+            return PV_BAD;
+        break;
+    }
+    case T_STR: {
+        size_t n = v->u.s.len;
+        if (f->has_max_length && (f->max_length < 0 || (uint64_t)n > (uint64_t)f->max_length) &&
+            (f->max_length < 0 || (uint64_t)code_points(str_ptr(L, v), n) > (uint64_t)f->max_length))
+            return PV_BAD;
+        if (f->has_hex && !(n == f->hexlen && all_hex(str_ptr(L, v), n)))
+            return PV_BAD;
+        break;
+    }
+    case T_ARR: {
+        uint32_t count = v->u.c.count;
+        if (f->has_max_items && (f->max_items < 0 || (uint64_t)count > (uint64_t)f->max_items))
+            return PV_BAD;
+        if (f->items) {
+            uint32_t c = v->u.c.first;
+            for (uint32_t i = 0; i < count; i++) {
+                if (!node_is(L, &L->nodes[c], f->items))
+                    return PV_BAD;
+                c = L->nodes[c].next;
+            }
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    return PV_OK;
+}
+
+/* model.compile_validator(kind)(payload) == [] ? PV_PY: only the Python validator can say. */
+static int check_payload(const Line *L, const KindEntry *k)
+{
+    int py = k->invariants;
+    const Node *pl = &L->nodes[L->val[K_PAYLOAD]];
+    uint32_t cnt = pl->u.c.count, base = pl->u.c.perm;
+    uint32_t i = 0, j = 0;
+    /* both sides in canonical key order: a merge join */
+    while (i < cnt && j < k->nfields) {
+        const Node *kn = &L->nodes[L->perm[base + i]];
+        const FieldDef *f = &k->fields[j];
+        int c = utf16_cmp(str_ptr(L, kn), kn->u.s.len, (const uint8_t *)f->name, f->nlen);
+        if (c < 0)
+            i++;
+        else if (c > 0)
+            j++;
+        else {
+            int r = check_field(L, f, &L->nodes[kn->next]);
+            if (r == PV_BAD)
+                return PV_BAD;
+            if (r == PV_PY)
+                py = 1;
+            j++; /* a second field of the same name checks the same value */
+        }
+    }
+    return py ? PV_PY : PV_OK;
+}
+
+/* --- the stages of one line (no GIL) -------------------------------------- */
+
+/* Payload (Verifier mode), canonical form without "hash", SHA-256, compare with the stored hash. */
+static void finish_check(Line *L, EVP_MD_CTX *ctx)
+{
+    if (L->kind) {
+        int pv = check_payload(L, L->kind);
+        if (pv == PV_BAD) {
+            L->status = ST_BAD; /* PAYLOAD_INVALID */
+            return;
+        }
+        L->need_py = pv == PV_PY;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    int r = to_canonical(L, L->key[K_HASH]);
+    if (r < 0) {
+        L->status = r == -1 ? ST_NOMEM : ST_INTERNAL;
+        return;
+    }
+    if (!EVP_DigestInit_ex(ctx, g_md, NULL) || !EVP_DigestUpdate(ctx, L->out, L->on) ||
+        !EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
+        L->status = ST_BAD; /* never guess: the Python path decides */
+        return;
+    }
+    static const char hexd[] = "0123456789abcdef";
+    uint8_t hex[64];
+    for (unsigned i = 0; i < 32; i++) {
+        hex[2 * i] = (uint8_t)hexd[md[i] >> 4];
+        hex[2 * i + 1] = (uint8_t)hexd[md[i] & 15];
+    }
+    /* HASH_MISMATCH when they differ */
+    L->status = memcmp(hex, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64) ? ST_BAD : ST_OK;
+}
+
+/* Parse, envelope, kind (V: a Verifier, or NULL for no kind and payload checks); then the
+ * rest unless a double needs dtoa (and so the GIL) first. */
+static void stage_one(Line *L, EVP_MD_CTX *ctx, const Verifier *V)
+{
+    L->envelope = 1;
+    int r = parse(L);
+    if (r < 0) {
+        L->status = ST_NOMEM;
+        return;
+    }
+    if (r == 0 || !check_envelope(L)) {
+        L->status = ST_BAD;
+        return;
+    }
+    if (V) {
+        const Node *kn = &L->nodes[L->val[K_KIND]];
+        const KindEntry *k = kind_lookup(V, str_ptr(L, kn), kn->u.s.len);
+        if (!k || !k->known) {
+            L->status = ST_BAD; /* UNKNOWN_KIND */
+            return;
+        }
+        L->kind = k;
+    }
+    if (L->dn && !fast_doubles(L)) {
+        L->status = ST_NEED_DBL;
+        return;
+    }
+    finish_check(L, ctx);
+}
+
+/* ST_NEED_DBL -> ST_READY or ST_BAD (GIL held). -1: exception set. */
+static int stage_doubles(Line *L)
+{
+    int r = convert_doubles(L);
+    if (r < 0)
+        return -1;
+    L->status = r ? ST_READY : ST_BAD;
+    return 0;
+}
+
+/* --- Python objects (GIL held) -------------------------------------------- */
+
+#define KC_SIZE 4096 /* even: two-way sets */
+#define KC_MAXLEN 64
+static PyObject *g_kcache[KC_SIZE]; /* short ASCII keys and kinds, interned; GIL held */
+
+static PyObject *make_str(const uint8_t *p, size_t n, int ascii)
+{
+    if (ascii) {
+        PyObject *s = PyUnicode_New((Py_ssize_t)n, 127);
+        if (s)
+            memcpy(PyUnicode_1BYTE_DATA(s), p, n);
+        return s;
+    }
+    return PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, "strict"); /* already validated */
+}
+
+/* A cheap hash of a short key: its length and first and last bytes. */
+static inline uint32_t key_hash(const uint8_t *p, size_t n)
+{
+    uint64_t a, b;
+    if (n >= 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, p, 4);
+        memcpy(&y, p + n - 4, 4);
+        a = x;
+        b = y;
+    } else {
+        a = n ? (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16 : 0;
+        b = 0;
+    }
+    uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15ULL) ^ n) * 0xFF51AFD7ED558CCDULL;
+    return (uint32_t)(h >> 32);
+}
+
+static inline int cached_is(PyObject *c, const uint8_t *p, size_t n)
+{
+    if (!c || PyUnicode_GET_LENGTH(c) != (Py_ssize_t)n)
+        return 0;
+    const uint8_t *q = PyUnicode_1BYTE_DATA(c); /* every cached string is ASCII */
+    size_t i = 0;
+    while (i < n && q[i] == p[i])
+        i++;
+    return i == n;
+}
+
+/* Short ASCII keys (and kinds) as interned strings, from a two-way cache. */
+static PyObject *make_cached(const uint8_t *p, size_t n, int ascii)
+{
+    if (!ascii || n > KC_MAXLEN)
+        return make_str(p, n, ascii);
+    PyObject **set = &g_kcache[key_hash(p, n) & (KC_SIZE - 2)];
+    if (cached_is(set[0], p, n))
+        return Py_NewRef(set[0]);
+    if (cached_is(set[1], p, n)) {
+        PyObject *t = set[0]; /* most recent first */
+        set[0] = set[1];
+        set[1] = t;
+        return Py_NewRef(set[0]);
+    }
+    PyObject *s = make_str(p, n, 1);
+    if (!s)
+        return NULL;
+    PyUnicode_InternInPlace(&s);
+    Py_XSETREF(set[1], set[0]);
+    set[0] = Py_NewRef(s);
+    return s;
+}
+
+static PyObject *build(const Line *L, uint32_t ni);
+
+/* An object in the line's order. hash_out (the root only): the "hash" value, a new reference. */
+static PyObject *build_object(const Line *L, uint32_t ni, PyObject **hash_out)
+{
+    const Node *n = &L->nodes[ni];
+#if PY_VERSION_HEX < 0x030E0000
+    /* sized once (an envelope's nine keys would otherwise resize it) */
+    PyObject *d = n->u.c.count > 5 ? _PyDict_NewPresized((Py_ssize_t)n->u.c.count) : PyDict_New();
+#else
+    PyObject *d = PyDict_New();
+#endif
+    if (!d)
+        return NULL;
+    uint32_t k = n->u.c.first;
+    for (uint32_t i = 0; i < n->u.c.count; i++) {
+        const Node *kn = &L->nodes[k];
+        uint32_t vi = kn->next;
+        PyObject *key = make_cached(str_ptr(L, kn), kn->u.s.len, kn->flags & S_ASCII);
+        if (!key)
+            goto fail;
+        PyObject *val;
+        if (hash_out && vi == L->val[K_KIND]) {
+            if (L->kind)
+                val = Py_NewRef(L->kind->name_obj);
+            else
+                val = make_cached(str_ptr(L, &L->nodes[vi]), L->nodes[vi].u.s.len, L->nodes[vi].flags & S_ASCII);
+        } else
+            val = build(L, vi);
+        if (!val) {
+            Py_DECREF(key);
+            goto fail;
+        }
+        int rc = PyDict_SetItem(d, key, val);
+        Py_DECREF(key);
+        if (hash_out && vi == L->val[K_HASH])
+            *hash_out = Py_NewRef(val);
+        Py_DECREF(val);
+        if (rc < 0)
+            goto fail;
+        k = L->nodes[vi].next;
+    }
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+/* Recursion is bounded by the parser's MAX_DEPTH. */
+static PyObject *build(const Line *L, uint32_t ni)
+{
+    const Node *n = &L->nodes[ni];
+    switch (n->type) {
+    case T_NULL:
+        Py_RETURN_NONE;
+    case T_TRUE:
+        Py_RETURN_TRUE;
+    case T_FALSE:
+        Py_RETURN_FALSE;
+    case T_INT:
+        return PyLong_FromLongLong(n->u.n.i);
+    case T_DBL:
+        return PyFloat_FromDouble(L->dbls[n->u.slot].v);
+    case T_STR:
+        return make_str(str_ptr(L, n), n->u.s.len, n->flags & S_ASCII);
+    case T_ARR: {
+        PyObject *list = PyList_New(n->u.c.count);
+        if (!list)
+            return NULL;
+        uint32_t c = n->u.c.first;
+        for (uint32_t i = 0; i < n->u.c.count; i++) {
+            PyObject *item = build(L, c);
+            if (!item) {
+                Py_DECREF(list);
+                return NULL;
+            }
+            PyList_SET_ITEM(list, i, item);
+            c = L->nodes[c].next;
+        }
+        return list;
+    }
+    case T_OBJ:
+        return build_object(L, ni, NULL);
+    }
+    PyErr_SetString(PyExc_SystemError, "ract_cli._core: corrupt parse tree");
+    return NULL;
+}
+
+/* The payload with only the kind's keep keys, in the line's order. */
+static PyObject *build_kept(const Line *L, const KindEntry *k)
+{
+    const Node *n = &L->nodes[L->val[K_PAYLOAD]];
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    uint32_t ki = n->u.c.first;
+    for (uint32_t i = 0; i < n->u.c.count; i++) {
+        const Node *kn = &L->nodes[ki];
+        const uint8_t *kp = str_ptr(L, kn);
+        uint32_t kl = kn->u.s.len;
+        for (uint32_t j = 0; j < k->nkeep; j++) {
+            if (k->keep[j].len != kl || memcmp(k->keep[j].s, kp, kl) != 0)
+                continue;
+            PyObject *key = make_cached(kp, kl, kn->flags & S_ASCII), *val = key ? build(L, kn->next) : NULL;
+            int rc = val ? PyDict_SetItem(d, key, val) : -1;
+            Py_XDECREF(key);
+            Py_XDECREF(val);
+            if (rc < 0) {
+                Py_DECREF(d);
+                return NULL;
+            }
+            break;
+        }
+        ki = L->nodes[kn->next].next;
+    }
+    return d;
+}
+
+/* 1: the payload passes the kind's Python validator (it returned an empty list), 0: not, -1: error. */
+static int python_verdict(const Line *L, PyObject *payload)
+{
+    PyObject *r = PyObject_CallOneArg(L->kind->validator, payload);
+    if (!r)
+        return -1;
+    int bad = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return bad < 0 ? -1 : !bad;
+}
+
+/* Strings that repeat from line to line within one call (run_id, step_id, the previous hash). */
+typedef struct {
+    PyObject *run, *step, *hash;
+} Repeats;
+
+static void repeats_clear(Repeats *R)
+{
+    Py_CLEAR(R->run);
+    Py_CLEAR(R->step);
+    Py_CLEAR(R->hash);
+}
+
+/* A 32/64-hex value as str: the cached one when the bytes repeat. */
+static PyObject *hex_str(const Line *L, uint32_t vi, PyObject **cache)
+{
+    const Node *n = &L->nodes[vi];
+    if (n->type == T_NULL)
+        Py_RETURN_NONE;
+    const uint8_t *p = str_ptr(L, n);
+    size_t len = n->u.s.len;
+    if (cache && *cache && (size_t)PyUnicode_GET_LENGTH(*cache) == len &&
+        memcmp(PyUnicode_1BYTE_DATA(*cache), p, len) == 0)
+        return Py_NewRef(*cache);
+    PyObject *s = make_str(p, len, 1);
+    if (s && cache)
+        Py_XSETREF(*cache, Py_NewRef(s));
+    return s;
+}
+
+/* What one line becomes for the caller:
+ *   full=0: (id, run_id, step_id, parent_id, timestamp_ns, kind, prev_hash, hash, payload or None)
+ *   full=1: (event, hash)
+ * None for every line that is not ST_OK (or whose payload the Python validator rejects);
+ * NULL with an exception. R: NULL in the module-level functions (no Verifier). */
+static PyObject *line_result(Line *L, int full, Repeats *R)
+{
+    if (L->status == ST_NOMEM)
+        return PyErr_NoMemory();
+    if (L->status == ST_INTERNAL) {
+        PyErr_SetString(PyExc_SystemError, "ract_cli._core: canonical form outgrew its bound");
+        return NULL;
+    }
+    if (L->status != ST_OK)
+        Py_RETURN_NONE;
+    if (full) {
+        PyObject *hash = NULL;
+        PyObject *event = build_object(L, 0, &hash);
+        if (!event) {
+            Py_XDECREF(hash);
+            return NULL;
+        }
+        if (!hash) {
+            Py_DECREF(event);
+            PyErr_SetString(PyExc_SystemError, "ract_cli._core: hash value not built");
+            return NULL;
+        }
+        if (L->need_py) {
+            PyObject *payload = PyDict_GetItemWithError(event, g_env_keys[K_PAYLOAD]); /* borrowed */
+            int ok = payload ? python_verdict(L, payload) : -1;
+            if (ok <= 0) {
+                Py_DECREF(event);
+                Py_DECREF(hash);
+                if (ok < 0 && !PyErr_Occurred())
+                    PyErr_SetString(PyExc_SystemError, "ract_cli._core: payload not built");
+                return ok < 0 ? NULL : Py_NewRef(Py_None);
+            }
+        }
+        PyObject *t = PyTuple_New(2);
+        if (!t) {
+            Py_DECREF(event);
+            Py_DECREF(hash);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, 0, event);
+        PyTuple_SET_ITEM(t, 1, hash);
+        return t;
+    }
+    PyObject *payload = NULL;
+    if (L->kind->want == 1 || L->need_py) {
+        payload = build_object(L, L->val[K_PAYLOAD], NULL);
+        if (!payload)
+            return NULL;
+        if (L->need_py) {
+            int ok = python_verdict(L, payload);
+            if (ok <= 0) {
+                Py_DECREF(payload);
+                return ok < 0 ? NULL : Py_NewRef(Py_None);
+            }
+        }
+        if (L->kind->want != 1)
+            Py_CLEAR(payload);
+    }
+    if (L->kind->want == 2 && !(payload = build_kept(L, L->kind)))
+        return NULL;
+    PyObject *t = PyTuple_New(9);
+    if (!t) {
+        Py_XDECREF(payload);
+        return NULL;
+    }
+    PyObject *item;
+    /* prev_hash first: it is the previous line's hash, whose object R->hash still holds */
+#define SET(i, expr)                                                                                                   \
+    do {                                                                                                               \
+        if (!(item = (expr))) {                                                                                        \
+            Py_DECREF(t);                                                                                              \
+            Py_XDECREF(payload);                                                                                       \
+            return NULL;                                                                                               \
+        }                                                                                                              \
+        PyTuple_SET_ITEM(t, i, item);                                                                                  \
+    } while (0)
+    SET(6, hex_str(L, L->val[K_PREV], &R->hash));
+    SET(7, hex_str(L, L->val[K_HASH], &R->hash));
+    SET(0, hex_str(L, L->val[K_ID], NULL));
+    SET(1, hex_str(L, L->val[K_RUN_ID], &R->run));
+    SET(2, hex_str(L, L->val[K_STEP_ID], &R->step));
+    SET(3, hex_str(L, L->val[K_PARENT_ID], NULL));
+    SET(4, PyLong_FromLongLong(L->nodes[L->val[K_TS]].u.n.i));
+    SET(5, Py_NewRef(L->kind->name_obj));
+#undef SET
+    if (payload) {
+        int tracked = PyObject_GC_IsTracked(payload); /* a dict of scalars is not */
+        PyTuple_SET_ITEM(t, 8, payload);
+        if (!tracked)
+            PyObject_GC_UnTrack(t);
+    } else {
+        PyTuple_SET_ITEM(t, 8, Py_NewRef(Py_None));
+        PyObject_GC_UnTrack(t); /* strings, an int and None: no cycle can pass through it */
+    }
+    return t;
+}
+
+static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
+{
+    if (!PyBytes_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "expected bytes, not %.100s", Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    *p = (const uint8_t *)PyBytes_AS_STRING(arg);
+    *n = (size_t)PyBytes_GET_SIZE(arg);
+    return 0;
+}
+
+/* --- across lines: the id set and the chain cursor ----------------------------- */
+
+/* An exact set of event ids (16 bytes each) in bounded memory: 64 open-addressing
+ * tables, each grown by 1.5x on its own (no whole-table doubling spike), about 21-32
+ * bytes per id; the all-zero id, which marks an empty slot, is kept apart. The same
+ * design as read/idset.py's compact form. */
+#define ID_PARTS 64
+
+typedef struct {
+    uint64_t *hi, *lo;
+    size_t size, used;
+} IdPart;
+
+typedef struct {
+    PyObject_HEAD IdPart part[ID_PARTS];
+    int zero;
+    Py_ssize_t count;
+} IdSet;
+
+static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo)
+{
+    size_t i = (size_t)(((lo >> 6) ^ hi) % p->size);
+    while (p->hi[i] | p->lo[i]) {
+        if (p->hi[i] == hi && p->lo[i] == lo)
+            return 0;
+        if (++i == p->size)
+            i = 0;
+    }
+    p->hi[i] = hi;
+    p->lo[i] = lo;
+    p->used++;
+    return 1;
+}
+
+static int idpart_grow(IdPart *p)
+{
+    IdPart n = {NULL, NULL, p->size ? p->size / 2 * 3 : 64, 0};
+    if (n.size > SIZE_MAX / 16)
+        return -1;
+    n.hi = calloc(n.size, sizeof(uint64_t)); /* calloc: untouched pages cost nothing */
+    n.lo = calloc(n.size, sizeof(uint64_t));
+    if (!n.hi || !n.lo) {
+        free(n.hi);
+        free(n.lo);
+        return -1;
+    }
+    for (size_t i = 0; i < p->size; i++)
+        if (p->hi[i] | p->lo[i])
+            idpart_insert(&n, p->hi[i], p->lo[i]);
+    free(p->hi);
+    free(p->lo);
+    *p = n;
+    return 0;
+}
+
+/* 1 added, 0 already present, -1 out of memory. */
+static int idset_add(IdSet *S, uint64_t hi, uint64_t lo)
+{
+    if (!hi && !lo) {
+        int seen = S->zero;
+        S->zero = 1;
+        S->count += !seen;
+        return !seen;
+    }
+    IdPart *p = &S->part[lo & (ID_PARTS - 1)];
+    if (p->used * 4 >= p->size * 3 && idpart_grow(p) < 0)
+        return -1;
+    int r = idpart_insert(p, hi, lo);
+    S->count += r;
+    return r;
+}
+
+static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
+{
+    if (!hi && !lo)
+        return S->zero;
+    const IdPart *p = &S->part[lo & (ID_PARTS - 1)];
+    if (!p->size)
+        return 0;
+    size_t i = (size_t)(((lo >> 6) ^ hi) % p->size);
+    while (p->hi[i] | p->lo[i]) {
+        if (p->hi[i] == hi && p->lo[i] == lo)
+            return 1;
+        if (++i == p->size)
+            i = 0;
+    }
+    return 0;
+}
+
+/* 32 lowercase hex digits -> 128 bits. */
+static inline uint64_t hex16(const uint8_t *p)
+{
+    /* lowercase hex digits only (checked before): '0'-'9' are 0x30-0x39, 'a'-'f' 0x61-0x66 */
+    uint64_t v = 0;
+    for (int i = 0; i < 16; i++) {
+        uint8_t c = p[i];
+        v = v << 4 | (uint64_t)((c & 0xF) + 9 * (c >> 6));
+    }
+    return v;
+}
+
+static void hex128(const uint8_t *p, uint64_t *hi, uint64_t *lo)
+{
+    *hi = hex16(p);
+    *lo = hex16(p + 16);
+}
+
+static int id_arg(PyObject *arg, uint64_t *hi, uint64_t *lo)
+{
+    if (!PyUnicode_Check(arg) || PyUnicode_KIND(arg) != PyUnicode_1BYTE_KIND || PyUnicode_GET_LENGTH(arg) != 32 ||
+        !all_hex(PyUnicode_1BYTE_DATA(arg), 32)) {
+        PyErr_SetString(PyExc_ValueError, "an event id is 32 lowercase hex characters");
+        return -1;
+    }
+    hex128(PyUnicode_1BYTE_DATA(arg), hi, lo);
+    return 0;
+}
+
+static void idset_dealloc(IdSet *S)
+{
+    for (int i = 0; i < ID_PARTS; i++) {
+        free(S->part[i].hi);
+        free(S->part[i].lo);
+    }
+    Py_TYPE(S)->tp_free((PyObject *)S);
+}
+
+static PyObject *idset_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, ":IdSet", names))
+        return NULL;
+    IdSet *S = (IdSet *)type->tp_alloc(type, 0); /* zeroed */
+    return (PyObject *)S;
+}
+
+static PyObject *idset_add_py(IdSet *S, PyObject *arg)
+{
+    uint64_t hi, lo;
+    if (id_arg(arg, &hi, &lo) < 0)
+        return NULL;
+    int r = idset_add(S, hi, lo);
+    if (r < 0)
+        return PyErr_NoMemory();
+    return PyBool_FromLong(r);
+}
+
+static int idset_contains(IdSet *S, PyObject *arg)
+{
+    uint64_t hi, lo;
+    if (id_arg(arg, &hi, &lo) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    return idset_has(S, hi, lo);
+}
+
+static Py_ssize_t idset_len(IdSet *S) { return S->count; }
+
+static PyMethodDef idset_methods[] = {
+    {"add", (PyCFunction)idset_add_py, METH_O, "add(event_id: str) -> bool: False when the id was already present."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PySequenceMethods idset_as_sequence = {
+    .sq_length = (lenfunc)idset_len,
+    .sq_contains = (objobjproc)idset_contains,
+};
+
+static PyTypeObject IdSetType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ract_cli._core.IdSet",
+    .tp_basicsize = sizeof(IdSet),
+    .tp_dealloc = (destructor)idset_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "IdSet(): an exact set of event ids (32 lowercase hex) in bounded memory (~21-32 bytes per id).",
+    .tp_new = idset_new,
+    .tp_methods = idset_methods,
+    .tp_as_sequence = &idset_as_sequence,
+};
+
+/* The state ChainState.feed's fast path reads and writes, so a batch can take the
+ * clean lines that link on in C (Verifier.check_lines(bodies, chain=...)). */
+typedef struct {
+    PyObject_HEAD uint8_t expected_prev[64], run_id[32];
+    uint8_t has_prev, has_run, has_prev_ts, has_last_ts;
+    int64_t prev_ts, last_ts;
+    long long events;
+    IdSet *ids;
+} Chain;
+
+static void chain_dealloc(Chain *C)
+{
+    Py_XDECREF(C->ids);
+    Py_TYPE(C)->tp_free((PyObject *)C);
+}
+
+static PyObject *chain_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"ids", NULL};
+    PyObject *ids = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$O!", names, &IdSetType, &ids))
+        return NULL;
+    Chain *C = (Chain *)type->tp_alloc(type, 0); /* zeroed: nothing known yet */
+    if (!C)
+        return NULL;
+    C->ids = ids ? (IdSet *)Py_NewRef(ids) : (IdSet *)PyObject_CallNoArgs((PyObject *)&IdSetType);
+    if (!C->ids) {
+        Py_DECREF(C);
+        return NULL;
+    }
+    return (PyObject *)C;
+}
+
+static PyObject *hex_get(const uint8_t *p, size_t n, int has)
+{
+    if (!has)
+        Py_RETURN_NONE;
+    return make_str(p, n, 1);
+}
+
+static int hex_set(PyObject *v, uint8_t *p, size_t n, uint8_t *has, const char *what)
+{
+    if (!v || v == Py_None) {
+        *has = 0;
+        return 0;
+    }
+    if (!PyUnicode_Check(v) || PyUnicode_KIND(v) != PyUnicode_1BYTE_KIND || (size_t)PyUnicode_GET_LENGTH(v) != n ||
+        !all_hex(PyUnicode_1BYTE_DATA(v), n)) {
+        /* A value no valid line can equal: nothing links to it, nothing is taken in C. */
+        PyErr_Format(PyExc_ValueError, "Chain.%s is %zu lowercase hex characters or None", what, n);
+        return -1;
+    }
+    memcpy(p, PyUnicode_1BYTE_DATA(v), n);
+    *has = 1;
+    return 0;
+}
+
+static int ts_set(PyObject *v, int64_t *ts, uint8_t *has)
+{
+    if (!v || v == Py_None) {
+        *has = 0;
+        return 0;
+    }
+    if (!PyLong_CheckExact(v)) {
+        PyErr_SetString(PyExc_TypeError, "a timestamp is an int or None");
+        return -1;
+    }
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "a timestamp is a 64-bit integer");
+        return -1;
+    }
+    *ts = x;
+    *has = 1;
+    return 0;
+}
+
+static PyObject *chain_get_expected_prev(Chain *C, void *Py_UNUSED(c))
+{
+    return hex_get(C->expected_prev, 64, C->has_prev);
+}
+static int chain_set_expected_prev(Chain *C, PyObject *v, void *Py_UNUSED(c))
+{
+    return hex_set(v, C->expected_prev, 64, &C->has_prev, "expected_prev");
+}
+static PyObject *chain_get_run_id(Chain *C, void *Py_UNUSED(c)) { return hex_get(C->run_id, 32, C->has_run); }
+static int chain_set_run_id(Chain *C, PyObject *v, void *Py_UNUSED(c))
+{
+    return hex_set(v, C->run_id, 32, &C->has_run, "run_id");
+}
+static PyObject *chain_get_prev_ts(Chain *C, void *Py_UNUSED(c))
+{
+    return C->has_prev_ts ? PyLong_FromLongLong(C->prev_ts) : Py_NewRef(Py_None);
+}
+static int chain_set_prev_ts(Chain *C, PyObject *v, void *Py_UNUSED(c)) { return ts_set(v, &C->prev_ts, &C->has_prev_ts); }
+static PyObject *chain_get_last_ts(Chain *C, void *Py_UNUSED(c))
+{
+    return C->has_last_ts ? PyLong_FromLongLong(C->last_ts) : Py_NewRef(Py_None);
+}
+static int chain_set_last_ts(Chain *C, PyObject *v, void *Py_UNUSED(c)) { return ts_set(v, &C->last_ts, &C->has_last_ts); }
+static PyObject *chain_get_events(Chain *C, void *Py_UNUSED(c)) { return PyLong_FromLongLong(C->events); }
+static int chain_set_events(Chain *C, PyObject *v, void *Py_UNUSED(c))
+{
+    long long x = v ? PyLong_AsLongLong(v) : -1;
+    if (x == -1 && (!v || PyErr_Occurred())) {
+        if (!v)
+            PyErr_SetString(PyExc_TypeError, "Chain.events cannot be deleted");
+        return -1;
+    }
+    C->events = x;
+    return 0;
+}
+static PyObject *chain_get_ids(Chain *C, void *Py_UNUSED(c)) { return Py_NewRef(C->ids); }
+
+static PyGetSetDef chain_getset[] = {
+    {"expected_prev", (getter)chain_get_expected_prev, (setter)chain_set_expected_prev,
+     "the hash the next event must link to (ChainState.expected_prev), or None", NULL},
+    {"run_id", (getter)chain_get_run_id, (setter)chain_set_run_id, "the log's run_id, or None (not known yet)", NULL},
+    {"prev_ts", (getter)chain_get_prev_ts, (setter)chain_set_prev_ts, "the previous event's timestamp_ns, or None",
+     NULL},
+    {"last_ts", (getter)chain_get_last_ts, (setter)chain_set_last_ts, "the largest timestamp_ns so far, or None",
+     NULL},
+    {"events", (getter)chain_get_events, (setter)chain_set_events, "events counted", NULL},
+    {"ids", (getter)chain_get_ids, NULL, "the IdSet of every event id seen (the caller adds the ids it judges)",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ChainType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ract_cli._core.Chain",
+    .tp_basicsize = sizeof(Chain),
+    .tp_dealloc = (destructor)chain_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Chain(*, ids=None): what ChainState.feed's fast path keeps across lines, for "
+              "Verifier.check_lines(bodies, chain=...).",
+    .tp_new = chain_new,
+    .tp_getset = chain_getset,
+};
+
+/* Whether an accepted line takes ChainState.feed's fast path: it links to the expected
+ * hash, has the log's run_id, and its clock does not go back. */
+static int chain_links(const Chain *C, const Line *L)
+{
+    if (!C->has_prev || !C->has_run || !C->has_prev_ts)
+        return 0;
+    const uint8_t *prev = str_ptr(L, &L->nodes[L->val[K_PREV]]), *run = str_ptr(L, &L->nodes[L->val[K_RUN_ID]]);
+    return memcmp(prev, C->expected_prev, 64) == 0 && memcmp(run, C->run_id, 32) == 0 &&
+           L->nodes[L->val[K_TS]].u.n.i >= C->prev_ts;
+}
+
+/* --- batches ---------------------------------------------------------------- */
+
+/* One line with the GIL held (not worth releasing it for one line). */
+static PyObject *run_one(PyObject *arg, const Verifier *V, int full)
+{
+    const uint8_t *p;
+    size_t n;
+    if (bytes_arg(arg, &p, &n) < 0)
+        return NULL;
+    Workspace *ws = ws_get(); /* from the pool: a re-entrant call (GC, finalizer) gets its own */
+    if (!ws)
+        return PyErr_NoMemory();
+    Line *L = &ws->lines[0];
+    L->src = p;
+    L->len = n;
+    stage_one(L, ws->ctx, V);
+    PyObject *res = NULL;
+    if (L->status == ST_NEED_DBL) {
+        if (stage_doubles(L) < 0)
+            goto done;
+        if (L->status == ST_READY)
+            finish_check(L, ws->ctx);
+    }
+    Repeats R = {NULL, NULL, NULL};
+    res = line_result(L, full, &R);
+    repeats_clear(&R);
+done:
+    ws_put(ws);
+    return res;
+}
+
+/* An ST_OK line whose payload needs the kind's Python validator: run it now (ST_BAD when
+ * it rejects the payload). 0 ok, -1 exception set. */
+static int resolve_python(Line *L)
+{
+    if (L->status != ST_OK || !L->need_py)
+        return 0;
+    PyObject *payload = build_object(L, L->val[K_PAYLOAD], NULL);
+    if (!payload)
+        return -1;
+    int ok = python_verdict(L, payload);
+    Py_DECREF(payload);
+    if (ok < 0)
+        return -1;
+    L->need_py = 0;
+    if (!ok)
+        L->status = ST_BAD;
+    return 0;
+}
+
+/* Chain mode: take the line in C when it is an accepted event on ChainState.feed's fast
+ * path with an id not seen before. 1 taken, 0 not, -1 exception set. */
+static int chain_take(Chain *C, Line *L)
+{
+    if (L->status != ST_OK || !chain_links(C, L))
+        return 0;
+    uint64_t hi, lo;
+    hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
+    int r = idset_add(C->ids, hi, lo);
+    if (r < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (r == 0)
+        return 0; /* DUPLICATE_ID: the caller's to report (the id stays as it was) */
+    int64_t ts = L->nodes[L->val[K_TS]].u.n.i;
+    C->prev_ts = ts;
+    if (!C->has_last_ts || ts > C->last_ts) {
+        C->last_ts = ts;
+        C->has_last_ts = 1;
+    }
+    C->events++;
+    memcpy(C->expected_prev, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64);
+    return 1;
+}
+
+/* A batch: the loop over the lines runs here, in chunks whose parse, checks, canonical
+ * form and hash run with the GIL released. chain (Verifier mode only): see
+ * Verifier.check_lines; *taken counts the lines taken in C. */
+static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *chain, Py_ssize_t *taken)
+{
+    int taking = chain != NULL;
+    /* A tuple of our own: the caller's list may change while the GIL is released. */
+    PyObject *items = PySequence_Tuple(arg);
+    if (!items)
+        return NULL;
+    Py_ssize_t total = PyTuple_GET_SIZE(items);
+    PyObject *result = PyList_New(total);
+    Repeats R = {NULL, NULL, NULL};
+    Workspace *ws = NULL;
+    if (!result)
+        goto fail;
+    ws = ws_get();
+    if (!ws) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < total;) {
+        int k = 0;
+        size_t bytes = 0;
+        while (i + k < total && k < CHUNK_LINES && bytes < CHUNK_BYTES) {
+            Line *L = &ws->lines[k];
+            if (bytes_arg(PyTuple_GET_ITEM(items, i + k), &L->src, &L->len) < 0)
+                goto fail;
+            bytes += L->len;
+            k++;
+        }
+        int dbl = 0;
+        EVP_MD_CTX *ctx = ws->ctx;
+        Py_BEGIN_ALLOW_THREADS
+        for (int j = 0; j < k; j++) {
+            stage_one(&ws->lines[j], ctx, V);
+            dbl |= ws->lines[j].status == ST_NEED_DBL;
+        }
+        Py_END_ALLOW_THREADS
+        if (dbl) {
+            for (int j = 0; j < k; j++)
+                if (ws->lines[j].status == ST_NEED_DBL && stage_doubles(&ws->lines[j]) < 0)
+                    goto fail;
+            Py_BEGIN_ALLOW_THREADS
+            for (int j = 0; j < k; j++)
+                if (ws->lines[j].status == ST_READY)
+                    finish_check(&ws->lines[j], ctx);
+            Py_END_ALLOW_THREADS
+        }
+        for (int j = 0; j < k; j++) {
+            Line *L = &ws->lines[j];
+            PyObject *r;
+            if (taking) {
+                int t = resolve_python(L) < 0 ? -1 : chain_take(chain, L);
+                if (t < 0)
+                    goto fail;
+                if (t) {
+                    (*taken)++;
+                    r = L->kind->want ? line_result(L, 0, &R) : Py_NewRef(Py_None);
+                } else {
+                    taking = 0; /* from here on the caller decides, line by line */
+                    r = line_result(L, 1, &R);
+                }
+            } else
+                r = line_result(L, chain ? 1 : full, &R);
+            if (!r)
+                goto fail;
+            PyList_SET_ITEM(result, i + j, r);
+        }
+        i += k;
+    }
+    repeats_clear(&R);
+    ws_put(ws);
+    Py_DECREF(items);
+    return result;
+fail:
+    repeats_clear(&R);
+    if (ws)
+        ws_put(ws);
+    Py_XDECREF(result);
+    Py_DECREF(items);
+    return NULL;
+}
+
+/* --- module functions (no kind or payload checks) ------------------------- */
+
+PyDoc_STRVAR(check_line_doc,
+             "check_line(body: bytes) -> tuple[dict, str] | None\n\n"
+             "(event, hash) when the line (without its ending) is one valid envelope whose\n"
+             "stored hash matches its canonical hash; None in every other case (the\n"
+             "pure-Python path then decides and words the findings). Kinds and payloads are\n"
+             "not checked: see compile_kinds for a Verifier that checks them too.");
+
+static PyObject *core_check_line(PyObject *Py_UNUSED(mod), PyObject *arg) { return run_one(arg, NULL, 1); }
+
+PyDoc_STRVAR(check_lines_doc,
+             "check_lines(bodies: Sequence[bytes]) -> list[tuple[dict, str] | None]\n\n"
+             "check_line over a batch; parsing, canonical form and hashing run with the GIL released.");
+
+static PyObject *core_check_lines(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    return run_lines(arg, NULL, 1, NULL, NULL);
+}
+
+PyDoc_STRVAR(canonical_doc,
+             "canonical(body: bytes) -> bytes | None\n\n"
+             "The canonical bytes (SPEC §2.3) of one JSON value under the strict line rules\n"
+             "(SPEC §2.1); None when the value is not acceptable.");
+
+static PyObject *core_canonical(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    const uint8_t *p;
+    size_t n;
+    if (bytes_arg(arg, &p, &n) < 0)
+        return NULL;
+    Workspace *ws = ws_get();
+    if (!ws)
+        return PyErr_NoMemory();
+    Line *L = &ws->lines[0];
+    L->src = p;
+    L->len = n;
+    PyObject *res = NULL;
+    L->envelope = 0;
+    int r = parse(L);
+    if (r < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (r == 0)
+        goto none;
+    if (L->dn && !fast_doubles(L)) {
+        r = convert_doubles(L);
+        if (r < 0)
+            goto done;
+        if (r == 0)
+            goto none;
+    }
+    r = to_canonical(L, NONE);
+    if (r < 0) {
+        if (r == -1)
+            PyErr_NoMemory();
+        else
+            PyErr_SetString(PyExc_SystemError, "ract_cli._core: canonical form outgrew its bound");
+        goto done;
+    }
+    res = PyBytes_FromStringAndSize((const char *)L->out, (Py_ssize_t)L->on);
+    goto done;
+none:
+    res = Py_NewRef(Py_None);
+done:
+    ws_put(ws);
+    return res;
+}
+
+/* --- Verifier ------------------------------------------------------------------ */
+
+static void field_free(FieldDef *f)
+{
+    free(f->name);
+    for (uint32_t i = 0; i < f->nenum; i++)
+        free(f->enums[i].s);
+    free(f->enums);
+}
+
+static void verifier_dealloc(Verifier *V)
+{
+    for (uint32_t i = 0; i < V->nkinds; i++) {
+        KindEntry *k = &V->kinds[i];
+        free(k->name);
+        for (uint32_t j = 0; j < k->nfields; j++)
+            field_free(&k->fields[j]);
+        free(k->fields);
+        for (uint32_t j = 0; j < k->nkeep; j++)
+            free(k->keep[j].s);
+        free(k->keep);
+        Py_XDECREF(k->validator);
+        Py_XDECREF(k->name_obj);
+    }
+    free(V->kinds);
+    free(V->table);
+    Py_TYPE(V)->tp_free((PyObject *)V);
+}
+
+static int verifier_args(PyObject *args, PyObject *kw, PyObject **body, int *full)
+{
+    static char *names[] = {"", "full", NULL};
+    *full = 0;
+    return PyArg_ParseTupleAndKeywords(args, kw, "O|$p", names, body, full);
+}
+
+PyDoc_STRVAR(v_check_line_doc,
+             "check_line(body: bytes, *, full: bool = False) -> tuple | None\n\n"
+             "None unless the line (without its ending) has no finding at all under the\n"
+             "Verifier's schema version: exactly what analyze_line(body, schema_version)\n"
+             "reports as problems == [] (the pure-Python path then decides and words the\n"
+             "findings). Otherwise, full=False:\n"
+             "  (id, run_id, step_id, parent_id, timestamp_ns, kind, prev_hash, hash, payload)\n"
+             "with payload the dict for the Verifier's payload_kinds, else None; full=True:\n"
+             "  (event, hash) with the whole event dict, as the module-level check_line.");
+
+static PyObject *verifier_check_line(Verifier *V, PyObject *args, PyObject *kw)
+{
+    PyObject *body;
+    int full;
+    if (!verifier_args(args, kw, &body, &full))
+        return NULL;
+    return run_one(body, V, full);
+}
+
+PyDoc_STRVAR(v_check_lines_doc,
+             "check_lines(bodies: Sequence[bytes], *, full: bool = False, chain: Chain | None = None)\n\n"
+             "check_line over a batch -> list[tuple | None]: the parse, checks, canonical form and\n"
+             "hash run in C with the GIL released (threads may check parts of one file in parallel).\n\n"
+             "chain=Chain(...) -> (taken, results): the leading lines that take ChainState.feed's\n"
+             "fast path (accepted, prev_hash == chain.expected_prev, run_id == chain.run_id,\n"
+             "chain.prev_ts is not None and timestamp_ns >= it, an id not in chain.ids) are taken\n"
+             "in C, which updates the chain as that path does (ids, prev_ts, last_ts, events,\n"
+             "expected_prev = the line's hash). results[i] for i < taken is the compact tuple for a\n"
+             "payload kind, else None; from the first line not taken on, results[i] is what\n"
+             "check_line(body, full=True) gives, and the caller judges those lines itself.");
+
+static PyObject *verifier_check_lines(Verifier *V, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"", "full", "chain", NULL};
+    PyObject *bodies, *chain = Py_None;
+    int full = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pO", names, &bodies, &full, &chain))
+        return NULL;
+    if (chain == Py_None)
+        return run_lines(bodies, V, full, NULL, NULL);
+    if (!PyObject_TypeCheck(chain, &ChainType)) {
+        PyErr_SetString(PyExc_TypeError, "chain must be a ract_cli._core.Chain");
+        return NULL;
+    }
+    if (full) {
+        PyErr_SetString(PyExc_ValueError, "chain mode returns its own shapes: full=True does not apply");
+        return NULL;
+    }
+    Py_ssize_t taken = 0;
+    PyObject *results = run_lines(bodies, V, 0, (Chain *)chain, &taken);
+    if (!results)
+        return NULL;
+    return Py_BuildValue("(nN)", taken, results);
+}
+
+static PyObject *verifier_kinds(Verifier *V, PyObject *Py_UNUSED(ignored))
+{
+    /* introspection for tests: {kind: (known, wants payload, needs Python, C-checked fields)} */
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    for (uint32_t i = 0; i < V->nkinds; i++) {
+        const KindEntry *k = &V->kinds[i];
+        int py = k->invariants;
+        for (uint32_t j = 0; j < k->nfields; j++)
+            py |= k->fields[j].python;
+        PyObject *v = Py_BuildValue("(OOOI)", k->known ? Py_True : Py_False, k->want ? Py_True : Py_False,
+                                    py ? Py_True : Py_False, k->nfields);
+        if (!v || PyDict_SetItem(d, k->name_obj, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(v);
+    }
+    return d;
+}
+
+static PyMethodDef verifier_methods[] = {
+    {"check_line", (PyCFunction)(void (*)(void))verifier_check_line, METH_VARARGS | METH_KEYWORDS, v_check_line_doc},
+    {"check_lines", (PyCFunction)(void (*)(void))verifier_check_lines, METH_VARARGS | METH_KEYWORDS,
+     v_check_lines_doc},
+    {"kinds", (PyCFunction)verifier_kinds, METH_NOARGS, "kinds() -> dict: how each kind is checked (for tests)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *verifier_schema_version(Verifier *V, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(V->schema_version);
+}
+
+static PyGetSetDef verifier_getset[] = {
+    {"schema_version", (getter)verifier_schema_version, NULL, "the schema version it checks", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject VerifierType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ract_cli._core.Verifier",
+    .tp_basicsize = sizeof(Verifier),
+    .tp_dealloc = (destructor)verifier_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The per-line checks of one schema version, compiled from the kind definitions (compile_kinds).",
+    .tp_methods = verifier_methods,
+    .tp_getset = verifier_getset,
+};
+
+/* --- compile_kinds ------------------------------------------------------------ */
+
+/* A UTF-8 copy of a str (1), or -1 with an exception. */
+static int utf8_copy(PyObject *s, const char *what, char **out, uint32_t *len)
+{
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(s)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!p)
+        return -1;
+    if ((size_t)n >= UINT32_MAX) {
+        PyErr_Format(PyExc_ValueError, "%s is too long", what);
+        return -1;
+    }
+    *out = malloc((size_t)n + 1);
+    if (!*out) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(*out, p, (size_t)n + 1);
+    *len = (uint32_t)n;
+    return 1;
+}
+
+static unsigned json_type_bit(PyObject *name)
+{
+    if (!PyUnicode_Check(name))
+        return 0;
+    for (int i = 0; i < 7; i++)
+        if (PyUnicode_CompareWithASCIIString(name, JSON_TYPE_NAMES[i]) == 0)
+            return 1u << i;
+    return 0;
+}
+
+/* A bound (minimum, maximum) C can compare exactly: an int or a float of magnitude <= 2^53. */
+static int bound_value(PyObject *v, double *out)
+{
+    if (PyBool_Check(v))
+        return 0;
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow || x > (1LL << 53) || x < -(1LL << 53))
+            return 0;
+        *out = (double)x;
+        return 1;
+    }
+    if (PyFloat_CheckExact(v)) {
+        double x = PyFloat_AS_DOUBLE(v);
+        if (!isfinite(x) || fabs(x) > 9007199254740992.0)
+            return 0;
+        *out = x;
+        return 1;
+    }
+    return 0;
+}
+
+/* A count limit (max_length, max_items): an int. */
+static int limit_value(PyObject *v, int64_t *out)
+{
+    if (!PyLong_CheckExact(v))
+        return 0;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (x == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow)
+        return 0;
+    *out = x;
+    return 1;
+}
+
+/* "[0-9a-f]{N}" -> N; 0 for any other pattern. */
+static uint32_t hex_pattern(PyObject *pattern)
+{
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(pattern, &n);
+    if (!p) {
+        PyErr_Clear();
+        return 0;
+    }
+    static const char pre[] = "[0-9a-f]{";
+    size_t pl = sizeof(pre) - 1;
+    if ((size_t)n < pl + 2 || memcmp(p, pre, pl) != 0 || p[n - 1] != '}')
+        return 0;
+    uint64_t v = 0;
+    for (size_t i = pl; i < (size_t)n - 1; i++) {
+        if (!is_digit((uint8_t)p[i]) || v > 100000)
+            return 0;
+        v = v * 10 + (uint64_t)(p[i] - '0');
+    }
+    if ((size_t)n - 1 == pl || p[pl] == '0')
+        return 0;
+    return (uint32_t)v;
+}
+
+/* Read one model.Field. 0 ok, -1 exception set. */
+static int compile_field(PyObject *field, FieldDef *fd)
+{
+    PyObject *v = NULL, *seq = NULL;
+    int rc = -1;
+    memset(fd, 0, sizeof(*fd));
+    if (!(v = PyObject_GetAttrString(field, "name")) || utf8_copy(v, "Field.name", &fd->name, &fd->nlen) < 0)
+        goto done;
+    Py_CLEAR(v);
+    /* types */
+    if (!(v = PyObject_GetAttrString(field, "types")) || !(seq = PySequence_Fast(v, "Field.types must be a sequence")))
+        goto done;
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+        unsigned bit = json_type_bit(PySequence_Fast_GET_ITEM(seq, i));
+        if (!bit)
+            fd->python = 1; /* model._is_type raises: let it */
+        fd->types |= bit;
+    }
+    Py_CLEAR(seq);
+    Py_CLEAR(v);
+    /* enum */
+    if (!(v = PyObject_GetAttrString(field, "enum")))
+        goto done;
+    if (v != Py_None) {
+        if (!(seq = PySequence_Fast(v, "Field.enum must be a sequence")))
+            goto done;
+        Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+        fd->has_enum = 1;
+        fd->enums = calloc((size_t)n + 1, sizeof(EnumVal));
+        if (!fd->enums) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        int has_bool = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+            EnumVal *ev = &fd->enums[fd->nenum];
+            if (PyUnicode_Check(e) && PyUnicode_CheckExact(e)) {
+                Py_ssize_t el;
+                const char *ep = PyUnicode_AsUTF8AndSize(e, &el);
+                if (!ep) { /* a lone surrogate: no line can hold it */
+                    PyErr_Clear();
+                    continue;
+                }
+                ev->s = malloc((size_t)el + 1);
+                if (!ev->s) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                memcpy(ev->s, ep, (size_t)el + 1);
+                ev->len = (uint32_t)el;
+                ev->kind = E_STR;
+            } else if (e == Py_True || e == Py_False) {
+                ev->kind = e == Py_True ? E_TRUE : E_FALSE;
+                has_bool = 1;
+            } else if (e == Py_None)
+                ev->kind = E_NULL;
+            else {
+                fd->python = 1; /* a number (1 == 1.0 == True) or anything else: Python equality */
+                continue;
+            }
+            fd->nenum++;
+        }
+        if ((has_bool && (fd->types & (J_INTEGER | J_NUMBER))) || (fd->types & (J_OBJECT | J_ARRAY)))
+            fd->python = 1; /* 1 in {True}; a dict in a frozenset raises */
+        Py_CLEAR(seq);
+    }
+    Py_CLEAR(v);
+    /* minimum, maximum */
+    for (int which = 0; which < 2; which++) {
+        if (!(v = PyObject_GetAttrString(field, which ? "maximum" : "minimum")))
+            goto done;
+        if (v != Py_None) {
+            int r = bound_value(v, which ? &fd->max : &fd->min);
+            if (r < 0)
+                goto done;
+            if (r == 0)
+                fd->python = 1;
+            else if (which)
+                fd->has_max = 1;
+            else
+                fd->has_min = 1;
+        }
+        Py_CLEAR(v);
+    }
+    /* max_length, max_items */
+    for (int which = 0; which < 2; which++) {
+        if (!(v = PyObject_GetAttrString(field, which ? "max_items" : "max_length")))
+            goto done;
+        if (v != Py_None) {
+            int r = limit_value(v, which ? &fd->max_items : &fd->max_length);
+            if (r < 0)
+                goto done;
+            if (r == 0)
+                fd->python = 1;
+            else if (which)
+                fd->has_max_items = 1;
+            else
+                fd->has_max_length = 1;
+        }
+        Py_CLEAR(v);
+    }
+    /* pattern: model compiles it only when truthy */
+    if (!(v = PyObject_GetAttrString(field, "pattern")))
+        goto done;
+    if (v != Py_None) {
+        int truthy = PyObject_IsTrue(v);
+        if (truthy < 0)
+            goto done;
+        if (truthy) {
+            uint32_t h = PyUnicode_Check(v) ? hex_pattern(v) : 0;
+            if (h) {
+                fd->has_hex = 1;
+                fd->hexlen = h;
+            } else
+                fd->python = 1;
+        }
+    }
+    Py_CLEAR(v);
+    /* items */
+    if (!(v = PyObject_GetAttrString(field, "items")))
+        goto done;
+    if (v != Py_None) {
+        fd->items = json_type_bit(v);
+        if (!fd->items)
+            fd->python = 1;
+    }
+    Py_CLEAR(v);
+    rc = 0;
+done:
+    Py_XDECREF(v);
+    Py_XDECREF(seq);
+    return rc;
+}
+
+static int field_cmp(const void *a, const void *b)
+{
+    const FieldDef *x = a, *y = b;
+    return utf16_cmp((const uint8_t *)x->name, x->nlen, (const uint8_t *)y->name, y->nlen);
+}
+
+static int valid_utf8(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        if ((uint8_t)p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = utf8_seq((const uint8_t *)p + i, n - i);
+        if (!k)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* payload_kinds: names (whole payloads) or a mapping name -> None (whole) or the keys to keep. */
+static int set_payload_kinds(Verifier *V, PyObject *payload_kinds)
+{
+    int mapping = PyDict_Check(payload_kinds);
+    PyObject *it = PyObject_GetIter(payload_kinds), *name;
+    if (!it)
+        return -1;
+    while ((name = PyIter_Next(it))) {
+        PyObject *keys = NULL, *kit = NULL, *key;
+        if (!PyUnicode_Check(name)) {
+            PyErr_SetString(PyExc_TypeError, "payload_kinds must hold str");
+            goto fail;
+        }
+        if (mapping && !(keys = PyDict_GetItemWithError(payload_kinds, name))) /* borrowed */
+            goto fail;
+        Py_ssize_t ln;
+        const char *p = PyUnicode_AsUTF8AndSize(name, &ln);
+        KindEntry *k = p ? (KindEntry *)kind_lookup(V, (const uint8_t *)p, (size_t)ln) : NULL;
+        if (!p)
+            PyErr_Clear();
+        if (!k) { /* not in the vocabulary: no line of it is ever accepted */
+            Py_DECREF(name);
+            continue;
+        }
+        if (!keys || keys == Py_None) {
+            k->want = 1;
+            Py_DECREF(name);
+            continue;
+        }
+        k->want = 2;
+        if (!(kit = PyObject_GetIter(keys)))
+            goto fail;
+        while ((key = PyIter_Next(kit))) {
+            EnumVal *grown = realloc(k->keep, (k->nkeep + 1) * sizeof(EnumVal));
+            if (!grown) {
+                Py_DECREF(key);
+                PyErr_NoMemory();
+                goto fail;
+            }
+            k->keep = grown;
+            EnumVal *kv = &k->keep[k->nkeep];
+            memset(kv, 0, sizeof(*kv));
+            int r = utf8_copy(key, "a payload key", &kv->s, &kv->len);
+            Py_DECREF(key);
+            if (r < 0)
+                goto fail;
+            k->nkeep++;
+        }
+        Py_CLEAR(kit);
+        if (PyErr_Occurred())
+            goto fail;
+        Py_DECREF(name);
+        continue;
+    fail:
+        Py_XDECREF(kit);
+        Py_DECREF(name);
+        Py_DECREF(it);
+        return -1;
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+PyDoc_STRVAR(compile_kinds_doc,
+             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=()) -> Verifier\n\n"
+             "Compile the kind definitions (ract_cli.format.kinds.KINDS: KindDef objects with\n"
+             "name, version, fields, invariants) into a Verifier for one schema version.\n"
+             "validators maps each kind name to its payload validator (VALIDATORS); it runs\n"
+             "(with the payload built) for kinds with invariants and for fields C cannot judge.\n"
+             "payload_kinds: the kinds whose payload compact results carry: an iterable of\n"
+             "names (the whole payload), or a mapping name -> None (the whole payload) or\n"
+             "an iterable of the payload keys to keep (a dict of just those present, in the\n"
+             "line's order; e.g. the documented scalar fields an open handle keeps).");
+
+static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", NULL};
+    PyObject *kinds, *validators, *payload_kinds = NULL, *seq = NULL, *v = NULL, *fseq = NULL;
+    long schema_version;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lO", names, &kinds, &validators, &schema_version,
+                                     &payload_kinds))
+        return NULL;
+    if (!kw || !PyDict_GetItemString(kw, "schema_version")) {
+        PyErr_SetString(PyExc_TypeError, "compile_kinds() needs schema_version=");
+        return NULL;
+    }
+    if (!(seq = PySequence_Fast(kinds, "kinds must be a sequence of KindDef")))
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    if (n >= 1 << 20) {
+        Py_DECREF(seq);
+        PyErr_SetString(PyExc_ValueError, "too many kinds");
+        return NULL;
+    }
+    Verifier *V = PyObject_New(Verifier, &VerifierType);
+    if (!V) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    V->schema_version = schema_version;
+    V->nkinds = 0;
+    V->table = NULL;
+    V->kinds = calloc((size_t)n + 1, sizeof(KindEntry));
+    uint32_t size = 8;
+    while (size < 2 * (uint32_t)n + 2)
+        size *= 2;
+    V->tmask = size - 1;
+    V->table = malloc(size * sizeof(uint32_t));
+    if (!V->kinds || !V->table) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (uint32_t i = 0; i < size; i++)
+        V->table[i] = NONE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *kd = PySequence_Fast_GET_ITEM(seq, i);
+        KindEntry *k = &V->kinds[V->nkinds++];
+        if (!(v = PyObject_GetAttrString(kd, "name")) || utf8_copy(v, "KindDef.name", &k->name, &k->nlen) < 0)
+            goto fail;
+        k->name_obj = Py_NewRef(v);
+        PyUnicode_InternInPlace(&k->name_obj);
+        k->validator = PyObject_GetItem(validators, v);
+        if (!k->validator)
+            goto fail;
+        Py_CLEAR(v);
+        if (!(v = PyObject_GetAttrString(kd, "version")))
+            goto fail;
+        long version = PyLong_AsLong(v);
+        if (version == -1 && PyErr_Occurred())
+            goto fail;
+        k->known = version <= schema_version;
+        Py_CLEAR(v);
+        if (!(v = PyObject_GetAttrString(kd, "invariants")))
+            goto fail;
+        int inv = PyObject_IsTrue(v);
+        if (inv < 0)
+            goto fail;
+        k->invariants = (uint8_t)inv;
+        Py_CLEAR(v);
+        if (!(v = PyObject_GetAttrString(kd, "fields")) || !(fseq = PySequence_Fast(v, "KindDef.fields")))
+            goto fail;
+        Py_ssize_t nf = PySequence_Fast_GET_SIZE(fseq);
+        k->fields = calloc((size_t)nf + 1, sizeof(FieldDef));
+        if (!k->fields) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t j = 0; j < nf; j++) {
+            k->nfields++;
+            if (compile_field(PySequence_Fast_GET_ITEM(fseq, j), &k->fields[j]) < 0)
+                goto fail;
+            if (!valid_utf8(k->fields[j].name, k->fields[j].nlen))
+                k->invariants = 1; /* cannot happen for a str; never compare such bytes */
+        }
+        qsort(k->fields, k->nfields, sizeof(FieldDef), field_cmp);
+        Py_CLEAR(fseq);
+        Py_CLEAR(v);
+        uint32_t h = fnv1a((const uint8_t *)k->name, k->nlen) & V->tmask;
+        while (V->table[h] != NONE) {
+            const KindEntry *o = &V->kinds[V->table[h]];
+            if (o->nlen == k->nlen && memcmp(o->name, k->name, k->nlen) == 0) {
+                PyErr_Format(PyExc_ValueError, "kind %R is defined twice", k->name_obj);
+                goto fail;
+            }
+            h = (h + 1) & V->tmask;
+        }
+        V->table[h] = V->nkinds - 1;
+    }
+    Py_CLEAR(seq);
+    if (payload_kinds && payload_kinds != Py_None && set_payload_kinds(V, payload_kinds) < 0)
+        goto fail;
+    return (PyObject *)V;
+fail:
+    Py_XDECREF(v);
+    Py_XDECREF(fseq);
+    Py_XDECREF(seq);
+    Py_DECREF(V);
+    return NULL;
+}
+
+/* --- module ------------------------------------------------------------------- */
+
+static PyMethodDef core_methods[] = {
+    {"check_line", core_check_line, METH_O, check_line_doc},
+    {"check_lines", core_check_lines, METH_O, check_lines_doc},
+    {"canonical", core_canonical, METH_O, canonical_doc},
+    {"compile_kinds", (PyCFunction)(void (*)(void))core_compile_kinds, METH_VARARGS | METH_KEYWORDS,
+     compile_kinds_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static void core_free(void *Py_UNUSED(mod))
+{
+    while (g_npool > 0) {
+        Workspace *ws = g_pool[--g_npool];
+        for (int i = 0; i < CHUNK_LINES; i++)
+            line_free(&ws->lines[i]);
+        EVP_MD_CTX_free(ws->ctx);
+        free(ws);
+    }
+    for (int i = 0; i < KC_SIZE; i++)
+        Py_CLEAR(g_kcache[i]);
+    for (int i = 0; i < K_COUNT; i++)
+        Py_CLEAR(g_env_keys[i]);
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+    EVP_MD_free(g_md_fetched);
+    g_md_fetched = NULL;
+#endif
+    g_md = NULL;
+}
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ract_cli._core",
+    .m_doc = "The native per-line core of ract (SPEC §11): strict parse, envelope, payload, canonical hash.",
+    .m_size = -1, /* single-phase: the caches above are process-wide */
+    .m_methods = core_methods,
+    .m_free = core_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+    g_md_fetched = EVP_MD_fetch(NULL, "SHA256", NULL); /* once: an implicit fetch per line costs */
+    g_md = g_md_fetched;
+#else
+    g_md = EVP_sha256();
+#endif
+    if (!g_md) {
+        PyErr_SetString(PyExc_ImportError, "ract_cli._core: OpenSSL has no SHA-256");
+        return NULL;
+    }
+    if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&core_module);
+    if (!m)
+        return NULL;
+    for (int i = 0; i < K_COUNT; i++) {
+        /* seed the key cache with the envelope keys */
+        g_env_keys[i] = make_cached((const uint8_t *)ENVELOPE[i], strlen(ENVELOPE[i]), 1);
+        if (!g_env_keys[i]) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    if (PyModule_AddIntConstant(m, "MAX_NESTING", MAX_DEPTH) < 0 ||
+        PyModule_AddObjectRef(m, "Verifier", (PyObject *)&VerifierType) < 0 ||
+        PyModule_AddObjectRef(m, "IdSet", (PyObject *)&IdSetType) < 0 ||
+        PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,1157 @@
+"""The native core (``ract_cli._core``) against the pure-Python reference path (SPEC §11).
+
+Differential tests: both cores see the same bytes and must agree. The oracle is
+``analyze_line(body, fast=False)``:
+
+* module-level ``check_line`` (no kind or payload checks): a non-None answer
+  promises the Python path finds no integrity problem (``INTEGRITY`` codes), and
+  the event and hash are the Python path's, equal in type, value and key order;
+* ``Verifier.check_line`` (from ``compile_kinds``): a non-None answer promises
+  the Python path finds no problem at all (``problems == []``);
+* on the layouts a writer may produce (key order, whitespace, ``\\uXXXX``
+  escapes, ``\\/``, CRLF, number spellings) a line the Python path accepts must
+  not be None (speed must not depend on layout);
+* hostile bytes (bit flips, truncations, duplicate keys at depth, deep nesting,
+  invalid UTF-8, lone surrogates, NaN, BOM, trailing garbage) need only the
+  first two: None is always allowed there.
+
+Every file under ``tests/data/native-fuzz/crashes/`` (written by
+``scripts/fuzz_native.py``) is replayed with the same oracle, as is the seed
+corpus under ``tests/data/native-fuzz/corpus/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from time import time_ns
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kind_examples import INVARIANT_INVALID, all_field_invalid_cases, all_valid_cases, merged
+
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
+from ract_cli.read.line import MAX_NESTING, analyze_line, parse_exact
+
+try:
+    from ract_cli import _core
+except ImportError as exc:  # pragma: no cover - depends on the build
+    pytest.skip(
+        f"the native core ract_cli._core is not built ({exc}); only the pure-Python path is available",
+        allow_module_level=True,
+    )
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+FUZZ_DIR = DATA / "native-fuzz"
+LONG = os.environ.get("RACT_LONG") == "1"
+
+INTEGRITY = frozenset({"MALFORMED_LINE", "DUPLICATE_KEY", "ENVELOPE_ERROR", "HASH_MISMATCH", "LINE_TOO_LONG"})
+ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+#: the open kinds of read/handles.py and their closes: the payloads the reader needs
+HANDLE_KINDS = frozenset(
+    {
+        "run.started",
+        "step.started",
+        "tool.called",
+        "prompt.sent",
+        "handshake.requested",
+        "run.completed",
+        "run.aborted",
+        "step.committed",
+        "step.rolled_back",
+        "tool.result",
+        "response.received",
+        "handshake.resolved",
+    }
+)
+
+
+def _verifier(version: int, payload_kinds: frozenset[str] = HANDLE_KINDS) -> _core.Verifier:
+    return _core.compile_kinds(KINDS, VALIDATORS, schema_version=version, payload_kinds=payload_kinds)
+
+
+VERIFIERS = {v: _verifier(v) for v in range(1, LATEST_SCHEMA_VERSION + 1)}
+VERIFIER = VERIFIERS[LATEST_SCHEMA_VERSION]
+
+
+# --- the oracle ------------------------------------------------------------------
+
+
+def same(a: object, b: object) -> bool:
+    """Equal in type, value, key order and the sign of zero (== says 1 == 1.0 == True)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
+    if type(a) is list:
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+    if type(a) is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # type: ignore[arg-type]
+    return a == b
+
+
+def agree(body: bytes, *, complete: bool, versions: tuple[int, ...] = (LATEST_SCHEMA_VERSION,)) -> bool:
+    """Assert both cores agree on one line; return whether the line is fully valid (latest version).
+
+    ``complete``: the line is in a layout a writer may produce, so a line the
+    Python path accepts must be accepted natively too.
+    """
+    ref = analyze_line(body, fast=False)
+    codes = {p.code for p in ref.problems}
+    native = _core.check_line(body)
+    if native is not None:
+        assert not codes & INTEGRITY, (body[:300], codes)
+        event, stored = native
+        assert same(event, ref.event), (body[:300], event, ref.event)
+        assert stored == ref.stored_hash
+    elif complete and ref.parsed and not codes & INTEGRITY:
+        pytest.fail(f"native check_line refused a line the Python path accepts: {body[:300]!r}")
+    valid_latest = False
+    for version in versions:
+        r = ref if version == LATEST_SCHEMA_VERSION else analyze_line(body, version, fast=False)
+        verifier = VERIFIERS[version]
+        full = verifier.check_line(body, full=True)
+        compact = verifier.check_line(body)
+        assert (full is None) == (compact is None), body[:300]
+        if full is None:
+            if complete and r.parsed and not r.problems:
+                pytest.fail(f"Verifier(v{version}) refused a valid line: {body[:300]!r}")
+            continue
+        assert not r.problems, (version, body[:300], [(p.code, p.message) for p in r.problems])
+        event, stored = full
+        assert same(event, r.event), (body[:300], event, r.event)
+        assert stored == r.stored_hash
+        check_compact(compact, r.event, stored, verifier)
+        valid_latest |= version == LATEST_SCHEMA_VERSION
+    return valid_latest
+
+
+def check_compact(compact: tuple[object, ...], event: dict, stored: str, verifier: object) -> None:
+    ident, run_id, step_id, parent_id, ts, kind, prev, hsh, payload = compact
+    assert (ident, run_id, step_id, parent_id, ts, kind, prev, hsh) == (
+        event["id"],
+        event["run_id"],
+        event["step_id"],
+        event["parent_id"],
+        event["timestamp_ns"],
+        event["kind"],
+        event["prev_hash"],
+        stored,
+    )
+    assert type(ts) is int
+    if kind in HANDLE_KINDS:
+        assert same(payload, event["payload"])
+    else:
+        assert payload is None
+
+
+def lines_of(path: Path) -> list[bytes]:
+    """A file's lines without their ``\\n`` (a ``\\r`` stays: it is JSON whitespace)."""
+    return path.read_bytes().split(b"\n")[:-1] if path.read_bytes().endswith(b"\n") else path.read_bytes().split(b"\n")
+
+
+# --- corpora ------------------------------------------------------------------------
+
+FIXTURE_LOGS = sorted((ROOT / "fixtures" / "runs").glob("*/events.jsonl"))
+JOURNALS = sorted(p for p in (ROOT / "fixtures" / "journals").iterdir() if p.suffix == ".jsonl")
+JSON_SUITE = sorted((DATA / "json-parsing" / "test_parsing").iterdir())
+JCS_INPUTS = sorted((DATA / "jcs" / "input").iterdir())
+
+
+def fixture_lines() -> list[bytes]:
+    return [line for path in FIXTURE_LOGS for line in lines_of(path)]
+
+
+def test_corpora_present() -> None:
+    assert len(FIXTURE_LOGS) >= 5 and JOURNALS and len(JSON_SUITE) > 300 and len(JCS_INPUTS) >= 6
+
+
+@pytest.mark.parametrize("path", FIXTURE_LOGS, ids=lambda p: p.parent.name)
+def test_fixture_runs(path: Path) -> None:
+    valid = [agree(line, complete=True, versions=tuple(range(1, LATEST_SCHEMA_VERSION + 1))) for line in lines_of(path)]
+    assert any(valid)
+
+
+@pytest.mark.parametrize("path", JOURNALS, ids=lambda p: p.name)
+def test_journals_are_not_ract_events(path: Path) -> None:
+    for line in lines_of(path):
+        agree(line, complete=False)
+        assert _core.check_line(line) is None  # a journal record has no "kind": never a RACT event
+        assert VERIFIER.check_line(line) is None
+
+
+def python_canonical(body: bytes) -> bytes | None:
+    """The canonical bytes the Python path gives one JSON value under the line rules, or None."""
+    try:
+        value = parse_exact(body)
+        if _depth(value) > MAX_NESTING:
+            return None
+        return jcs_exact(value)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _depth(value: object) -> int:
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if type(item) in (dict, list):
+            deepest = max(deepest, level)
+            stack.extend((c, level + 1) for c in (item.values() if type(item) is dict else item))  # type: ignore[union-attr]
+    return deepest
+
+
+@pytest.mark.parametrize("path", JSON_SUITE, ids=lambda p: p.name)
+def test_json_test_suite(path: Path) -> None:
+    body = path.read_bytes()
+    agree(body, complete=False)
+    assert _core.canonical(body) == python_canonical(body), path.name
+
+
+def test_key_order_is_utf16() -> None:
+    """RFC 8785 sorts keys by UTF-16 code units: U+E000..U+FFFF after astral characters."""
+    import itertools
+
+    keys = [
+        "a",
+        "\u00e9",
+        "\ud7ff",
+        "\ue000",
+        "\uffff",
+        "\U00010000",
+        "\U0001f600",
+        "\U0010ffff",
+        "\ue000a",
+        "\U0001f600b",
+    ]
+    rng = random.Random(2)
+    for perm in itertools.islice(itertools.permutations(keys[:6]), 0, None, 7):
+        body = json.dumps({k: i for i, k in enumerate(perm)}, ensure_ascii=rng.random() < 0.5).encode()
+        assert _core.canonical(body) == python_canonical(body)
+    for _ in range(200):
+        chosen = rng.sample(keys, rng.randint(2, len(keys)))
+        body = json.dumps({k: 1 for k in chosen}, ensure_ascii=False).encode()
+        assert _core.canonical(body) == python_canonical(body)
+        event = hashed_event("run.started", {k: 1 for k in chosen}, rng)
+        assert agree(lay_out(event, "shuffled", rng), complete=True)
+
+
+@pytest.mark.parametrize("path", JCS_INPUTS, ids=lambda p: p.name)
+def test_jcs_vectors(path: Path) -> None:
+    expected = (DATA / "jcs" / "output" / path.name).read_bytes()
+    assert _core.canonical(path.read_bytes()) == expected
+
+
+# --- layouts ------------------------------------------------------------------------
+
+
+class Layout:
+    """One way a writer may lay out the same values (the hash covers values, not bytes)."""
+
+    def __init__(self, rng: random.Random, name: str) -> None:
+        self.rng, self.name = rng, name
+        self.ensure_ascii = name in ("json-defaults", "escapes", "wild")
+        self.spacing = {"json-defaults": (", ", ": ")}.get(name, (",", ":"))
+
+    def ws(self) -> str:
+        if self.name != "wild" or self.rng.random() < 0.5:
+            return ""
+        return "".join(self.rng.choice(" \t\r\n") for _ in range(self.rng.randint(1, 3)))
+
+    def keys(self, obj: dict, top: bool) -> list[str]:
+        keys = list(obj)
+        if self.name == "sorted":
+            return sorted(keys)
+        if self.name == "schema" and top:
+            return [k for k in ENVELOPE_ORDER if k in obj] + [k for k in keys if k not in ENVELOPE_ORDER]
+        if self.name in ("shuffled", "json-defaults", "wild", "escapes"):
+            self.rng.shuffle(keys)
+        return keys
+
+    def string(self, text: str) -> str:
+        out = ['"']
+        for ch in text:
+            code = ord(ch)
+            if ch in '"\\':
+                out.append("\\" + ch)
+            elif code < 0x20:
+                short = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}.get(ch)
+                out.append(short if short and self.rng.random() < 0.7 else f"\\u{code:04x}")
+            elif ch == "/" and self.name in ("escapes", "wild") and self.rng.random() < 0.5:
+                out.append("\\/")
+            elif (code > 0x7E and self.ensure_ascii) or (self.name in ("escapes", "wild") and self.rng.random() < 0.15):
+                out.append(self._u_escape(code))
+            else:
+                out.append(ch)
+        out.append('"')
+        return "".join(out)
+
+    def _u_escape(self, code: int) -> str:
+        hexes = [f"{code:04x}"] if code < 0x10000 else None
+        if hexes is None:
+            code -= 0x10000
+            hexes = [f"{0xD800 + (code >> 10):04x}", f"{0xDC00 + (code & 0x3FF):04x}"]
+        upper = self.rng.random() < 0.3
+        return "".join("\\u" + (h.upper() if upper else h) for h in hexes)
+
+    def number(self, value: int | float, exact: bool) -> str:
+        """A spelling of the number; ``exact``: an integer must stay an integer token (timestamp_ns)."""
+        rng = self.rng
+        if type(value) is int:
+            if exact or self.name not in ("numbers", "wild") or rng.random() < 0.5:
+                return "-0" if value == 0 and self.name in ("numbers", "wild") and rng.random() < 0.2 else str(value)
+            if abs(value) > 2**53:
+                return str(value)
+            return rng.choice([f"{value}.0", f"{value}e0", f"{value}E+0", f"{value}.000e-0"])
+        text = repr(value)
+        if self.name not in ("numbers", "wild") or rng.random() < 0.4:
+            return text
+        return respell_float(text, rng)
+
+    def dump(self, value: object, top: bool = True, exact: bool = False) -> str:
+        ws = self.ws
+        if value is None:
+            return "null"
+        if value is True:
+            return "true"
+        if value is False:
+            return "false"
+        if type(value) in (int, float):
+            return self.number(value, exact)  # type: ignore[arg-type]
+        if type(value) is str:
+            return self.string(value)
+        if type(value) is list:
+            if not value:
+                return "[" + ws() + "]"
+            sep = ws() + self.spacing[0] + ws()
+            return "[" + ws() + sep.join(self.dump(v, False) for v in value) + ws() + "]"
+        assert type(value) is dict
+        if not value:
+            return "{" + ws() + "}"
+        parts = []
+        for k in self.keys(value, top):
+            parts.append(
+                self.string(k) + ws() + self.spacing[1] + ws() + self.dump(value[k], False, top and k == "timestamp_ns")
+            )
+        return "{" + ws() + (ws() + self.spacing[0] + ws()).join(parts) + ws() + "}"
+
+
+def respell_float(text: str, rng: random.Random) -> str:
+    """The same decimal value (so the same double) spelled with another exponent."""
+    sign = ""
+    if text.startswith("-"):
+        sign, text = "-", text[1:]
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    if not digits:
+        return sign + rng.choice(["0.0", "0e0", "0.000E+3", "0E-2"])
+    e = int(exp or 0) - len(frac)  # value = digits * 10^e
+    shift = rng.randint(0, 3)
+    digits, e = digits + "0" * shift, e - shift
+    letter = rng.choice("eE")
+    if rng.random() < 0.5 and len(digits) > 1:
+        point = rng.randint(1, len(digits) - 1)  # d.ddd * 10^(e + len - point)
+        x = e + len(digits) - point
+        return f"{sign}{digits[:point]}.{digits[point:]}{letter}{rng.choice(['', '+']) if x >= 0 else ''}{x}"
+    return f"{sign}{digits}{letter}{'+' if e >= 0 and rng.random() < 0.5 else ''}{e}"
+
+
+LAYOUTS = ("sorted", "schema", "shuffled", "json-defaults", "escapes", "numbers", "wild")
+
+
+def hashed_event(kind: str, payload: dict, rng: random.Random, **envelope: object) -> dict:
+    event: dict = {
+        "id": f"{rng.getrandbits(128):032x}",
+        "run_id": "1a2b3c4d5e6f708192a3b4c5d6e7f809",
+        "step_id": rng.choice([None, f"{rng.getrandbits(128):032x}"]),
+        "parent_id": rng.choice([None, f"{rng.getrandbits(128):032x}"]),
+        "timestamp_ns": rng.choice([0, 1, 1_764_000_000_123_456_789, 2**63 - 1, rng.getrandbits(62)]),
+        "kind": kind,
+        "payload": payload,
+        "prev_hash": f"{rng.getrandbits(256):064x}",
+    }
+    event.update(envelope)
+    event["hash"] = hashlib.sha256(jcs_exact(event)).hexdigest()
+    return event
+
+
+def lay_out(event: dict, layout: str, rng: random.Random) -> bytes:
+    text = Layout(rng, layout).dump(event)
+    return text.encode("utf-8", "surrogatepass")
+
+
+# --- hypothesis: generated envelopes in random layouts ---------------------------
+
+_INT64 = st.integers(-(2**63), 2**63 - 1)
+_EDGE_INTS = st.sampled_from([0, -1, 2**53, 2**53 + 1, -(2**53) - 1, 2**63 - 1, -(2**63), 2**63 - 2, 10**18])
+_TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",)) | st.sampled_from(["\ue000", "\uffff", "\U0001f600", "\x00", "/", '"']),
+    max_size=12,
+)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | _INT64
+    | _EDGE_INTS
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([0.1, 1e16, 1e21, 1e-7, 2.0, -0.0, 5e-324, 1.7976931348623157e308, 0.85, 19.411])
+    | _TEXT
+)
+_VALUES = st.recursive(
+    _SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(_TEXT, kids, max_size=4), max_leaves=12
+)
+_VALID_CASES = all_valid_cases()
+
+
+def _settings(examples: int) -> settings:
+    return settings(
+        max_examples=examples * (20 if LONG else 1),
+        deadline=None,
+        derandomize=not LONG,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example],
+    )
+
+
+@_settings(300)
+@given(
+    case=st.sampled_from(_VALID_CASES),
+    extra=st.dictionaries(_TEXT, _VALUES, max_size=3),
+    layout=st.sampled_from(LAYOUTS),
+    seed=st.integers(0, 2**32),
+)
+def test_generated_envelopes_any_layout(case: tuple[str, str, dict], extra: dict, layout: str, seed: int) -> None:
+    _, kind, payload = case
+    rng = random.Random(seed)
+    payload = {**{k: v for k, v in extra.items() if k not in payload}, **payload}
+    body = lay_out(hashed_event(kind, payload, rng), layout, rng)
+    valid = agree(body, complete=True)
+    # A documented example plus undocumented keys is valid, unless a value breaks a line rule.
+    ref = analyze_line(body, fast=False)
+    assert valid == (not ref.problems)
+
+
+@_settings(150)
+@given(value=_VALUES, layout=st.sampled_from(LAYOUTS), seed=st.integers(0, 2**32))
+def test_generated_values_canonical(value: object, layout: str, seed: int) -> None:
+    body = lay_out({"v": value}, layout, random.Random(seed)) if layout != "sorted" else json.dumps(value).encode()
+    assert _core.canonical(body) == python_canonical(body)
+
+
+# --- payload verdicts: the compiled table against VALIDATORS -------------------------
+
+
+def _payload_cases() -> Iterator[tuple[str, str, dict]]:
+    yield from all_valid_cases()
+    yield from all_field_invalid_cases()
+    yield from ((i, k, merged(k, o)) for i, k, o in INVARIANT_INVALID)
+    yield from mutated_payload_cases()
+
+
+def mutated_payload_cases() -> Iterator[tuple[str, str, dict]]:
+    """Per field of every kind: boundary and wrong values the table must judge as VALIDATORS does."""
+    wrong: tuple[object, ...] = (
+        None,
+        True,
+        False,
+        0,
+        1,
+        -1,
+        1.5,
+        3.0,
+        2**63 - 1,
+        -(2**63),
+        1e300,
+        "",
+        "x",
+        [],
+        {},
+        [1],
+        {"a": 1},
+    )
+    for kind in KINDS:
+        base = next((p for _, k, p in _VALID_CASES if k == kind.name), {})
+        for f in kind.fields:
+            values: list[object] = list(wrong)
+            if f.minimum is not None:
+                values += [f.minimum, f.minimum - 1, f.minimum - 0.5, float(f.minimum), f.minimum + 0.25]
+            if f.maximum is not None:
+                values += [f.maximum, f.maximum + 1, f.maximum + 1e-9, float(f.maximum), f.maximum - 0.25]
+            if f.max_length is not None:
+                n = f.max_length
+                values += [
+                    "a" * n,
+                    "a" * (n + 1),
+                    "é" * n,
+                    "é" * (n + 1),
+                    "😀" * n,
+                    "😀" * (n + 1),
+                    "😀" * (n // 2 + 1),
+                ]
+            if f.enum is not None:
+                values += [*f.enum, "not-a-value", "", *(str(e).upper() for e in f.enum if isinstance(e, str))]
+            if f.pattern is not None:
+                values += ["0" * 16, "a" * 32, "f" * 64, "A" * 32, "g" * 32, "0" * 31, "0" * 33, "\u0660" * 32]
+            if f.max_items is not None:
+                values += [[1] * f.max_items, [1] * (f.max_items + 1), [1.0, 2], [True], ["1"], [1.5]]
+            if f.items is not None:
+                values += [[{}], [[]], [None], [1, 2.0], ["a"], [{"k": 1}, 2]]
+            for i, value in enumerate(values):
+                yield f"{kind.name}.{f.name}#{i}", kind.name, {**base, f.name: value}
+
+
+PAYLOAD_CASES = list(_payload_cases())
+
+
+def test_payload_cases_cover_every_kind() -> None:
+    assert {k for _, k, _ in PAYLOAD_CASES} == {k.name for k in KINDS}
+    assert len(PAYLOAD_CASES) > 3000
+
+
+@pytest.mark.parametrize("layout", ["sorted", "schema", "escapes", "numbers"])
+def test_payload_verdicts_equal_validators(layout: str) -> None:
+    rng = random.Random(layout)
+    accepted = rejected = 0
+    for case_id, kind, payload in PAYLOAD_CASES:
+        body = lay_out(hashed_event(kind, payload, rng), layout, rng)
+        ref = analyze_line(body, fast=False)
+        integrity = {p.code for p in ref.problems} & INTEGRITY
+        if integrity:  # e.g. an integer the layout cannot carry: not a payload case
+            continue
+        verdict = VERIFIER.check_line(body)
+        # Read back from the line itself: a layout may turn 3 into 3.0, which a validator also judges.
+        expected = VALIDATORS[kind](ref.event["payload"]) == []
+        assert (verdict is not None) == expected, (case_id, layout, body[:300], VALIDATORS[kind](ref.event["payload"]))
+        if layout in ("sorted", "schema"):
+            assert expected == (VALIDATORS[kind](payload) == []), case_id
+        accepted += expected
+        rejected += not expected
+        for version in (1, 5, 6, 8):  # vocabulary by schema version (SPEC §2.5)
+            in_vocabulary = kind in kinds_for_version(version)
+            assert (VERIFIERS[version].check_line(body) is not None) == (expected and in_vocabulary), (case_id, version)
+    assert accepted > 500 and rejected > 1000
+
+
+def test_unknown_kind_is_refused() -> None:
+    rng = random.Random(3)
+    for kind in ("no.such.kind", "", "run.Started", "run.started\u0000", "run.started "):
+        body = lay_out(hashed_event(kind, {}, rng), "sorted", rng)
+        assert VERIFIER.check_line(body) is None
+        assert _core.check_line(body) is not None  # the envelope alone is fine
+        agree(body, complete=True)
+
+
+def test_escaped_kind_and_field_names() -> None:
+    rng = random.Random(4)
+    event = hashed_event("probe.evaluated", {"score": 0.5, "probe": "needle"}, rng)
+    body = Layout(rng, "sorted").dump(event).encode()
+    escaped = body.replace(b'"probe.evaluated"', b'"\\u0070robe\\u002eevaluated"').replace(b'"score"', b'"sc\\u006fre"')
+    assert escaped != body
+    assert agree(escaped, complete=True)
+    bad_event = hashed_event("probe.evaluated", {"score": 1.5, "probe": "needle"}, rng)
+    bad = Layout(rng, "sorted").dump(bad_event).encode().replace(b'"score"', b'"sc\\u006fre"')
+    assert b"\\u006f" in bad
+    assert _core.check_line(bad) is not None  # the envelope and hash are fine
+    assert VERIFIER.check_line(bad) is None  # the escaped key is still "score": out of range
+    agree(bad, complete=True)
+
+
+def test_kind_table_introspection() -> None:
+    table = VERIFIER.kinds()
+    assert set(table) == {k.name for k in KINDS}
+    python_kinds = {name for name, (_, _, py, _) in table.items() if py}
+    assert python_kinds == {k.name for k in KINDS if k.invariants}  # every field is judged in C
+    assert {name for name, (_, want, _, _) in table.items() if want} == HANDLE_KINDS
+    assert VERIFIERS[5].kinds()["state.budget_capped"][0] is False
+    assert VERIFIER.schema_version == LATEST_SCHEMA_VERSION
+
+
+def test_compile_kinds_arguments() -> None:
+    with pytest.raises(TypeError):
+        _core.compile_kinds(KINDS, VALIDATORS)  # schema_version is required
+    with pytest.raises(KeyError):
+        _core.compile_kinds(KINDS, {}, schema_version=9)
+    with pytest.raises(ValueError, match="twice"):
+        _core.compile_kinds((*KINDS, KINDS[0]), VALIDATORS, schema_version=9)
+    with pytest.raises(TypeError):
+        VERIFIER.check_line("not bytes")
+    with pytest.raises(TypeError):
+        VERIFIER.check_lines([b"{}", "x"])
+    none_wanted = _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, payload_kinds=())
+    line = fixture_lines()[0]
+    result = none_wanted.check_line(line)
+    assert result is not None and result[8] is None
+
+
+# --- hostile mutations ------------------------------------------------------------
+
+
+def _base_lines() -> list[bytes]:
+    rng = random.Random(11)
+    base = []
+    for case_id, kind, payload in _VALID_CASES[:40]:
+        event = hashed_event(kind, {**payload, "nested": {"a": [1, {"b": "c"}], "d": 1.5}}, rng)
+        base.append(lay_out(event, LAYOUTS[len(base) % len(LAYOUTS)], rng))
+        assert case_id
+    return base
+
+
+BASE = _base_lines()
+
+
+def hostile_variants(body: bytes) -> Iterator[bytes]:
+    yield b""
+    yield b" "
+    yield b"\xef\xbb\xbf" + body  # BOM
+    yield body + b" x"
+    yield body + b"{}"
+    yield body + b","
+    yield body[:-1]
+    yield body + b"\x00"
+    yield body.replace(b"{", b"[", 1)
+    for cut in (1, 2, 10, len(body) // 2, len(body) - 2):
+        yield body[:cut]
+    for literal in (
+        b"NaN",
+        b"Infinity",
+        b"-Infinity",
+        b"1e400",
+        b"-1e400",
+        b"1e-400",
+        b"01",
+        b"1.",
+        b".5",
+        b"+1",
+        b"0x10",
+        b"1e",
+        b"-",
+        b"--1",
+        b"9223372036854775808",
+        b"-9223372036854775809",
+        b"9223372036854775807",
+        b"-9223372036854775808",
+        b"18446744073709551616",
+        b"1E+2",
+        b"-0",
+        b"-0.0",
+        b"1.0",
+        b"100000000000000000000000",
+        b"0.30000000000000004",
+        b"tru",
+        b"nul",
+        b"True",
+        b'"\\ud800"',
+        b'"\\udc00"',
+        b'"\\ud800\\u0041"',
+        b'"\\ud83d\\ude00"',
+        b'"\\u00"',
+        b'"\\x41"',
+        b'"\t"',
+        b'"\xc0\x80"',
+        b'"\xe0\x80\x80"',
+        b'"\xed\xa0\x80"',
+        b'"\xf4\x90\x80\x80"',
+        b'"\xf5\x80\x80\x80"',
+        b'"\x80"',
+        b'"\xc3"',
+        b'"\xe2\x82"',
+        b'"\xff"',
+        b'"\\u0000"',
+        b'"\\/"',
+        b'{"a":1,"a":2}',
+        b'{"a":{"b":1,"b":1}}',
+        b'[{"x":1,"y":2,"x":3}]',
+        b'{"\\u0061":1,"a":2}',
+        b'{"\xc3\xa9":1,"\\u00e9":2}',
+    ):
+        yield re_value(body, b'"nested"', literal)
+    depth_ok = MAX_NESTING - 2  # the line's object (1) and "payload" (2) hold it
+    yield re_value(body, b'"nested"', b"[" * depth_ok + b"]" * depth_ok)
+    yield re_value(body, b'"nested"', b"[" * (depth_ok + 1) + b"]" * (depth_ok + 1))
+    yield re_value(body, b'"nested"', b"[" * 2000 + b"]" * 2000)
+    yield re_value(body, b'"nested"', b'{"a":' * (depth_ok + 1) + b"1" + b"}" * (depth_ok + 1))
+    yield body.replace(b'"kind"', b'"kind":"x","kind"', 1)
+    yield body.replace(b'"payload"', b'"extra":1,"payload"', 1)
+    yield body.replace(b'"hash"', b'"hash":"' + b"0" * 64 + b'","hash"', 1)
+    for key in (b'"id"', b'"run_id"', b'"step_id"', b'"timestamp_ns"', b'"prev_hash"', b'"hash"'):
+        yield swap_value(body, key, b"null")
+        yield swap_value(body, key, b'"' + b"A" * 32 + b'"')
+        yield swap_value(body, key, b"1.0")
+        yield swap_value(body, key, b"-1")
+        yield swap_value(body, key, b"9223372036854775808")
+
+
+def re_value(body: bytes, key: bytes, value: bytes) -> bytes:
+    """The line with the value of the first ``key`` member (an object or array) replaced by ``value``."""
+    start = body.find(key)
+    if start < 0:
+        return body
+    colon = body.index(b":", start + len(key))
+    open_at = colon + 1
+    while body[open_at : open_at + 1] in b" \t\r\n":
+        open_at += 1
+    end = _value_end(body, open_at)
+    return body[: colon + 1] + value + body[end:]
+
+
+def swap_value(body: bytes, key: bytes, value: bytes) -> bytes:
+    start = body.find(key + b":")
+    if start < 0:
+        start = body.find(key + b": ")
+        if start < 0:
+            return body
+    return re_value(body, key, value)
+
+
+def _value_end(body: bytes, i: int) -> int:
+    if body[i : i + 1] in (b"{", b"["):
+        depth, in_str, esc = 0, False, False
+        for j in range(i, len(body)):
+            c = body[j : j + 1]
+            if in_str:
+                if esc:
+                    esc = False
+                elif c == b"\\":
+                    esc = True
+                elif c == b'"':
+                    in_str = False
+            elif c == b'"':
+                in_str = True
+            elif c in (b"{", b"["):
+                depth += 1
+            elif c in (b"}", b"]"):
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+        return len(body)
+    if body[i : i + 1] == b'"':
+        j = i + 1
+        while j < len(body) and body[j : j + 1] != b'"':
+            j += 2 if body[j : j + 1] == b"\\" else 1
+        return j + 1
+    j = i
+    while j < len(body) and body[j : j + 1] not in b",}] \t\r\n":
+        j += 1
+    return j
+
+
+def test_hostile_table() -> None:
+    count = 0
+    for body in BASE[:12]:
+        assert agree(body, complete=True)
+        for variant in hostile_variants(body):
+            agree(variant, complete=False)
+            count += 1
+    assert count > 1000
+
+
+def test_valid_variants_still_valid() -> None:
+    """Mutations that keep the values (so the hash) valid must stay on the native path."""
+    for body in BASE:
+        for variant in (body + b" ", b"\t" + body, body + b"\r", body + b" \r"):
+            assert agree(variant, complete=True), variant[:200]
+
+
+def test_bit_flips() -> None:
+    rng = random.Random(5)
+    flips = 0
+    for body in BASE:
+        positions = range(len(body)) if LONG else rng.sample(range(len(body)), min(60, len(body)))
+        for pos in positions:
+            for bit in (rng.randrange(8),) if not LONG else range(8):
+                mutated = bytearray(body)
+                mutated[pos] ^= 1 << bit
+                agree(bytes(mutated), complete=False)
+                flips += 1
+    assert flips > 1000
+
+
+def test_hash_mismatch_and_envelope_errors_are_refused() -> None:
+    for body in BASE[:5]:
+        event = json.loads(body)
+        tampered = dict(event, timestamp_ns=event["timestamp_ns"] ^ 1)
+        line = json.dumps(tampered).encode()
+        assert _core.check_line(line) is None and VERIFIER.check_line(line) is None
+        agree(line, complete=False)
+
+
+# --- batches -------------------------------------------------------------------------
+
+
+def _mixed_batch() -> list[bytes]:
+    lines = fixture_lines() + BASE
+    for body in BASE[:6]:
+        lines += list(hostile_variants(body))[::7]
+    rng = random.Random(9)
+    rng.shuffle(lines)
+    return lines
+
+
+def test_check_lines_equals_check_line() -> None:
+    lines = _mixed_batch()
+    assert len(lines) > 200
+    singles = [_core.check_line(b) for b in lines]
+    assert all(same_result(a, b) for a, b in zip(_core.check_lines(lines), singles, strict=True))
+    for full in (False, True):
+        singles = [VERIFIER.check_line(b, full=full) for b in lines]
+        batch = VERIFIER.check_lines(lines, full=full)
+        assert all(same_result(a, b) for a, b in zip(batch, singles, strict=True))
+        assert all(same_result(a, b) for a, b in zip(VERIFIER.check_lines(tuple(lines), full=full), batch, strict=True))
+    assert VERIFIER.check_lines([]) == [] and _core.check_lines([]) == []
+
+
+def same_result(a: object, b: object) -> bool:
+    if a is None or b is None:
+        return a is b
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+
+
+def test_check_lines_large_batch_repeats_strings() -> None:
+    """Many chunks; the run_id and the previous hash objects are shared across lines."""
+    lines = [line for line in lines_of(FIXTURE_LOGS[0]) if VERIFIER.check_line(line) is not None]
+    results = VERIFIER.check_lines(lines * 50)
+    assert len(results) == len(lines) * 50 and all(r is not None for r in results)
+    linked = [i for i in range(1, len(results)) if results[i][6] == results[i - 1][7]]
+    assert linked and all(results[i][6] is results[i - 1][7] for i in linked)  # one object, not two
+    assert all(same_result(r, VERIFIER.check_line(line)) for r, line in zip(results, lines, strict=False))
+
+
+def test_threads_agree() -> None:
+    """The GIL is released while a batch is checked: threads on one file give the same results."""
+    lines = _mixed_batch() * 4
+    expected = VERIFIER.check_lines(lines)
+    out: dict[int, list[object]] = {}
+
+    def work(i: int) -> None:
+        out[i] = VERIFIER.check_lines(lines[i::3])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(3):
+        assert all(same_result(a, b) for a, b in zip(out[i], expected[i::3], strict=True))
+
+
+# --- the fuzz corpus and crash reproducers ---------------------------------------------
+
+FUZZ_FILES = sorted(
+    p for sub in ("corpus", "crashes") for p in (FUZZ_DIR / sub).glob("*") if p.is_file() and p.name != "README.md"
+)
+
+
+@pytest.mark.parametrize("path", FUZZ_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fuzz_files_replay(path: Path) -> None:
+    body = path.read_bytes()
+    agree(body, complete=False)  # a file is one line's body, byte for byte
+    assert _core.canonical(body) == python_canonical(body)
+    if path.name.startswith(("batch-", "chain-")):  # a batch or a log: its lines joined by "\n"
+        lines = body.split(b"\n")
+        for line in lines:
+            agree(line, complete=False)
+        assert all(
+            same_result(a, VERIFIER.check_line(b)) for a, b in zip(VERIFIER.check_lines(lines), lines, strict=True)
+        )
+        expected = reference_chain(lines).state()
+        for batch in (1, 3, 64):
+            assert native_chain(lines, batch).state() == expected
+
+
+def test_fuzz_dirs_exist() -> None:
+    assert (FUZZ_DIR / "corpus").is_dir() and (FUZZ_DIR / "crashes").is_dir()
+    assert any((FUZZ_DIR / "corpus").iterdir())
+
+
+# --- chain mode: the clean prefix of a batch taken in C ------------------------------
+
+
+class _PySet:
+    def __init__(self) -> None:
+        self.items: set[str] = set()
+
+    def add(self, value: str) -> bool:
+        if value in self.items:
+            return False
+        self.items.add(value)
+        return True
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+class MiniChain:
+    """ChainState.feed's rules in miniature: its fast path exactly, and a general path with its findings."""
+
+    def __init__(self, ids: object) -> None:
+        self.expected_prev: str | None = "0" * 64
+        self.run_id: str | None = None
+        self.prev_ts: int | None = None
+        self.last_ts: int | None = None
+        self.events = 0
+        self.ids = ids
+        self.findings: list[tuple[int, str]] = []
+        self.fed: list[tuple[int, str]] = []  # (line index, kind) of every event, as handles.feed sees them
+        self.seen_first = False
+
+    def feed(self, i: int, event: dict | None, stored: str | None, problems: list[str]) -> None:
+        if (
+            event is not None
+            and not problems
+            and event["prev_hash"] == self.expected_prev
+            and event["run_id"] == self.run_id
+            and self.prev_ts is not None
+            and event["timestamp_ns"] >= self.prev_ts
+        ):
+            if not self.ids.add(event["id"]):  # type: ignore[attr-defined]
+                self.findings.append((i, "DUPLICATE_ID"))
+            ts = self.prev_ts = event["timestamp_ns"]
+            self.last_ts = max(self.last_ts, ts)  # type: ignore[type-var]
+            self.events += 1
+            self.expected_prev = stored
+            self.fed.append((i, event["kind"]))
+            return
+        self.findings += [(i, code) for code in problems]
+        first, self.seen_first = not self.seen_first, True
+        if event is None:
+            self.expected_prev = stored
+            return
+        if self.expected_prev is not None and event["prev_hash"] != self.expected_prev:
+            self.findings.append((i, "MISSING_GENESIS" if first else "CHAIN_BREAK"))
+        self.expected_prev = stored
+        if self.run_id is None:
+            self.run_id = event["run_id"]
+        elif event["run_id"] != self.run_id:
+            self.findings.append((i, "FOREIGN_RUN_ID"))
+        if not self.ids.add(event["id"]):  # type: ignore[attr-defined]
+            self.findings.append((i, "DUPLICATE_ID"))
+        ts = event["timestamp_ns"]
+        if self.prev_ts is not None and ts < self.prev_ts:
+            self.findings.append((i, "CLOCK_REGRESSION"))
+        self.prev_ts = ts
+        self.last_ts = ts if self.last_ts is None else max(self.last_ts, ts)
+        self.events += 1
+        self.fed.append((i, event["kind"]))
+
+    def state(self) -> tuple[object, ...]:
+        return (
+            self.expected_prev,
+            self.run_id,
+            self.prev_ts,
+            self.last_ts,
+            self.events,
+            len(self.ids),
+            self.findings,
+            self.fed,
+        )  # type: ignore[arg-type]
+
+
+def reference_chain(lines: list[bytes]) -> MiniChain:
+    mini = MiniChain(_PySet())
+    for i, body in enumerate(lines):
+        r = analyze_line(body, fast=False)
+        mini.feed(i, r.event, r.stored_hash, [p.code for p in r.problems])
+    return mini
+
+
+def native_chain(lines: list[bytes], batch: int, verifier: object = VERIFIER) -> MiniChain:
+    """What a reader does with chain mode: C takes the clean prefix of each batch, the rest goes line by line."""
+    chain = _core.Chain()
+    mini = MiniChain(chain.ids)
+    for start in range(0, len(lines), batch):
+        part = lines[start : start + batch]
+        chain.expected_prev, chain.run_id = mini.expected_prev, mini.run_id
+        chain.prev_ts, chain.last_ts, chain.events = mini.prev_ts, mini.last_ts, mini.events
+        taken, results = verifier.check_lines(part, chain=chain)  # type: ignore[attr-defined]
+        assert len(results) == len(part) and 0 <= taken <= len(part)
+        mini.expected_prev, mini.prev_ts, mini.last_ts, mini.events = (
+            chain.expected_prev,
+            chain.prev_ts,
+            chain.last_ts,
+            chain.events,
+        )
+        assert chain.run_id == mini.run_id
+        for j in range(taken):
+            r = results[j]
+            ref = analyze_line(part[j], fast=False)
+            assert not ref.problems
+            if ref.event["kind"] in HANDLE_KINDS:
+                check_compact(r, ref.event, ref.stored_hash, verifier)
+            else:
+                assert r is None
+            mini.fed.append((start + j, ref.event["kind"]))
+        for j in range(taken, len(part)):
+            r = results[j]
+            if r is not None:
+                ref = analyze_line(part[j], fast=False)
+                assert not ref.problems and same(r[0], ref.event) and r[1] == ref.stored_hash
+                mini.feed(start + j, r[0], r[1], [])
+            else:
+                ref = analyze_line(part[j], fast=False)
+                mini.feed(start + j, ref.event, ref.stored_hash, [p.code for p in ref.problems])
+    return mini
+
+
+def make_chain(n: int, rng: random.Random, faults: dict[int, str]) -> list[bytes]:
+    """A chained log of n events in random layouts, with faults at the given positions."""
+    lines: list[bytes] = []
+    prev, ts = "0" * 64, 1_764_000_000_000_000_000
+    ids: list[str] = []
+    for i in range(n):
+        fault = faults.get(i, "")
+        _, kind, payload = rng.choice(_VALID_CASES)
+        if fault == "payload":
+            kind, payload = "probe.evaluated", {"score": 2}
+        elif fault == "invariant":
+            kind, payload = "state.budget_capped", {"cap_tokens": 5, "seated_tokens": 6}
+        elif fault == "invariant-ok":
+            kind, payload = "state.budget_capped", {"cap_tokens": 6, "seated_tokens": 6}
+        elif fault == "unknown":
+            kind = "no.such.kind"
+        ts += rng.randint(0, 10**6)
+        envelope: dict[str, object] = {"prev_hash": prev, "timestamp_ns": ts if fault != "clock" else ts - 10**7}
+        if fault == "foreign":
+            envelope["run_id"] = "f" * 32
+        if fault == "break":
+            envelope["prev_hash"] = "e" * 64
+        if fault == "dup" and ids:
+            envelope["id"] = rng.choice(ids)
+        event = hashed_event(kind, payload, rng, **envelope)
+        ids.append(event["id"])
+        body = lay_out(event, rng.choice(LAYOUTS), rng)
+        if fault == "tamper":
+            body = body.replace(b'"timestamp_ns"', b'"timestamp_ns" ', 1).replace(
+                str(ts).encode(), str(ts + 1).encode(), 1
+            )
+        if fault == "garbage":
+            body = b"{not json"
+        lines.append(body)
+        prev = event["hash"]
+    return lines
+
+
+FAULTS = ("clock", "foreign", "break", "dup", "tamper", "payload", "invariant", "invariant-ok", "unknown", "garbage")
+
+
+@pytest.mark.parametrize("batch", [1, 2, 7, 64, 65, 1000])
+def test_chain_mode_equals_line_by_line(batch: int) -> None:
+    rng = random.Random(batch)
+    for trial in range(6):
+        n = rng.randint(1, 150)
+        faults = {rng.randrange(n): rng.choice(FAULTS) for _ in range(rng.randint(0, 4))} if trial else {}
+        lines = make_chain(n, rng, faults)
+        expected = reference_chain(lines)
+        got = native_chain(lines, batch)
+        assert got.state() == expected.state(), (batch, trial, faults)
+
+
+def test_chain_mode_fixtures() -> None:
+    for path in FIXTURE_LOGS:
+        lines = lines_of(path)
+        expected = reference_chain(lines)
+        for batch in (1, 5, 4096):
+            assert native_chain(lines, batch).state() == expected.state(), (path, batch)
+
+
+def test_chain_mode_takes_most_of_a_clean_log() -> None:
+    rng = random.Random(1)
+    lines = make_chain(300, rng, {})
+    chain = _core.Chain()
+    first = analyze_line(lines[0], fast=False).event
+    chain.expected_prev, chain.run_id, chain.prev_ts = first["hash"], first["run_id"], first["timestamp_ns"]
+    chain.last_ts, chain.events = first["timestamp_ns"], 1
+    assert chain.ids.add(first["id"])
+    taken, results = VERIFIER.check_lines(lines[1:], chain=chain)
+    assert taken == 299 and chain.events == 300 and len(chain.ids) == 300
+    assert chain.expected_prev == analyze_line(lines[-1], fast=False).event["hash"]
+    # every taken non-payload line crossed as None, the payload kinds as compact tuples
+    assert sum(r is not None for r in results) == sum(
+        analyze_line(b, fast=False).event["kind"] in HANDLE_KINDS for b in lines[1:]
+    )
+
+
+def test_chain_and_idset_api() -> None:
+    ids = _core.IdSet()
+    assert ids.add("0" * 32) and not ids.add("0" * 32) and ids.add("a" * 32) and len(ids) == 2
+    assert "a" * 32 in ids and "b" * 32 not in ids and 5 not in ids
+    for bad in ("A" * 32, "a" * 31, "g" * 32, "\u00e9" * 32, 1):
+        with pytest.raises(ValueError):
+            ids.add(bad)  # type: ignore[arg-type]
+    rng = random.Random(0)
+    many = {f"{rng.getrandbits(128):032x}" for _ in range(50_000)}
+    assert all(ids.add(x) for x in many) and len(ids) == 50_002
+    assert not any(ids.add(x) for x in list(many)[:1000])
+    chain = _core.Chain(ids=ids)
+    assert chain.ids is ids and chain.expected_prev is None and chain.prev_ts is None and chain.events == 0
+    chain.expected_prev = "1" * 64
+    chain.run_id = "2" * 32
+    chain.prev_ts = chain.last_ts = 2**63 - 1
+    assert (chain.expected_prev, chain.run_id, chain.prev_ts) == ("1" * 64, "2" * 32, 2**63 - 1)
+    for attr, bad in (("expected_prev", "1" * 63), ("run_id", "X" * 32), ("prev_ts", 2**64), ("prev_ts", 1.0)):
+        with pytest.raises((ValueError, TypeError, OverflowError)):
+            setattr(chain, attr, bad)
+    chain.expected_prev = None
+    assert chain.expected_prev is None
+    with pytest.raises(ValueError):
+        VERIFIER.check_lines([], chain=chain, full=True)
+    with pytest.raises(TypeError):
+        VERIFIER.check_lines([], chain=object())
+    assert VERIFIER.check_lines([], chain=chain) == (0, [])
+
+
+def test_gil_is_released_during_a_batch() -> None:
+    """While one thread checks a batch in C, another thread runs Python code (no GIL held throughout)."""
+    # no kind whose invariants run Python code (its bytecode could hand the GIL over)
+    python_kinds = {k.name for k in KINDS if k.invariants}
+    lines = [b for b in fixture_lines() if (VERIFIER.check_line(b) or (0,) * 6)[5] not in python_kinds]
+    lines = lines * (40_000 // len(lines) + 1)
+    stamps: list[int] = []
+    done = threading.Event()
+
+    def count() -> None:
+        while not done.is_set():
+            stamps.append(time_ns())
+
+    other = threading.Thread(target=count)
+    other.start()
+    try:
+        time.sleep(0.02)
+        start = time_ns()
+        VERIFIER.check_lines(lines)
+        end = time_ns()
+    finally:
+        done.set()
+        other.join()
+    span = end - start
+    assert span > 30_000_000, "batch too short to judge"  # several of the interpreter's 5 ms switch intervals
+    # Holding the GIL throughout, the other thread could only run near the ends (a switch interval
+    # before the call starts, or after it returns); released, it runs all along.
+    middle = [t for t in stamps if start + span * 0.3 < t < end - span * 0.3]
+    assert middle, f"the other thread never ran during the middle of a {span / 1e6:.0f} ms batch"
+
+
+def test_integers_of_every_length() -> None:
+    rng = random.Random(8)
+    values = [0, -1, 2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**19, -(10**19), 99999999, 100000000]
+    for digits in range(1, 21):
+        for _ in range(5):
+            v = rng.randrange(10 ** (digits - 1), 10**digits)
+            values += [v, -v]
+    for v in values:
+        body = json.dumps({"v": v, "w": [v, {"x": v}]}).encode()
+        assert _core.canonical(body) == python_canonical(body), v
+        event = hashed_event("run.started", {"n": v}, rng) if -(2**63) <= v < 2**63 else None
+        if event is not None:
+            for layout in ("sorted", "json-defaults"):
+                assert agree(lay_out(event, layout, rng), complete=True)
