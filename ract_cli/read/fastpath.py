@@ -39,13 +39,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 import orjson
 
 from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event, Payload
-from ract_cli.format.kinds import KINDS, kinds_for_version
+from ract_cli.format.kinds import KINDS, VALIDATORS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
 from ract_cli.read import core
 
@@ -253,25 +253,25 @@ def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] 
 
 
 def native_analyze(body: bytes, schema_version: int) -> tuple[Event, str] | None:
-    """``fast_analyze``'s answer from the native core: it parses, checks the envelope and the hash in C
-    (any layout); the payload check is the same generated one."""
-    found = _native_check_line(body)
-    if found is None:
-        return None
-    event, stored = found
-    check = (_CHECKS_BY_VERSION.get(schema_version) or checks_for_version(schema_version)).get(event["kind"])
-    if check is None or not check(event["payload"]):
-        return None
-    return event, stored
+    """``fast_analyze``'s answer from the native core: parse, envelope, payload (from the same compiled
+    kinds table) and hash in C, for any layout; ``None`` hands the line to the Python path."""
+    verifier = _NATIVE_VERIFIERS.get(schema_version) or _native_verifier(schema_version)
+    found: tuple[Event, str] | None = verifier.check_line(body, full=True)
+    return found
 
 
-def _no_native(body: bytes) -> tuple[Event, str] | None:
-    raise RuntimeError("the native core is not built")  # never chosen: use_core checks first
+#: one compiled ``Verifier`` per schema version, made on first use (the vocabulary differs by version)
+_NATIVE_VERIFIERS: dict[int, Any] = {}
 
 
-_native_check_line: Callable[[bytes], tuple[Event, str] | None] = (
-    _native.check_line if (_native := core.NATIVE) is not None else _no_native
-)
+def _native_verifier(schema_version: int) -> Any:
+    assert core.NATIVE is not None  # use_core("native") checked it
+    kinds_for_version(schema_version)  # a bad version is the reader's UsageError, before C sees it
+    verifier = core.NATIVE.compile_kinds(KINDS, VALIDATORS, schema_version=schema_version)
+    _NATIVE_VERIFIERS[schema_version] = verifier
+    return verifier
+
+
 #: the function that proves lines now (``use_core`` chooses it; the reader calls it through this name)
 prove: Callable[[bytes, int], tuple[Event, str] | None] = fast_analyze
 
