@@ -15,25 +15,29 @@ $(STAMP): pyproject.toml
 COMPLETED   := fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl
 TAMPERED    := fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl
 INTERRUPTED := fixtures/runs/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
-DEMO_OUT    := $(shell mktemp -d 2>/dev/null || echo /tmp/ract-demo)
-
+# demo: the replay workspace and the repaired copy go to a temporary directory made by the recipe
+# itself (and removed when it ends), never at parse time; `make demo DEMO_OUT=dir` keeps them in dir.
+# One shell for the whole recipe; `|| true` marks the steps whose non-zero exit is the point.
 demo: $(STAMP)
-	@echo "== verify the bundled completed run (exit 0) =="
-	$(BIN)/ract trace verify $(COMPLETED)
-	@echo; echo "== verify the tampered run (exit 1 is the point) =="
-	-$(BIN)/ract trace verify $(TAMPERED)
-	@echo; echo "== verify every bundled run at once, as JSON (exit code: the lowest non-zero) =="
-	-$(BIN)/ract trace verify fixtures/runs --format json 2>/dev/null | head -c 600; echo " ..."
-	@echo; echo "== grep: every process.reaped across the runs =="
-	-$(BIN)/ract trace grep --kind process.reaped --format table fixtures/runs
-	@echo; echo "== project: the run report of the completed run (markdown) =="
-	$(BIN)/ract trace project $(COMPLETED) --format markdown | head -30
-	@echo; echo "== replay the interrupted run up to its 20th event =="
-	-$(BIN)/ract trace replay $(INTERRUPTED) --until 20 --workspace $(DEMO_OUT)
-	@echo; echo "== repair a copy of the interrupted run, then verify it =="
-	mkdir -p $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475
-	$(BIN)/ract trace repair $(INTERRUPTED) -o $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
-	$(BIN)/ract trace verify $(DEMO_OUT)/9ae2021ae4d2af95ab864b9bac116475/events.jsonl
+	@set -e; run() { echo "$$*"; "$$@"; }; \
+	out="$(DEMO_OUT)"; \
+	if [ -z "$$out" ]; then out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; else mkdir -p "$$out"; fi; \
+	echo "== verify the bundled completed run (exit 0) =="; \
+	run $(BIN)/ract trace verify $(COMPLETED); \
+	echo; echo "== verify the tampered run (exit 1 is the point) =="; \
+	run $(BIN)/ract trace verify $(TAMPERED) || true; \
+	echo; echo "== verify every bundled run at once, as JSON (exit code: the lowest non-zero) =="; \
+	{ $(BIN)/ract trace verify fixtures/runs --format json 2>/dev/null || true; } | head -c 600; echo " ..."; \
+	echo; echo "== grep: every process.reaped across the runs =="; \
+	run $(BIN)/ract trace grep --kind process.reaped --format table fixtures/runs || true; \
+	echo; echo "== project: the run report of the completed run (markdown) =="; \
+	$(BIN)/ract trace project $(COMPLETED) --format markdown | head -30; \
+	echo; echo "== replay the interrupted run up to its 20th event =="; \
+	run $(BIN)/ract trace replay $(INTERRUPTED) --until 20 --workspace "$$out" || true; \
+	echo; echo "== repair a copy of the interrupted run, then verify it =="; \
+	run mkdir -p "$$out/9ae2021ae4d2af95ab864b9bac116475"; \
+	run $(BIN)/ract trace repair $(INTERRUPTED) -o "$$out/9ae2021ae4d2af95ab864b9bac116475/events.jsonl"; \
+	run $(BIN)/ract trace verify "$$out/9ae2021ae4d2af95ab864b9bac116475/events.jsonl"
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -93,7 +97,7 @@ fuzz-native: $(STAMP)
 
 # Spark reads an export as it is (issue 16, docs/fleet.md): pyspark in local mode reads the three tables of an
 # export of fixtures/runs and answers the Spark SQL recipes of docs/fleet.md as `ract trace sql` answers the
-# DuckDB ones. Not part of `make test`: needs Java 17+, and pyspark (installed into the venv if missing, ~450 MB).
+# DuckDB ones. Not part of `make test`: needs Java 17+, and pyspark (installed into the venv if missing, ~490 MB).
 .PHONY: spark-check
 spark-check: $(STAMP)
 	@$(BIN)/python -c "import pyspark" 2>/dev/null || $(BIN)/python -m pip install -q pyspark

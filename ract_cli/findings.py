@@ -49,6 +49,7 @@ FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
     "EMPTY_LOG": (ExitCode.INCOMPLETE, "log holds no event"),
     # io (5)
     "IO_ERROR": (ExitCode.IO, "path missing, unreadable or not a log"),
+    "NOT_A_LOG": (ExitCode.IO, "non-empty file in which no line is a JSON object with `kind` or `type`"),
     # warnings only (exit 0)
     "MISSING_FINAL_NEWLINE": (ExitCode.OK, "last event lacks its newline"),
     "CLOCK_REGRESSION": (ExitCode.OK, "timestamp goes backwards"),

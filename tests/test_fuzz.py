@@ -663,7 +663,7 @@ def test_every_command_is_covered_by_the_hardening_tests() -> None:
 
 @pytest.mark.parametrize("command", ["verify", "replay"] + (["grep", "project", "repair"] if LONG else []))
 def test_one_finding_per_byte_keeps_memory_flat(command: str, tmp_path: Path) -> None:
-    """A small file of blank lines is one MALFORMED_LINE per byte: memory must not grow with it.
+    """A small log of one event then blank lines is one MALFORMED_LINE per byte: memory must not grow with it.
 
     Regression: ``verify`` kept every finding (300 bytes each: 1 MB of newlines
     held ~300 MiB and printed 80 MB) and replay's snapshot pre-pass did too.
@@ -672,7 +672,7 @@ def test_one_finding_per_byte_keeps_memory_flat(command: str, tmp_path: Path) ->
     """
     lines = 1_000_000 if LONG else 300_000
     path = tmp_path / "events.jsonl"
-    path.write_bytes(b"\n" * lines)
+    path.write_bytes(_lines(SMALL)[0] + b"\n" * lines)  # one record first: a log (blank lines alone: NOT_A_LOG)
     argv = ["trace", command, *(["--check"] if command == "repair" else []), str(path)]
     code, rss_kib, err, seconds = _run_measured(argv, timeout=300)
     print(

@@ -731,7 +731,7 @@ def test_symlinked_log_is_repaired_through_the_link(tmp_path):
     real.write_bytes(fixture_bytes("interrupted"))
     link = tmp_path / "link.jsonl"
     link.symlink_to(real)
-    result = repair_file(link)
+    result = repair_file(link, RepairOptions(follow_symlinks=True))  # issue 15 item 18: only when asked
     assert link.is_symlink() and result.written_to == real
     assert result.backup == real.with_name("events.jsonl.bak")
     assert verify(real).exit_code == ExitCode.OK

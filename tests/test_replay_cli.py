@@ -215,7 +215,12 @@ def test_tampered_fixture_stops_at_the_break(plain_dir: Path) -> None:
     mismatch = int(re.search(r":(\d+): error HASH_MISMATCH", err).group(1))
     broken = mismatch - 1  # trust ends at the event before: no clean successor confirms its hash
     assert timeline_indexes(out) == list(range(1, broken))
-    assert out.rstrip(b"\n").splitlines()[-1].startswith(b"!! chain broken at line %d" % broken)
+    # issue 15 item 14: the line trust ends on, and the line the failure is on (not "broken at" the line before)
+    assert (
+        out.rstrip(b"\n")
+        .splitlines()[-1]
+        .startswith(b"!! chain not verified from line %d (HASH_MISMATCH at line %d)" % (broken, mismatch))
+    )
     assert "nothing after it is trustworthy" in err
 
 

@@ -151,8 +151,8 @@ def test_seal_appends_one_checkpoint_of_the_log_as_it_is(tmp_path: Path, vkey: P
     assert check_checkpoints(log, [str(sidecar_path(log))], [str(vkey)]).ok
 
 
-def _sealed_writer(path: Path, key: SignerKey | Path, every: int) -> EventWriter:
-    ids = iter(f"e{i:031x}" for i in range(1, 10_000))
+def _sealed_writer(path: Path, key: SignerKey | Path, every: int, first_id: int = 1) -> EventWriter:
+    ids = iter(f"e{i:031x}" for i in range(first_id, 10_000))
     clock = iter(range(1_764_000_000_000_000_000, 1_764_000_000_000_000_000 + 10**12, 1000))
     return EventWriter(
         path,
@@ -196,7 +196,7 @@ def test_the_writer_takes_a_key_file_and_resumes_the_tree_of_an_existing_log(tmp
     skey.write_text(KEY.text() + "\n")
     with writer(log) as w:
         write(w, 5)  # written unsealed
-    with _sealed_writer(log, skey, every=100) as w:
+    with _sealed_writer(log, skey, every=100, first_id=6) as w:  # ids go on after the first writer's
         write(w, 2, start=5)
     (tree,) = entries(log)
     assert tree.size == 7 and check_checkpoints(log, [str(sidecar_path(log))], [str(vkey)]).ok

@@ -263,6 +263,7 @@ ELSEWHERE = {
     "COMMIT_UNRELATED": "replay only",
     "WORKTREE_DIRTY": "replay only",
     "PRECONDITION_UNCHECKED": "replay only",
+    "NOT_A_LOG": "tests/test_not_a_log.py (a file with no record of either dialect)",
     "CHECKPOINT_SIGNATURE": "tests/test_checkpoint_cli.py (verify --checkpoint)",
     "CHECKPOINT_TRUNCATED": "tests/test_checkpoint_cli.py (verify --checkpoint)",
     "CHECKPOINT_MISMATCH": "tests/test_checkpoint_cli.py (verify --checkpoint)",
@@ -302,13 +303,17 @@ def test_finding_class(name: str, logs, capsys) -> None:
     findings = [f for f in report["files"][0]["findings"] if f["code"] == code]
     assert findings and findings[0]["severity"] == severity and findings[0]["line"] == line
     assert words in findings[0]["message"]
-    assert matching[0] == f"{where}: {code} {findings[0]['message']}"
+    # issue 15 item 14: HEAD_MISMATCH's text form also names the expected head and the actual one
+    compared = (
+        f" (expected {findings[0]['expected']}, actual {findings[0]['actual']})" if code == "HEAD_MISMATCH" else ""
+    )
+    assert matching[0] == f"{where}: {code} {findings[0]['message']}{compared}"
 
     got, out, _ = ract(capsys, "--format", "github", *extra, path)
     level = "error" if severity == "error" else "warning"
     props = f"file={path}" + (f",line={line}" if line is not None else "")
     assert got == exit_code
-    assert f"::{level} {props}::{code} {findings[0]['message']}" in out.splitlines()
+    assert f"::{level} {props}::{code} {findings[0]['message']}{compared}" in out.splitlines()
 
     assert ract(capsys, "-q", *extra, path) == (exit_code, "", "")
     assert ract(capsys, "-q", "--jobs", "2", *extra, path)[0] == exit_code

@@ -11,6 +11,7 @@ import typer
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from ract_cli.cli.render import (
+    ci_safe,
     clean,
     dumps_json,
     finding_line,
@@ -176,7 +177,7 @@ def _write_report(result: DiffResult, fmt: Format, err: Any) -> None:
         # a terminal is not a data sink: bidi overrides and C1 controls in a log string are shown escaped
         text = "\n".join(clean(line) for line in text.split("\n"))
     try:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(ci_safe(text, json=fmt is Format.json) + "\n")
         flush_stdout()
     except BrokenPipeError:  # the reader went away (`| head`): the exit code is still the verdict
         silence_stdout()

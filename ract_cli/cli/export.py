@@ -9,6 +9,7 @@ verdict. To add a format: register it in the library, add its value to
 from __future__ import annotations
 
 import enum
+import io
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +22,7 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import DEFAULTS, MAX_JOBS, Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
+    ci_safe_bytes,
     clean,
     explain_failure,
     flush_stdout,
@@ -182,7 +184,7 @@ def _export_otlp(
         if output == "-":
             if stdout_closed():
                 raise LogIOError("stdout is closed: nothing was written")
-            result = export_otlp(paths, sys.stdout.buffer, options)
+            result = export_otlp(paths, _CiSafeStdout(), options)
             flush_stdout()
         else:
             result = export_otlp(paths, output, options)
@@ -276,3 +278,12 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     finally:
         if bar:
             bar["progress"].stop()
+
+
+class _CiSafeStdout(io.BytesIO):
+    """stdout for ``--output -``: each JSON line the exporter writes, with ``##[`` in a string written
+    ``##\\u005b`` (the same value; ``render.ci_safe``), so a log string cannot forge a workflow command."""
+
+    def write(self, data: Any) -> int:  # nothing is kept: every line goes straight to stdout
+        sys.stdout.buffer.write(ci_safe_bytes(bytes(data), json=True))
+        return len(data)

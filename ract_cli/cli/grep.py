@@ -33,12 +33,13 @@ from ract_cli.cli.render import (
     stdout_closed,
     stdout_is_terminal,
 )
-from ract_cli.errors import UsageError
+from ract_cli.errors import RactError, UsageError
 from ract_cli.findings import ERROR
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.grep.filters import build_filter, unknown_kind_patterns
 from ract_cli.grep.results import FileResult, GrepOptions, Match
 from ract_cli.grep.search import GrepSearch, grep_paths
+from ract_cli.grep.times import parse_time
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 SHOWN_FINDINGS_PER_FILE = 10
@@ -58,17 +59,54 @@ KindOption = Annotated[
 ]
 RunOption = Annotated[list[str] | None, typer.Option("--run", metavar="ID", help="run_id (32 hex). Repeat to OR.")]
 StepOption = Annotated[list[str] | None, typer.Option("--step", metavar="ID", help="step_id (32 hex). Repeat to OR.")]
+
+
+def _checked_time(value: str | None, *, end_of_day: bool) -> str | None:
+    """A ``--since``/``--until`` value the library's ``parse_time`` reads, or a usage error (exit 2).
+
+    Only the ASCII digits 0-9 are digits here: ``²`` or ``٣`` pass ``str.isdigit`` (and ``\\d``) but are no
+    time, and ``int`` rejects some of them with a ``ValueError``. Whatever the library raises on the
+    value that is not its own ``UsageError`` becomes the message of a bad option value, never a traceback.
+    """
+    if value is None:
+        return None
+    stray = next((ch for ch in value if ch.isdigit() and not "0" <= ch <= "9"), None)
+    if stray is not None:
+        raise typer.BadParameter(f"cannot read time {clean(value)[:80]!r}: {clean(stray)!r} is not a digit 0-9")
+    try:
+        parse_time(value, end_of_day=end_of_day)
+    except RactError:
+        return value  # a usage error the search itself reports (exit 2), in its own words
+    except (ValueError, OverflowError) as exc:
+        raise typer.BadParameter(f"cannot read time {clean(value)[:80]!r}: {clean(exc)}") from None
+    return value
+
+
+def _since(value: str | None) -> str | None:
+    return _checked_time(value, end_of_day=False)
+
+
+def _until(value: str | None) -> str | None:
+    return _checked_time(value, end_of_day=True)
+
+
 SinceOption = Annotated[
     str | None,
     typer.Option(
         "--since",
         metavar="WHEN",
+        callback=_since,
         help="Inclusive lower bound: ISO-8601 (UTC unless a zone is given) or integer ns.",
     ),
 ]
 UntilOption = Annotated[
     str | None,
-    typer.Option("--until", metavar="WHEN", help="Inclusive upper bound; a bare date means the end of that day."),
+    typer.Option(
+        "--until",
+        metavar="WHEN",
+        callback=_until,
+        help="Inclusive upper bound; a bare date means the end of that day.",
+    ),
 ]
 SynthesizedOption = Annotated[
     bool | None,

@@ -11,7 +11,7 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.table import Table
 from rich.text import Text
 
-from ract_cli.cli.render import clean, dumps_json, stdout_console
+from ract_cli.cli.render import ci_safe, ci_safe_bytes, clean, clean_json, dumps_json, line_safe_path, stdout_console
 from ract_cli.format.text import iso_utc
 from ract_cli.grep.results import FileResult, Match
 from ract_cli.grep.search import GrepSearch
@@ -104,14 +104,15 @@ class JsonlSink(Sink):
         if self.terminal:  # a terminal is not a data sink: escape what the log says
             text = m.raw.decode("utf-8", "replace").rstrip("\r\n")
             prefix = f"{m.path}:{m.line}:" if self.with_filename else ""
-            _write_bytes((clean(prefix + text) + "\n").encode("utf-8", "replace"))
+            _write_bytes((ci_safe(clean(prefix + text)) + "\n").encode("utf-8", "replace"))
         else:
             # A file's last line may lack its newline (MISSING_FINAL_NEWLINE): give it one,
             # as GNU grep does, or it would run into the next file's first match.
             raw = m.raw if m.raw.endswith(b"\n") else m.raw + b"\n"
+            raw = ci_safe_bytes(raw, json=True)  # "##[" in a string is written "##\u005b": the same value
             if self.with_filename:
                 if m.path != self._prefix_path:
-                    self._prefix_path, self._prefix = m.path, os.fsencode(m.path)
+                    self._prefix_path, self._prefix = m.path, line_safe_path(m.path)
                 raw = self._prefix + b":" + str(m.line).encode() + b":" + raw
             _write_bytes(raw)
 
@@ -134,7 +135,7 @@ class JsonSink(Sink):
     def match(self, m: Match) -> None:
         data = dumps_json(m.to_dict()).encode()
         if self.terminal:  # shown, not stored: bidi overrides and C1 controls become visible escapes
-            data = clean(data.decode()).encode()
+            data = clean_json(data.decode()).encode()
         _write_bytes((b"\n" if self.first else b",\n") + data)
         self.first = False
 
@@ -150,6 +151,8 @@ class JsonSink(Sink):
                 "exit_code": int(search.exit_code),
             }
         ).encode()
+        if self.terminal:  # the file paths too
+            files = clean_json(files.decode()).encode()
         _write_bytes(b'\n],\n"files":' + files + b",\n" + tail[1:] + b"\n")
         _flush()
 
@@ -185,9 +188,9 @@ class FilesSink(Sink):
 
 def _write_path_line(path: str, terminal: bool, suffix: str) -> None:
     if terminal:
-        _write_bytes((clean(path) + suffix + "\n").encode("utf-8", "replace"))
-    else:
-        _write_bytes(os.fsencode(path) + suffix.encode() + b"\n")
+        _write_bytes((ci_safe(clean(path)) + suffix + "\n").encode("utf-8", "replace"))
+    else:  # the path's own bytes, unless a newline in it would start another line (then escaped)
+        _write_bytes(line_safe_path(path) + suffix.encode() + b"\n")
 
 
 # --- the table ----------------------------------------------------------------

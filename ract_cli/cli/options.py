@@ -24,10 +24,29 @@ SchemaVersion = Annotated[
         help="Vocabulary version to check against (1-9).",
     ),
 ]
+#: the largest ``--max-line-bytes`` (1 TiB, far past any line a reader can hold in memory): a larger value,
+#: e.g. 2^63 - 1 for "no limit", is a usage error (exit 2), never an ``OverflowError`` in the reader
+MAX_LINE_BYTES_LIMIT = 1 << 40
+
+
+def _max_line_bytes(value: int) -> int:
+    """At most ``MAX_LINE_BYTES_LIMIT``, checked here so that the help and the ``x>=1`` wording stay as they are."""
+    if value > MAX_LINE_BYTES_LIMIT:
+        shown = str(value) if value < 10**30 else f"{str(value)[:27]}..."
+        raise typer.BadParameter(
+            f"{shown} is not in the range 1<=x<={MAX_LINE_BYTES_LIMIT} (1 TiB, the largest limit)."
+        )
+    return value
+
+
 MaxLineBytes = Annotated[
     int,
     typer.Option(
-        "--max-line-bytes", min=1, metavar="N", help="A longer line is a LINE_TOO_LONG finding instead of being read."
+        "--max-line-bytes",
+        min=1,
+        metavar="N",
+        callback=_max_line_bytes,
+        help="A longer line is a LINE_TOO_LONG finding instead of being read.",
     ),
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]

@@ -21,7 +21,9 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
+    ci_safe,
     clean,
+    clean_json,
     dumps_json,
     flush_stdout,
     silence_stdout,
@@ -119,9 +121,14 @@ def project_command(
 def render(result: ProjectResult, fmt: Format, console: Console | None = None) -> None:
     """Write the report to stdout in ``fmt``."""
     if fmt is Format.json:
-        typer.echo(to_json(result), nl=False)
+        # one run's report in memory at a time (a fleet streams); the bytes are to_json's
+        terminal = stdout_is_terminal()
+        for chunk in result.json_chunks(_sorted_indented):
+            # a terminal is not a data sink: bidi and other format characters become JSON escapes (same values)
+            typer.echo(clean_json(chunk) if terminal else chunk, nl=False)
+        typer.echo("")
     elif fmt is Format.markdown:
-        typer.echo(to_markdown(result), nl=False)
+        typer.echo(ci_safe(to_markdown(result)), nl=False)
     else:
         console = console or text_console()
         if len(result.runs) == 1 and result.detailed:
@@ -175,9 +182,13 @@ def _failure_verdict(run: Report, name: str) -> str:
     return f"{first['code']}: {first['message']}" if first else name
 
 
+def _sorted_indented(data: object) -> str:
+    return dumps_json(data, indent=True, sort_keys=True)
+
+
 def to_json(result: ProjectResult) -> str:
     """The documented JSON (``ProjectResult.to_dict``), stable: sorted keys, two-space indent, one newline."""
-    return dumps_json(result.to_dict(), indent=True, sort_keys=True) + "\n"
+    return _sorted_indented(result.to_dict()) + "\n"
 
 
 # --- terminal text (rich) -------------------------------------------------
@@ -188,8 +199,14 @@ def _t(value: object, style: str | None = None) -> Text:
     return Text("-" if value is None else clean(value), style=style or "")
 
 
+def _title(title: str) -> Text:
+    """A table title as plain text: rich would read a ``str`` title as markup (a path ``[/]`` raises
+    ``MarkupError``, ``[link=...]`` draws a hyperlink)."""
+    return Text(clean(title))
+
+
 def _kv_table(title: str, rows: list[tuple[str, object]]) -> Table:
-    table = Table(title=title, show_header=False, title_justify="left", box=None, pad_edge=False)
+    table = Table(title=_title(title), show_header=False, title_justify="left", box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows:
@@ -198,9 +215,9 @@ def _kv_table(title: str, rows: list[tuple[str, object]]) -> Table:
 
 
 def _grid(title: str, columns: list[str], rows: list[list[object]]) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=_title(title), title_justify="left")
     for name in columns:
-        table.add_column(name, overflow="fold")
+        table.add_column(Text(clean(name)), overflow="fold")
     for row in rows:
         table.add_row(*(cell if isinstance(cell, Text) else _t(cell) for cell in row))
     return table
@@ -225,7 +242,7 @@ def _head_table(run: Report) -> Table:
         None if run["trusted"] else "bold red",
     )
     return _kv_table(
-        f"ract run report: {clean(run['path'])}",
+        f"ract run report: {run['path']}",
         [
             ("run", run["run_id"]),
             ("status", _t(run["status"], _STATUS_STYLE.get(run["status"]))),

@@ -17,6 +17,7 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.checkpoint import LogArgument, OutputOption, resolve_log, write_output
 from ract_cli.cli.options import Quiet
 from ract_cli.cli.render import (
+    ci_safe,
     clean,
     dumps_json,
     finding_line,
@@ -206,7 +207,7 @@ def _echo(text: str) -> None:
         stderr_console().print("ract trace verify-proof: stdout is closed: the output was not written", markup=False)
         return
     try:
-        typer.echo(text)
+        typer.echo(ci_safe(text, json=True))  # JSON only: "##[" in a string is written "##\u005b"
         flush_stdout()
     except BrokenPipeError:
         silence_stdout()

@@ -7,7 +7,6 @@ Markdown helpers here, which escape it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -18,6 +17,7 @@ from rich.text import Text
 from ract_cli.cli.render import clean
 from ract_cli.dialects.raxol.contract import evidence_status
 from ract_cli.format.json_types import Event, JSONObject, Report
+from ract_cli.project.journal_text import detail_rows
 from ract_cli.replay.journal import JournalReplayStep
 
 SUMMARY_WIDTH = 60
@@ -96,64 +96,6 @@ def _counts(table: JSONObject) -> str:
 # --- project ----------------------------------------------------------------
 
 
-def evidence_text(run: Report) -> str:
-    """``accepted (line 27); stands on a verified chain`` (raw: ``clean`` it)."""
-    ev = run["evidence"]
-    claimed = ev.get("claimed")
-    if claimed is not None:
-        return (
-            f"none verified: the final turn_completed (line {claimed['line']}) lies at or after the chain "
-            f"break and claims {claimed['status']}: not counted"
-        )
-    if ev["status"] is None:
-        return "none: the journal has no final turn_completed"
-    text = f"{ev['status']} (line {ev['line']}); {ev['stands_on']}"
-    detail = ev["rejected"]
-    if detail:
-        text += f"; rejected for {detail['reason']} at ref {detail['ref'] if detail['ref'] is not None else 'null'}"
-    return text
-
-
-def _items_text(journal: Report) -> str:
-    return (_counts(journal["items_by_type"]) or "none") + f" (started {journal['items_started']})"
-
-
-def _errors_text(journal: Report) -> str:
-    errors = journal["errors"]
-    text = str(errors["count"])
-    if errors["items"]:
-        text += ": " + "; ".join(f"line {e['line']} {e['reason']}" for e in errors["items"][:5])
-        if errors["count"] > 5:
-            text += f"; {errors['count'] - 5} more"
-    return text
-
-
-def detail_rows(run: Report) -> list[tuple[str, str]]:
-    """The rows of a journal's detailed report, shared by text and Markdown (raw values)."""
-    j, chain = run["journal"], run["chain"]
-    return [
-        ("path", run["path"]),
-        ("dialect", f"raxol journal, schema_version {j['schema_version']}"),
-        ("status", run["status"]),
-        ("evidence", evidence_text(run)),
-        ("exit code", f"{run['exit_code']} ({run['exit_name']})"),
-        ("trusted", "yes" if run["trusted"] else f"no, from line {run['untrusted_from_line']}"),
-        (
-            "chain",
-            ("verified" if chain["verified"] else "broken") + f", head {chain['head']}"
-            if chain["chained"]
-            else "none (records carry no hash chain)",
-        ),
-        ("records", f"{chain['events']} ({j['durable_records']} durable, {j['deltas']} item_delta)"),
-        ("turns", f"{j['turns']} started, {j['turn_boundaries']} completed"),
-        ("iterations", "-" if j["iterations"] is None else str(j["iterations"])),
-        ("items by type", _items_text(j)),
-        ("usage", _counts(j["usage"]) or "-"),
-        ("errors", _errors_text(j)),
-        ("unknown types", _counts(j["unknown_types"]) or "none"),
-    ]
-
-
 def journal_detail_renderable(run: Report) -> Group:
     """The detailed project report of one journal as rich renderables (markup never interpreted)."""
     parts: list[RenderableType] = []
@@ -166,7 +108,7 @@ def journal_detail_renderable(run: Report) -> Group:
             )
         )
     table = Table(
-        title=f"ract journal report: {clean(run['path'])}",
+        title=Text(clean(f"ract journal report: {run['path']}")),
         show_header=False,
         title_justify="left",
         box=None,
@@ -182,9 +124,9 @@ def journal_detail_renderable(run: Report) -> Group:
     parts.append(table)
     flags = run["audit_flags"]
     if flags["count"]:
-        grid = Table(title=f"findings ({flags['count']})", title_justify="left")
+        grid = Table(title=Text(f"findings ({flags['count']})"), title_justify="left")
         for name in ("line", "code", "message"):
-            grid.add_column(name, overflow="fold")
+            grid.add_column(Text(name), overflow="fold")
         for f in flags["items"]:
             grid.add_row(
                 Text(clean(f["line"] if f["line"] is not None else "-")),
@@ -195,46 +137,3 @@ def journal_detail_renderable(run: Report) -> Group:
     else:
         parts.append(Text("findings: none", style="green"))
     return Group(*parts)
-
-
-def journal_fleet_row(run: Report) -> list[object]:
-    """A journal's row in project's summary table (same columns as a RACT run's)."""
-    j = run["journal"]
-    return [
-        "(journal)",
-        run["path"],
-        run["status"],
-        "yes" if run["trusted"] else f"no (line {run['untrusted_from_line']})",
-        run["exit_code"],
-        run["chain"]["events"],
-        "-",
-        "-",
-        f"{j['turns']} turns",
-        f"{j['items_by_type'].get('tool_use', 0)} tool_use; evidence {run['evidence']['status'] or 'none'} "
-        f"({run['evidence']['trust']})",
-        run["audit_flags"]["count"],
-    ]
-
-
-def journal_markdown(
-    run: Report,
-    md: Callable[[object], str],
-    md_table: Callable[[list[str], list[list[object]]], list[str]],
-    level: str = "##",
-) -> list[str]:
-    """Markdown lines for one journal; ``md``/``md_table`` are project's escaping helpers."""
-    out = [f"{level} Journal {md(run['path'])}: {md(run['status'])}", ""]
-    if not run["trusted"]:
-        out += [
-            f"> **UNTRUSTED from line {run['untrusted_from_line']}**: the journal fails verification there; "
-            "its evidence verdict is not to be believed.",
-            "",
-        ]
-    out += md_table(["field", "value"], [[k, v] for k, v in detail_rows(run)])
-    flags = run["audit_flags"]
-    out += [f"{level}# Findings ({flags['count']})", ""]
-    if flags["count"]:
-        out += md_table(["line", "code", "message"], [[f["line"], f["code"], f["message"]] for f in flags["items"]])
-    else:
-        out += ["None.", ""]
-    return out

@@ -14,28 +14,72 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import orjson
 from rich.console import Console
 from rich.markup import escape as _escape_markup
+from rich.segment import Segment
 
 from ract_cli.errors import ExitCode, RactError
 from ract_cli.findings import Finding
-
-# C0 controls, DEL, C1 controls, bidi overrides/isolates, line/paragraph separators.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    ch = match.group()
-    code = ord(ch)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+from ract_cli.format.text import UNSAFE, escape_unsafe
 
 
 def clean(text: object) -> str:
-    """Text with every control/format character shown as an escape."""
-    return _UNSAFE.sub(_visible, str(text))
+    """Text with every control and format character (``format.text.UNSAFE``) shown as an escape: ``\\x1b``,
+    ``\\u200b``, ``\\U000e0041``."""
+    return escape_unsafe(str(text))
+
+
+#: what the GitHub Actions runner reads as a workflow command in a line of stdout *or* stderr: ``::`` first
+#: after leading whitespace (it trims with .NET's ``TrimStart``: ``\s`` here is a superset; SGR colour codes
+#: in front are skipped as well, should a viewer strip them), and the legacy
+#: ``##[`` anywhere in the line
+_CI_COMMAND_START = re.compile(r"(\A|[\r\n])((?:[^\S\r\n]|\x1b\[[0-9;]*m)*):(?=:)")  # rich's colours too
+_CI_LEGACY = "##["
+
+
+def ci_safe(text: str, *, json: bool = False) -> str:
+    """``text`` with every GitHub workflow command neutralised, line by line: the one place this is done.
+
+    A line that would start with ``::`` gets its first colon as ``\\x3a``; ``##[`` anywhere becomes
+    ``##\\x5b``. With ``json=True`` (serialized JSON, where ``##[`` can only be inside a string) it becomes
+    ``##\\u005b``, the same string value. Every line ract prints that carries a log- or path-derived
+    string goes through this (the consoles of ``stdout_console``/``stderr_console`` do it to all they
+    print), so a run directory named ``::error file=app.py,line=1::forged`` cannot add an annotation.
+    """
+    text = _CI_COMMAND_START.sub(r"\1\2\\x3a", text)
+    return text.replace(_CI_LEGACY, "##\\u005b" if json else "##\\x5b") if _CI_LEGACY in text else text
+
+
+def ci_safe_bytes(data: bytes, *, json: bool = False) -> bytes:
+    """``ci_safe`` for bytes written to stdout as they are (grep's lines): every other byte unchanged."""
+    text = data.decode("utf-8", "surrogateescape")
+    safe = ci_safe(text, json=json)
+    return data if safe == text else safe.encode("utf-8", "surrogateescape")
+
+
+def line_safe_path(path: str) -> bytes:
+    """A path for line-oriented data output (grep ``-l``/``-c``/``-H``): its own bytes, unless it holds a
+    line break or would read as a workflow command; then escaped as on a terminal (``clean``, ``ci_safe``)."""
+    if "\n" not in path and "\r" not in path and ci_safe(path) == path:
+        return os.fsencode(path)
+    return ci_safe(clean(path)).encode("utf-8", "backslashreplace")
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def clean_json(text: str) -> str:
+    """Serialized JSON for a terminal: what ``clean`` escapes, written as JSON ``\\u`` escapes instead
+    (surrogate pairs past U+FFFF), so it is still JSON, with the same values."""
+    return UNSAFE.sub(_json_escape, text)
 
 
 def markup_safe(text: object) -> str:
@@ -64,7 +108,21 @@ def finding_line(f: Finding, *, severity: bool = False, indent: str = "") -> str
     if f.line is not None:
         where += f":{f.line}"
     level = f"{f.severity} " if severity else ""
-    return clean(f"{indent}{where}: {level}{f.code} {f.message}")
+    return clean(f"{indent}{where}: {level}{f.code} {f.message}{finding_detail(f)}")
+
+
+#: findings whose text form names what was compared: the values are in no other line (``--expect-head`` was
+#: typed elsewhere, e.g. a CI secret), while other findings' messages already say what differs
+SHOW_COMPARED = frozenset({"HEAD_MISMATCH"})
+
+
+def finding_detail(f: Finding) -> str:
+    """`` (expected X, actual Y)`` for a finding of ``SHOW_COMPARED``: HEAD_MISMATCH's ``--expect-head``
+    and the chain's real head, so the text and github forms say as much as the JSON one."""
+    if f.code not in SHOW_COMPARED:
+        return ""
+    parts = [f"{name} {value}" for name, value in (("expected", f.expected), ("actual", f.actual)) if value is not None]
+    return f" ({', '.join(parts)})" if parts else ""
 
 
 #: findings listed under a refusal; the rest are counted
@@ -85,7 +143,14 @@ def show_refusal(console: Console, command: str, message: str, findings: Sequenc
 BROKEN_PIPE_EXIT = 141
 
 
-class _StderrConsole(Console):
+class _CiSafeConsole(Console):
+    """A console whose every line is ``ci_safe``: nothing it prints can be read as a workflow command."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return ci_safe(super()._render_buffer(buffer))
+
+
+class _StderrConsole(_CiSafeConsole):
     """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED)."""
 
     def on_broken_pipe(self) -> None:
@@ -93,7 +158,7 @@ class _StderrConsole(Console):
         _to_devnull(2)  # the interpreter's last flush of stderr must not fail either
 
 
-class _StdoutConsole(Console):
+class _StdoutConsole(_CiSafeConsole):
     """stdout: a reader that went away surfaces as ``BrokenPipeError`` for the command to handle.
 
     rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3).
@@ -175,8 +240,13 @@ def dumps_json(data: object, *, indent: bool = False, sort_keys: bool = False) -
 
     File names are bytes; Python hands undecodable ones over with lone
     surrogates, which orjson refuses. Those documents fall back to ``\\u``
-    escapes (``ensure_ascii``), so the report is still written.
+    escapes (``ensure_ascii``), so the report is still written. ``##[`` in a string is written
+    ``##\\u005b`` (the same value; see ``ci_safe``).
     """
+    return ci_safe(_dumps_json(data, indent=indent, sort_keys=sort_keys), json=True)
+
+
+def _dumps_json(data: object, *, indent: bool, sort_keys: bool) -> str:
     option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
     try:
         return orjson.dumps(data, option=option).decode()

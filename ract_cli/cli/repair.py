@@ -43,6 +43,13 @@ def repair_command(
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
+    follow_symlinks: Annotated[
+        bool,
+        typer.Option(
+            "--follow-symlinks",
+            help="In place on a symlinked log: rewrite the link's target (without it: refused, exit 5).",
+        ),
+    ] = False,
 ) -> None:
     """Close the open handles of an interrupted run and move a torn tail aside.
 
@@ -60,6 +67,7 @@ def repair_command(
         schema_version=schema_version,
         max_line_bytes=max_line_bytes,
         dialect=dialect.value,
+        follow_symlinks=follow_symlinks,
     )
     try:
         result = repair_file(path, options)

@@ -17,6 +17,8 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from ract_cli.cli.raxol_render import journal_state_lines, journal_timeline_line
 from ract_cli.cli.render import (
+    ci_safe,
+    ci_safe_bytes,
     clean,
     finding_line,
     silence_stdout,
@@ -203,26 +205,23 @@ def _walk(session: Session, journal: bool, jsonl: bool, silent: bool, factor: fl
 def _show(out: TextIO, step: Step, jsonl: bool, terminal: bool, line_of: Callable[[Any], str]) -> None:
     """One replayed event on stdout: its original line (jsonl), escaped on a terminal, or its timeline line."""
     if jsonl and terminal:
-        out.write(clean(step.event.raw.decode("utf-8", "replace").rstrip("\r\n")) + "\n")
+        out.write(ci_safe(clean(step.event.raw.decode("utf-8", "replace").rstrip("\r\n"))) + "\n")
     elif jsonl:
         # The original bytes. Ephemeral records never reach here: a Raxol journal's session
         # skips item_delta; for RACT logs the hook is ReplayOptions.exclude (is_ephemeral).
-        _write_raw(out, step.event.raw)
+        _write_raw(out, ci_safe_bytes(step.event.raw, json=True))
     else:
-        out.write(clean(line_of(step)) + "\n")
+        out.write(ci_safe(clean(line_of(step))) + "\n")
 
 
 def _show_end(out: TextIO, result: ReplayResult, state_of: Callable[[Report], list[str]]) -> None:
     """After the timeline: the chain break, and the state block at ``--until``."""
     if result.stop == "break":
         out.write(
-            clean(
-                f"!! chain broken at line {result.broken_at}: replay stopped; nothing after this point is trustworthy"
-            )
-            + "\n"
+            ci_safe(clean(f"!! {break_text(result)}: replay stopped; nothing after this point is trustworthy")) + "\n"
         )
     if result.until_reached:
-        out.write("\n".join(clean(line) for line in state_of(result.state)) + "\n")
+        out.write("\n".join(ci_safe(clean(line)) for line in state_of(result.state)) + "\n")
 
 
 def _say_verdict(err: Console, result: ReplayResult, shown: set[int], until: str | None) -> None:
@@ -351,11 +350,27 @@ def state_lines(state: Report) -> list[str]:
     return lines
 
 
+def break_text(result: ReplayResult) -> str:
+    """Where trust ends, truthfully: ``chain broken at line L (CODE)`` when the failure is on line L, or
+    ``chain not verified from line L (CODE at line L+1)`` when it is on the next line (nothing confirms
+    line L's hash), as grep says "not verified from here"."""
+    start = result.broken_at
+    failures = [
+        f
+        for f in result.findings
+        if f.exit_code == ExitCode.TAMPERED and f.line is not None and start is not None and f.line >= start
+    ]
+    first = min(failures, key=lambda f: f.line or 0, default=None)
+    if first is None or first.line == start:
+        return f"chain broken at line {start}" + (f" ({first.code})" if first is not None else "")
+    return f"chain not verified from line {start} ({first.code} at line {first.line})"
+
+
 def verdict_line(result: ReplayResult, until: str | None) -> str:
     code = result.exit_code
     text = f"replayed {result.events} event(s) of {result.path}"
     if result.stop == "break":
-        text += f"; chain broken at line {result.broken_at}: replay stopped there, nothing after it is trustworthy"
+        text += f"; {break_text(result)}: replay stopped there, nothing after it is trustworthy"
     if result.until_reached is False:
         where = "before the chain break" if result.stop == "break" else "in the log"
         text += f"; --until {until}: no such event {where}"

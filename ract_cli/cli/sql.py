@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import enum
 import io
-import re
 import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -24,7 +23,10 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.export import ReadJobs
 from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Paths, SchemaVersion
 from ract_cli.cli.render import (
+    ci_safe,
+    ci_safe_bytes,
     clean,
+    clean_json,
     flush_stdout,
     silence_stdout,
     stderr_console,
@@ -37,8 +39,6 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 
 #: rows a terminal table shows at most (the rest are counted on stderr: use --format jsonl for all)
 TABLE_MAX_ROWS = 10_000
-#: characters that ``clean`` shows as escapes, written inside JSON strings as ``\\uXXXX`` instead (still JSON)
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 
 
 class Format(enum.StrEnum):
@@ -163,10 +163,10 @@ def _write(result: Any, fmt: Format, terminal: bool) -> tuple[int, int]:
             for row in batch:
                 writer.writerow([_csv_cell(json_value(v), terminal) for v in row])
             count += len(batch)
-            out.write(buffer.getvalue().encode("utf-8", "backslashreplace"))
+            out.write(ci_safe(buffer.getvalue()).encode("utf-8", "backslashreplace"))
             buffer.seek(0)
             buffer.truncate()
-        out.write(buffer.getvalue().encode("utf-8", "backslashreplace"))
+        out.write(ci_safe(buffer.getvalue()).encode("utf-8", "backslashreplace"))
         flush_stdout()
         return count, count
     first = True
@@ -190,9 +190,9 @@ def _write(result: Any, fmt: Format, terminal: bool) -> tuple[int, int]:
 
 
 def _dumps(value: object, terminal: bool) -> bytes:
-    data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    data = ci_safe_bytes(orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS), json=True)
     if terminal:  # the same characters clean() escapes, as JSON escapes: still valid JSON, safe to show
-        return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", data.decode("utf-8")).encode("utf-8")
+        return clean_json(data.decode("utf-8")).encode("utf-8")
     return data
 
 

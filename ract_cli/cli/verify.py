@@ -12,14 +12,18 @@ import typer
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.render import (
+    ci_safe,
     clean,
+    clean_json,
     dumps_json,
+    finding_detail,
     finding_line,
     flush_stdout,
     silence_stdout,
     stderr_console,
     stderr_is_terminal,
     stdout_closed,
+    stdout_is_terminal,
 )
 from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
@@ -181,7 +185,9 @@ def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 def render(report: VerifyReport, fmt: Format) -> None:
     if fmt is not Format.text:
-        _write_stdout(report_json(report) if fmt is Format.json else "\n".join(github_annotations(report)), fmt)
+        text = report_json(report) if fmt is Format.json else "\n".join(github_annotations(report))
+        # a terminal is not a data sink: format characters become JSON escapes (the same values)
+        _write_stdout(clean_json(text) if fmt is Format.json and stdout_is_terminal() else text, fmt)
     if fmt is not Format.json:
         render_text(report)
 
@@ -239,7 +245,7 @@ def github_annotations(report: VerifyReport) -> list[str]:
     for f in [*(f for file in report.files for f in file.findings), *report.findings]:
         level = "error" if f.severity == "error" else "warning"
         props = f"file={_gh_prop(f.path or '')}" + (f",line={f.line}" if f.line is not None else "")
-        lines.append(f"::{level} {props}::{_gh_data(f'{f.code} {f.message}')}")
+        lines.append(f"::{level} {props}::{_gh_data(f'{f.code} {f.message}{finding_detail(f)}')}")
     for file in report.files:
         if file.suppressed:
             lines.append(
@@ -250,7 +256,7 @@ def github_annotations(report: VerifyReport) -> list[str]:
 
 def _gh_data(text: str) -> str:
     # GitHub workflow-command escaping of the message: %, CR and LF.
-    return clean(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return ci_safe(clean(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _gh_prop(text: str) -> str:

@@ -78,21 +78,46 @@ def _sanitize(value: Any, depth: int, hits: list[bool], top_keys: set[str] | Non
         if issubclass(t, dict):  # subclasses too (OrderedDict, defaultdict, Counter...)
             items = list(value.items())  # a subclass's items() may raise or be mutated meanwhile
             out: dict[str, Any] = {}
+            renamed: list[tuple[str, Any]] = []  # keys that became repr text: placed last, never over a key
             for key, item in items:
                 before = len(hits)
                 if type(key) is str:
                     name = _sanitize(key, depth + 1, hits)
                 else:
                     name = _replace(key, hits)
-                out[name] = _sanitize(item, depth + 1, hits)
+                clean = _sanitize(item, depth + 1, hits)
+                if name is not key:
+                    renamed.append((name, clean))
+                    continue
+                out[name] = clean
                 if top_keys is not None and len(hits) > before:
                     top_keys.add(name)
+            for name, clean in renamed:
+                final = _free_name(out, name)  # {1: "a", "1": "b"} -> {"1": "b", "1#2": "a"}
+                out[final] = clean
+                if top_keys is not None:
+                    top_keys.add(final)
             return out
         if issubclass(t, (list, tuple)):
             return [_sanitize(item, depth + 1, hits) for item in list(value)]  # list(): a raising __iter__
     except Exception:
         return _replace(value, hits)
     return _replace(value, hits)
+
+
+def _free_name(out: dict[str, Any], name: str) -> str:
+    """``name``, else ``name#2``, ``name#3``...: the first not in ``out``.
+
+    A key that became repr text (``1`` -> ``"1"``, a lone surrogate's repr) may
+    equal a key already there: it takes the first free suffix instead, so no
+    value is ever dropped. String keys keep their names; renamed keys take
+    suffixes in the order the dict yields them.
+    """
+    candidate, n = name, 1
+    while candidate in out:
+        n += 1
+        candidate = f"{name}#{n}"
+    return candidate
 
 
 def _string_list(value: Any, where: str) -> list[str]:

@@ -6,6 +6,7 @@ goes through these, so two commands never word the same value differently.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 #: the longest ``short`` text; longer reprs keep ``SHORT_LIMIT - 3`` characters and end in "..."
@@ -67,3 +68,30 @@ def iso_utc(ns: int) -> str:
     except OverflowError:
         return f"{ns}ns"
     return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{rest // 1000:06d}Z"
+
+
+#: What a terminal must never be handed raw: C0 controls, DEL, C1 controls, the line and paragraph
+#: separators, and every character of Unicode category Cf (format: invisible, and the bidi controls
+#: U+061C, U+200E/F, U+202A-E, U+2066-9 among them; soft hyphen, zero-width space/joiners, word joiner,
+#: invisible operators, BOM, interlinear annotation, the tag characters U+E0000-E007F as a block).
+#: The Cf list is Unicode 15.1's, a superset of this Python's (``tests/test_invisible_characters.py``
+#: checks every Cf character ``unicodedata`` knows is in it).
+UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029"
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
+)
+
+
+def visible_escape(match: re.Match[str]) -> str:
+    """The escape a terminal or a Markdown page shows for one ``UNSAFE`` character."""
+    code = ord(match.group())
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def escape_unsafe(text: str) -> str:
+    """``text`` with every ``UNSAFE`` character shown as its escape: ``\\x1b``, ``\\u200b``, ``\\U000e0041``."""
+    return UNSAFE.sub(visible_escape, text)

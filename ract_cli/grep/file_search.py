@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
+from pathlib import Path
 
 from ract_cli.dialects import ChainReader
-from ract_cli.errors import LogIOError, lowest_nonzero
+from ract_cli.errors import ExitCode, LogIOError, lowest_nonzero
 from ract_cli.findings import Finding, error
 from ract_cli.grep.filters import GrepFilter
 from ract_cli.grep.results import FileResult, GrepOptions, Match
-from ract_cli.read.framing import RawLine, iter_lines_unverified
+from ract_cli.read.chain import not_a_log_message
+from ract_cli.read.files import open_log
+from ract_cli.read.framing import LineFramer, RawLine, iter_lines_unverified
+from ract_cli.read.line import LineResult, has_record_shape
 
 __all__ = ["grep_file", "grep_file_packed"]
 
@@ -82,9 +86,12 @@ def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileRe
     matches = flt.compile()
     cap = options.max_findings
     codes: set[int] = set()
+    saw_record = False
     try:
         for item in iter_lines_unverified(path, prefilter=flt.prefilter(), max_line_bytes=options.max_line_bytes):
             event = item.event
+            if not saw_record and event is not None and ("kind" in event or "type" in event):
+                saw_record = True
             if event is None:
                 finding = _problem_finding(path, item)
                 codes.add(int(finding.exit_code))
@@ -98,4 +105,31 @@ def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileRe
         finding = error("IO_ERROR", exc.message, path=path)
         result.findings.append(finding)
         codes.add(int(finding.exit_code))
+    if not saw_record and int(ExitCode.IO) not in codes:  # (a real log: stops at its first line)
+        lines = _lines_if_not_a_log(path, options.max_line_bytes)
+        if lines:  # the reader's NOT_A_LOG verdict (ChainState.finish_file), not a finding per line
+            result.findings = [error("NOT_A_LOG", not_a_log_message(lines), path=path)]
+            result.suppressed = 0
+            codes = {int(ExitCode.IO)}
     result.exit_code = lowest_nonzero(codes)
+
+
+def _lines_if_not_a_log(path: str, max_line_bytes: int) -> int:
+    """The number of lines of a file none of whose lines has a record's shape; 0 when one has (or unreadable).
+
+    ``--no-verify`` skips lines its prefilter rules out, so when what it saw
+    held no record this pass looks at every line, stopping at the first
+    record-shaped one (a real log's first line).
+    """
+    unparsed = LineResult(None, None, [], parsed=False)
+    try:
+        with open_log(Path(path)) as f:
+            framer = LineFramer(f, max_line_bytes)
+            lines = 0
+            for _, _, raw in framer:
+                lines += 1
+                if has_record_shape(raw, unparsed):
+                    return 0
+            return 0 if framer.read_error is not None else lines
+    except LogIOError:
+        return 0

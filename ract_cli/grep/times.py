@@ -10,9 +10,9 @@ from ract_cli.errors import UsageError
 __all__ = ["format_ns", "parse_time"]
 
 _ISO = re.compile(
-    r"(?P<date>\d{4}-\d{2}-\d{2})"
-    r"(?:[Tt ](?P<hm>\d{2}:\d{2})(?::(?P<s>\d{2})(?:[.,](?P<frac>\d{1,9}))?)?)?"
-    r"(?P<tz>Z|z|[+-]\d{2}:?\d{2})?"
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})"
+    r"(?:[Tt ](?P<hm>[0-9]{2}:[0-9]{2})(?::(?P<s>[0-9]{2})(?:[.,](?P<frac>[0-9]{1,9}))?)?)?"
+    r"(?P<tz>Z|z|[+-][0-9]{2}:?[0-9]{2})?"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _DAY_NS = 86_400 * 10**9
@@ -28,7 +28,7 @@ def parse_time(text: str, *, end_of_day: bool = False) -> int:
     takes the whole of that day). Raises ``UsageError``.
     """
     value = text.strip()
-    if value.isdigit():
+    if value.isascii() and value.isdigit():  # "²" is a digit to isdigit, not to int
         ns = int(value)
         if ns >= 2**63:
             raise UsageError(f"time {text!r} is outside the timestamp range (0 <= t < 2^63 ns)")

@@ -2,8 +2,10 @@
 
 For ``$GITHUB_STEP_SUMMARY``. Every log-derived cell goes through ``md``:
 control characters (newlines included) become visible escapes and
-``\\ ` * _ [ ] < > | ~ &`` are backslash-escaped, so a log string can neither
-split a cell, nor inject HTML or links.
+``\\ ` * _ [ ] < > | ~ &`` are backslash-escaped, and a word GitHub would
+autolink (``https://...``, ``www....``, an e-mail address, a bare domain) is
+put in a code span, so a log string can neither split a cell, nor inject HTML
+or links.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 
 from ract_cli.format.json_types import Report
+from ract_cli.format.text import escape_unsafe
 from ract_cli.project.human import (
     FLEET_COLUMNS,
     PERCENTILE_KEYS,
@@ -27,26 +30,45 @@ from ract_cli.project.human import (
 from ract_cli.project.journal_text import detail_rows
 from ract_cli.project.result import ProjectResult
 
-# C0 controls, DEL, C1 controls, bidi overrides/isolates, line/paragraph separators: the same set,
-# and the same escapes, as the terminal's ``ract_cli.cli.render.clean``
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 _TOOL_COLUMNS = ["tool", "called", "ok", "failed", "unknown", "refused", "bypassed", "open"]
 _MS_COLUMNS = ["p50 ms", "p90 ms", "p99 ms", "max ms"]
 
 
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+#: a word a GFM renderer would turn into a link: a scheme (``https://``, ``ftp://``, ``mailto:``, ``xmpp:``),
+#: ``www.``, an e-mail address (``@``), ``//host``, or a bare domain ending in a top-level domain that
+#: linkify-style renderers link (``evil.com``, ``x.io``: any two letters, and linkify-it's list)
+_LINKABLE = re.compile(
+    r"(?i)[a-z][a-z0-9+.-]*:/|\b(?:mailto|xmpp|tel|sms):|www\.|@|//"
+    r"|\w\.(?:[a-z]{2}|biz|com|edu|gov|net|org|pro|web|xxx|aero|asia|coop|info|museum|name|shop|рф|xn--[a-z0-9-]+)"
+    r"(?![\w-])"
+)
+_WORDS = re.compile(r"(\s+)")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _code_span(word: str) -> str:
+    """``word`` as a code span, where no renderer autolinks and nothing is markup; ``|`` stays ``\\|`` (a
+    table cell's pipe, which GFM unescapes inside code spans too). The fence is longer than any run of
+    backticks in the word, and padded when the word starts or ends with one."""
+    fence = "`" * (max((len(m) for m in _BACKTICKS.findall(word)), default=0) + 1)
+    pad = " " if word.startswith("`") or word.endswith("`") else ""
+    body = word.replace("|", "\\|")
+    return f"{fence}{pad}{body}{pad}{fence}"
 
 
 def md(value: object) -> str:
-    """A Markdown-table-safe cell: control chars (newlines included) visible, punctuation escaped."""
+    """A Markdown-table-safe cell: control chars (newlines included) visible, punctuation escaped, and
+    every word a renderer would autolink (``https://...``, ``www....``, ``a@b.c``) in a code span."""
     if value is None:
         return "-"
     if value is True or value is False:
         return "yes" if value else "no"
-    return _MD_SPECIAL.sub(r"\\\1", _UNSAFE.sub(_visible, str(value)))
+    words = _WORDS.split(escape_unsafe(str(value)))
+    return "".join(
+        _code_span(w) if i % 2 == 0 and _LINKABLE.search(w) else _MD_SPECIAL.sub(r"\\\1", w)
+        for i, w in enumerate(words)
+    )
 
 
 def md_table(columns: list[str], rows: list[list[object]]) -> list[str]:

@@ -11,7 +11,7 @@ REPORT_VERSION = 1
 #: run status, in order of precedence (the first that applies wins)
 STATUSES = ("unknown", "repaired", "completed", "aborted", "open")
 DEFAULT_MAX_ITEMS = 1000  # per itemized list (flags, reaps, unenforced sandboxes...)
-MAX_KEYS = 1000  # distinct names kept per table (tools, providers, predicates...); the rest pool in "(other)"
+MAX_KEYS = 1000  # distinct names kept per table (tools, providers...; the rest pool in "(other)"), predicate rows shown
 MAX_TEXT = 200  # characters kept of any log-derived string
 OTHER = "(other)"
 NONE = "(none)"

@@ -122,5 +122,5 @@ def project_paths(paths: Sequence[str | os.PathLike[str]], options: ProjectOptio
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
     result = ProjectResult(findings=list(found.findings), detailed=detailed)
     for path in found.files:
-        result.runs.append(project_file(path, options))
+        result.add(project_file(path, options))  # spilled at once: memory does not grow with the runs
     return result

@@ -1,48 +1,209 @@
-"""``ProjectResult``: the reports of every log found, and the JSON shape of several."""
+"""``ProjectResult``: the reports of every log found, and the JSON shape of several.
+
+A fleet of runs is summarised without keeping every run's report in memory
+(issue 15 item 11): each report is spilled, as compact JSON, to an anonymous
+temporary file as soon as it is made (``SpilledReports``), and what the
+summary needs at once (the exit code, the totals) is counted as reports
+arrive. ``runs`` reads the reports back one at a time, so iterating over it
+holds one report; ``json_chunks`` writes the documented JSON piece by piece,
+a run at a time. Memory: 8 bytes per run (the file offsets), whatever the
+number of runs; disk: the reports' compact JSON, freed when the result is.
+(Without a writable temporary directory the compact JSON stays in memory.)
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import os
+import tempfile
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, overload
+
+import orjson
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import Finding
 from ract_cli.format.json_types import JSONObject, Report
 from ract_cli.project.options import REPORT_VERSION
 
+_RUNS_MARK = '"runs": []'
 
-@dataclass
+
+class SpilledReports(Sequence[Report]):
+    """A list of reports kept in an anonymous temporary file: append, ``len``, index and iterate.
+
+    Each report is one line of compact JSON (``orjson``; a report orjson
+    refuses, e.g. a path with a lone surrogate, goes through ``json`` with
+    ``\\u`` escapes). Only the offsets stay in memory.
+    """
+
+    def __init__(self, reports: Iterable[Report] = ()) -> None:
+        self._file: IO[bytes] | None = None
+        self._memory: list[bytes] | None = None  # only when no temporary file could be made
+        self._offsets = array("Q")
+        self._end = 0
+        for report in reports:
+            self.append(report)
+
+    def append(self, report: Report) -> None:
+        try:
+            data = b"o" + orjson.dumps(report) + b"\n"
+        except (TypeError, orjson.JSONEncodeError):
+            data = b"j" + json.dumps(report, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+        if self._memory is not None:
+            self._memory.append(data)
+            return
+        if self._file is None:
+            try:
+                self._file = tempfile.TemporaryFile()  # unlinked at once: gone with the process, whatever happens
+            except OSError:  # no writable temporary directory: keep the (compact) reports in memory instead
+                self._memory = [data]
+                return
+        fd = self._file.fileno()
+        view, offset = memoryview(data), self._end
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written
+        self._offsets.append(self._end)
+        self._end = offset
+
+    def __len__(self) -> int:
+        return len(self._memory) if self._memory is not None else len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> Report: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Report]: ...
+
+    def __getitem__(self, index: int | slice) -> Report | list[Report]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        n = len(self)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("report index out of range")
+        return self._load(index)
+
+    def __iter__(self) -> Iterator[Report]:
+        for i in range(len(self)):
+            yield self._load(i)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (SpilledReports, list, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"SpilledReports({len(self)} reports)"
+
+    def _load(self, i: int) -> Report:
+        if self._memory is not None:
+            data = self._memory[i]
+        else:
+            assert self._file is not None
+            start = self._offsets[i]
+            end = self._offsets[i + 1] if i + 1 < len(self._offsets) else self._end
+            data = os.pread(self._file.fileno(), end - start, start)
+        body = data[1:-1]
+        loaded: Report = orjson.loads(body) if data[:1] == b"o" else json.loads(body)
+        return loaded
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
 class ProjectResult:
-    """Reports for every log found, plus path-level findings (a missing path...)."""
+    """Reports for every log found, plus path-level findings (a missing path...).
 
-    runs: list[Report] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    detailed: bool = True  # one log given as a file: render it in detail; else a fleet summary
+    ``runs`` is a ``SpilledReports`` (a read-only sequence backed by a
+    temporary file); add a report with ``add``. ``exit_code`` and
+    ``totals()`` are counted as reports arrive.
+    """
+
+    def __init__(self, runs: Iterable[Report] = (), findings: Iterable[Finding] = (), detailed: bool = True) -> None:
+        self.findings: list[Finding] = list(findings)
+        self.detailed = detailed  # one log given as a file: render it in detail; else a fleet summary
+        self.runs = SpilledReports()
+        self._codes: set[int] = set()
+        self._by_status: dict[str, int] = {}
+        self._untrusted = self._flagged = self._events = 0
+        for report in runs:
+            self.add(report)
+
+    def add(self, report: Report) -> None:
+        """One more run's report: spilled to disk, counted in the totals."""
+        self.runs.append(report)
+        self._codes.add(int(report["exit_code"]))
+        status = report["status"]
+        self._by_status[status] = self._by_status.get(status, 0) + 1
+        self._untrusted += not report["trusted"]
+        self._flagged += bool(report["audit_flags"]["count"])
+        self._events += report["chain"]["events"]
 
     @property
     def exit_code(self) -> ExitCode:
         """SPEC §3: the lowest non-zero code over every file and path."""
-        return lowest_nonzero([*(r["exit_code"] for r in self.runs), *(f.exit_code for f in self.findings)])
+        return lowest_nonzero([*self._codes, *(f.exit_code for f in self.findings)])
 
     def totals(self) -> JSONObject:
-        by_status: dict[str, int] = {}
-        for r in self.runs:
-            by_status[r["status"]] = by_status.get(r["status"], 0) + 1
         return {
             "runs": len(self.runs),
-            "by_status": dict(sorted(by_status.items())),
-            "untrusted": sum(1 for r in self.runs if not r["trusted"]),
-            "flagged": sum(1 for r in self.runs if r["audit_flags"]["count"]),
-            "events": sum(r["chain"]["events"] for r in self.runs),
+            "by_status": dict(sorted(self._by_status.items())),
+            "untrusted": self._untrusted,
+            "flagged": self._flagged,
+            "events": self._events,
         }
 
-    def to_dict(self) -> Report:
-        """JSON shape: the run report itself when detailed, else ``{"runs": [...], ...}``."""
-        if self.detailed and len(self.runs) == 1 and not self.findings:
-            return self.runs[0]
+    @property
+    def is_single(self) -> bool:
+        """Whether the JSON is one run report itself (one log given as a file, no path-level finding)."""
+        return self.detailed and len(self.runs) == 1 and not self.findings
+
+    def _envelope(self) -> Report:
         return {
             "report_version": REPORT_VERSION,
             "exit_code": int(self.exit_code),
-            "runs": self.runs,
+            "runs": [],
             "totals": self.totals(),
             "findings": [f.to_dict() for f in self.findings],
         }
+
+    def to_dict(self) -> Report:
+        """JSON shape: the run report itself when detailed, else ``{"runs": [...], ...}``.
+
+        This holds every report in memory at once; ``json_chunks`` writes the same JSON a run at a time.
+        """
+        if self.is_single:
+            return self.runs[0]
+        return {**self._envelope(), "runs": list(self.runs)}
+
+    def json_chunks(self, dumps: Callable[[object], str], *, indent: bool = True) -> Iterator[str]:
+        """The JSON text of ``dumps(self.to_dict())``, in pieces, holding one run's report at a time.
+
+        ``dumps`` must write sorted keys, and (``indent=True``) a two-space
+        indent, or (``indent=False``) no whitespace: ``"".join(chunks)`` is
+        then exactly ``dumps(self.to_dict())``.
+        """
+        if self.is_single:
+            yield dumps(self.runs[0])
+            return
+        skeleton = dumps(self._envelope())
+        mark = f"\n  {_RUNS_MARK}" if indent else _RUNS_MARK.replace(" ", "")
+        head, found, rest = skeleton.partition(mark)
+        if not found or not self.runs:
+            yield skeleton
+            return
+        yield head + mark[:-1]  # up to and including "["
+        for i, report in enumerate(self.runs):
+            text = dumps(report)
+            if indent:
+                text = "\n" + "\n".join("    " + line for line in text.split("\n"))
+            yield ("," if i else "") + text
+        yield ("\n  ]" if indent else "]") + rest

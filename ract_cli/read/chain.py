@@ -24,6 +24,14 @@ class Where(TypedDict):
     offset: int
 
 
+def not_a_log_message(lines: int) -> str:
+    """The message of ``NOT_A_LOG`` (``ChainState.finish_file``; grep ``--no-verify`` says the same)."""
+    return (
+        f"not a log: none of its {lines} line(s) is a JSON object with `kind` or `type` "
+        "(a RACT event or a Raxol journal record)"
+    )
+
+
 @dataclass
 class ChainState:
     """Checks that span lines, fed one ``LineResult`` at a time in file order."""
@@ -46,6 +54,11 @@ class ChainState:
     _ids: _IdSet = field(default_factory=_IdSet)
     _seen_first_line: bool = False
     _last_event_line: int | None = None
+    #: set by the reader before ``finish_file``: lines framed, and whether any had a record's shape
+    #: (``line.has_record_shape``: a JSON object with ``kind`` or ``type``, of either dialect)
+    lines: int = 0
+    saw_record: bool = False
+    not_a_log: bool = False  # decided by ``finish_file``: NOT_A_LOG replaced every finding
 
     def add(self, finding: Finding) -> None:
         if self.max_findings is not None and len(self.findings) >= self.max_findings:
@@ -58,15 +71,32 @@ class ChainState:
             and finding.exit_code == ExitCode.TAMPERED
             and self.first_integrity_failure is None
         ):
-            # Trust ends at the last event a clean successor confirms. An event's own
-            # hash only shows the line was hashed; that it was not edited with its
-            # hash recomputed is shown by the next line linking to it as a valid
-            # event. So a failure on the line right after an event takes that event
-            # too: it may be the forged one (a CHAIN_BREAK at k+1 after k was rehashed).
-            line = finding.line
-            if line is not None and self._last_event_line is not None and self._last_event_line == line - 1:
-                line = self._last_event_line
-            self.first_integrity_failure = line
+            self._mark_failure(finding.line)
+
+    def skip_malformed(self, line: int) -> None:
+        """A line framing alone shows is ``MALFORMED_LINE``, once ``max_findings`` are kept (issue 15, item 9).
+
+        What ``feed`` does with that line's result, without building the
+        result, the finding or its message, which would only be counted: one
+        more suppressed exit-1 finding, trust ending, and the next line's
+        linkage not judged (the line has no hash to re-anchor on).
+        """
+        self.suppressed += 1
+        self._suppressed_codes.add(ExitCode.TAMPERED)
+        if self.first_integrity_failure is None:
+            self._mark_failure(line)
+        self._seen_first_line = True
+        self.expected_prev = None
+
+    def _mark_failure(self, line: int | None) -> None:
+        # Trust ends at the last event a clean successor confirms. An event's own
+        # hash only shows the line was hashed; that it was not edited with its
+        # hash recomputed is shown by the next line linking to it as a valid
+        # event. So a failure on the line right after an event takes that event
+        # too: it may be the forged one (a CHAIN_BREAK at k+1 after k was rehashed).
+        if line is not None and self._last_event_line is not None and self._last_event_line == line - 1:
+            line = self._last_event_line
+        self.first_integrity_failure = line
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
         event = result.event
@@ -208,6 +238,32 @@ class ChainState:
     def exit_code(self) -> ExitCode:
         """SPEC §3 over every finding, including those past ``max_findings``."""
         return lowest_nonzero([exit_code_for(self.findings), *self._suppressed_codes])
+
+    def finish_file(self) -> None:
+        """End of a file read whole: ``NOT_A_LOG`` (either dialect), else the dialect's ``finish``.
+
+        A non-empty file none of whose lines has a record's shape (no JSON
+        object with ``kind`` or ``type``) is not a log at all -- a README, a
+        binary, a gzip file: one ``NOT_A_LOG`` finding (exit 5) replaces the
+        per-line findings, so it is never called tampered or torn, and repair
+        (which follows the verdict) refuses it untouched. Decided from the
+        counts the reader kept (``lines``, ``saw_record``): bounded memory. A
+        read error leaves the verdict to its ``IO_ERROR``: the rest was not seen.
+        """
+        if self.lines > 0 and not self.saw_record and not self._read_failed():
+            self.findings.clear()
+            self._suppressed_codes.clear()
+            self.suppressed = 0
+            self.first_integrity_failure = None
+            self.expected_prev = self.head = None
+            self.events = 0  # (a journal reader counts any object as a record; none here is one)
+            self.not_a_log = True
+            self.add(error("NOT_A_LOG", not_a_log_message(self.lines), path=self.path))
+            return
+        self.finish()
+
+    def _read_failed(self) -> bool:
+        return ExitCode.IO in self._suppressed_codes or any(f.code == "IO_ERROR" for f in self.findings)
 
     def finish(self) -> None:
         """End-of-file checks: run directory, open handles, repaired closes."""

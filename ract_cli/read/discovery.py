@@ -4,6 +4,13 @@ A file is taken as given (the reader judges it); a directory is searched
 recursively for files named ``events.jsonl`` (symlinked directories are not
 followed, so a symlink loop cannot hang the search). A path that does not
 exist, or a directory holding no log, is an IO finding (exit 5).
+
+Nothing under a tree is skipped silently (issue 15, item 1): a directory the
+walk cannot read (permission denied, vanished, a name too long) and an
+``events.jsonl`` that is a directory are each an ``IO_ERROR`` finding naming
+the path, so a tree holding an unreadable run never verifies. The walk is
+iterative (an explicit stack), so no depth of tree reaches Python's recursion
+limit (item 12).
 """
 
 from __future__ import annotations
@@ -51,8 +58,10 @@ def discover(
             continue
         path = Path(raw)
         if os.path.isdir(path):
-            found = sorted(_walk(path, names, suffixes))
-            if not found:
+            walk_errors: list[Finding] = []
+            found = sorted(_walk(path, names, suffixes, walk_errors))
+            findings.extend(walk_errors)
+            if not found and not walk_errors:
                 findings.append(
                     error(
                         "IO_ERROR",
@@ -79,12 +88,45 @@ def _why_missing(path: Path) -> str:
     return f"no such file or directory: {path}"
 
 
-def _walk(root: Path, names: tuple[str, ...], suffixes: tuple[str, ...]) -> Iterable[Path]:
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=None):
-        dirnames.sort()
-        for name in filenames:
-            if name in names or (suffixes and name.endswith(suffixes)):
-                yield Path(dirpath) / name
+def _walk(root: Path, names: tuple[str, ...], suffixes: tuple[str, ...], errors: list[Finding]) -> Iterable[Path]:
+    """Every file under ``root`` taken by name or suffix; what cannot be read lands in ``errors``.
+
+    Iterative (a stack of directories still to read), never recursive; a
+    symlinked directory is not entered.
+    """
+    stack: list[str] = [os.fspath(root)]
+    while stack:
+        dirpath = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError as exc:
+            errors.append(_unreadable(dirpath, exc))
+            continue
+        subdirs: list[str] = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()  # follows a symlink: a symlinked events.jsonl directory is reported
+                real_dir = is_dir and not entry.is_symlink()
+            except OSError:
+                is_dir = real_dir = False
+            if is_dir:
+                if name in names:
+                    errors.append(error("IO_ERROR", f"{entry.path} is a directory, not a log file", path=entry.path))
+                if real_dir:
+                    subdirs.append(entry.path)
+            elif name in names or (suffixes and name.endswith(suffixes)):
+                yield Path(entry.path)
+        stack.extend(sorted(subdirs, reverse=True))
+
+
+def _unreadable(dirpath: str, exc: OSError) -> Finding:
+    """The IO finding of a directory the walk could not list (EACCES, vanished, ENAMETOOLONG...)."""
+    path = exc.filename if isinstance(exc.filename, str) else dirpath
+    if exc.errno == errno.ENOENT:
+        return error("IO_ERROR", f"directory vanished while searching it: {path}", path=path)
+    return error("IO_ERROR", f"cannot read directory {path}: {exc.strerror or exc}", path=path)
 
 
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:

@@ -12,7 +12,16 @@ import orjson
 
 from ract_cli.format.json_types import JSONObject
 from ract_cli.read.files import open_log
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, Problem, _describe_json_error, _too_deep_problem, too_deep
+from ract_cli.read.line import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_LINE_NODES,
+    Problem,
+    _describe_json_error,
+    _too_deep_problem,
+    _too_many_nodes_problem,
+    too_deep,
+    too_many_nodes,
+)
 
 
 def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
@@ -236,6 +245,10 @@ def iter_lines_unverified(
                 )
                 continue
             body, has_newline = split_line_ending(raw)
+            if len(body) > MAX_LINE_NODES and too_many_nodes(body):  # never parsed: bounded memory
+                problem = _torn_tail_problem(raw) if not has_newline else _too_many_nodes_problem()
+                yield RawLine(line_no, start, raw, None, problem)
+                continue
             try:
                 obj = loads(body)
             except orjson.JSONDecodeError as exc:

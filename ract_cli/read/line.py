@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import cast
@@ -90,6 +91,15 @@ def parse_exact(body: bytes) -> object:
     )
 
 
+def _invalid_utf8(body: bytes) -> str | None:
+    """What is wrong with bytes that are not UTF-8 (orjson calls every such line "surrogates not allowed")."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start + 1} of the line ({exc.reason})"
+    return None
+
+
 def _describe_json_error(exc: Exception) -> str:
     text = str(exc)
     return text if len(text) <= 200 else text[:200] + "..."
@@ -132,6 +142,48 @@ def _too_deep_problem() -> Problem:
     return Problem("MALFORMED_LINE", f"nested deeper than {MAX_NESTING} levels of arrays and objects")
 
 
+#: The most values one line may hold: its ``,``, ``[`` and ``{`` bytes outside strings (issue 15, item 8).
+#: Parsing builds one Python object per value (~60-80 bytes each whatever its size in the line: a
+#: 24 MB line of ``[0],`` held 1.3 GiB), so without a bound the memory of one line is ~20x its
+#: bytes. A million is far above any real event (the payloads of the kinds table hold tens of
+#: values; a 1,536-float embedding ~1,500), and keeps a line's parsed tree under ~80 MB. More is
+#: MALFORMED_LINE, decided before any parse, the same by both cores.
+MAX_LINE_NODES = 1_000_000
+_STRUCTURAL = (b",", b"[", b"{")
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[^"]+|"')  # a string, a run outside strings, a stray quote
+
+
+def too_many_nodes(body: bytes) -> bool:
+    """Whether a line holds more than ``MAX_LINE_NODES`` values (no parse; bounded extra memory).
+
+    A line of fewer bytes cannot (one byte per value at least); else the
+    bytes ``,``, ``[``, ``{`` are counted, and only when there are more than
+    the bound anywhere are those inside strings left out (a long string full
+    of commas is one value), token by token, stopping once past it.
+    """
+    if len(body) <= MAX_LINE_NODES:
+        return False
+    count = body.count
+    if sum(count(c) for c in _STRUCTURAL) <= MAX_LINE_NODES:
+        return False
+    nodes = 0
+    for m in _TOKEN.finditer(body):
+        start, end = m.span()
+        if body[start] != 0x22:  # outside strings ('"' starts a string or is a stray quote)
+            nodes += count(b",", start, end) + count(b"[", start, end) + count(b"{", start, end)
+            if nodes > MAX_LINE_NODES:
+                return True
+    return False
+
+
+def _too_many_nodes_problem() -> Problem:
+    return Problem(
+        "MALFORMED_LINE",
+        f"line holds more than {MAX_LINE_NODES:,} values (bounded so that checking one line "
+        "needs bounded memory; see docs/reader.md)",
+    )
+
+
 #: what a line that parses to something other than an object is, for MALFORMED_LINE
 _VALUE_NAMES: dict[type[object], str] = {list: "an array", str: "a string"}
 
@@ -144,10 +196,12 @@ def parse_object(body: bytes) -> tuple[JSONObject, bytes, bool] | LineResult:
     line is byte-identical to that dump and the dump is already JCS; or the
     failing ``LineResult``.
     """
+    if len(body) > MAX_LINE_NODES and too_many_nodes(body):
+        return LineResult(None, None, [_too_many_nodes_problem()], parsed=False)
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        reason = "blank line" if not body.strip() else _describe_json_error(exc)
+        reason = "blank line" if not body.strip() else (_invalid_utf8(body) or _describe_json_error(exc))
         return LineResult(None, None, [Problem("MALFORMED_LINE", f"not valid JSON: {reason}")], parsed=False)
     if type(obj) is not dict:
         kind = _VALUE_NAMES.get(type(obj), "a bare value")
@@ -194,7 +248,7 @@ def analyze_line(body: bytes, schema_version: int = LATEST_SCHEMA_VERSION, *, fa
     ``fast=False`` skips the fast path (fastpath.py) -- for tests that prove
     both paths agree; the verdict is the same either way.
     """
-    if fast:
+    if fast and (len(body) <= MAX_LINE_NODES or not too_many_nodes(body)):  # (else parse_object says so)
         proven = fastpath.prove(body, schema_version)  # a fully valid event, proven cheaply (either core)
         if proven is not None:
             return LineResult(proven[0], proven[1], [])
@@ -277,6 +331,46 @@ def _check_envelope(obj: JSONObject) -> list[Problem]:
                 Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=short(value))
             )
     return problems
+
+
+# --- is it a log at all? (NOT_A_LOG) ---------------------------------------
+
+_OPENS_OBJECT = re.compile(rb"[ \t\r\n]*\{").match
+#: a key of either dialect's records, as a broken line (one that does not parse) names it
+_RECORD_KEY = re.compile(rb'"(?:kind|type|hash|prev_hash|id|run_id|step_id|parent_id|timestamp_ns|payload)"[ \t\r\n]*:')
+_REPARSE_BYTES = 1 << 20  # a line up to this long that opens an object is parsed again to read its keys
+
+
+def has_record_shape(raw: bytes | None, result: LineResult) -> bool:
+    """Whether a line is, or was meant to be, a record of either dialect (``ChainState.finish_file``).
+
+    True for a usable event or record that has ``kind`` or ``type``; for a
+    JSON object with a ``kind`` or ``type`` key whatever else is wrong with it
+    (a bad envelope, a duplicate key); for a line opening an object that does
+    not parse (an integer past 64 bits, NaN) or is too long to parse again,
+    when it names a key of a RACT envelope or ``type``, or when it is the
+    last line, without its newline (a record cut short: a torn first write);
+    and for a line longer than ``max_line_bytes`` (never called "not a log"
+    unseen).
+    Cheap: a line that does not open an object costs one regex match.
+    """
+    if raw is None:
+        return True
+    event = result.event
+    if event is not None:
+        return "kind" in event or "type" in event
+    if _OPENS_OBJECT(raw) is None:
+        return False
+    if len(raw) <= _REPARSE_BYTES:
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            obj = None
+        if type(obj) is dict:
+            return "kind" in obj or "type" in obj
+    # It does not parse (or is too long to parse again). A last line without its newline that
+    # opens an object is a record cut short (a writer killed within its first bytes: ``{"ha``).
+    return raw[-1:] != b"\n" or _RECORD_KEY.search(raw) is not None
 
 
 # --- a usable event ------------------------------------------------------

@@ -38,8 +38,8 @@ from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
-from ract_cli.read.line import LineResult, Problem
-from ract_cli.read.reader import line_result
+from ract_cli.read.line import LineResult, Problem, has_record_shape
+from ract_cli.read.reader import line_result, not_an_object
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
@@ -60,8 +60,10 @@ _PackedEvent = tuple[int, str, str | None, str | None, int, str, str | None, str
 _PackedProblem = tuple[str, str, str | None, str | None, str]
 #: any other line: (offset, event or None, stored hash, problems, parsed)
 _PackedOther = tuple[int, Event | None, str | None, tuple[_PackedProblem, ...], bool]
-#: one line as a worker sends it back: 10 items for a clean event, 5 otherwise
-PackedLine = _PackedEvent | _PackedOther
+#: a line framing alone shows is MALFORMED_LINE, past the range's first ``max_findings`` such lines: (offset,)
+_PackedSkipped = tuple[int]
+#: one line as a worker sends it back: 10 items for a clean event, 5 for another line, 1 for a skipped one
+PackedLine = _PackedEvent | _PackedOther | _PackedSkipped
 
 
 def file_size(path: str | os.PathLike[str]) -> int:
@@ -85,12 +87,19 @@ def split_ranges(
     size = os.path.getsize(path)
     wanted = sorted(set(cuts)) if cuts is not None else list(range(chunk_bytes, size, chunk_bytes))
     starts = [0]
+    # Every byte before ``scanned`` has been searched: a cut at or before it has the boundary
+    # found last, already taken (or past the end). So the file is read once in all, however few
+    # newlines it has (a file without one was read to its end from every cut: quadratic).
+    scanned = 0
     with open(path, "rb") as f:
         for cut in wanted:
-            if cut <= starts[-1] or cut >= size:
+            if cut <= max(starts[-1], scanned) or cut >= size:
                 continue
             boundary = _next_line_start(f, cut, size)
-            if boundary is not None and boundary > starts[-1] and boundary < size:
+            if boundary is None:
+                break  # no newline from here to the end: no later cut has one either
+            scanned = boundary
+            if boundary > starts[-1] and boundary < size:
                 starts.append(boundary)
     return [(start, starts[i + 1] if i + 1 < len(starts) else None) for i, start in enumerate(starts)]
 
@@ -123,6 +132,7 @@ class RangeResult:
     read_error: str | None = None
     error_offset: int | None = None  # relative to ``start``
     error_line: int | None = None  # relative line number (1-based)
+    saw_record: bool = False  # a line of the range has a record's shape (NOT_A_LOG, ChainState.finish_file)
 
 
 @contextmanager
@@ -142,29 +152,55 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def scan_range_packed(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> bytes:
+def scan_range_packed(
+    path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int, max_findings: int | None = None
+) -> bytes:
     """Worker entry point: ``scan_range`` pickled here (the pool then moves one bytes object)."""
     with gc_paused():
-        return pickle.dumps(scan_range(path, start, end, schema_version, max_line_bytes), pickle.HIGHEST_PROTOCOL)
+        found = scan_range(path, start, end, schema_version, max_line_bytes, max_findings)
+        return pickle.dumps(found, pickle.HIGHEST_PROTOCOL)
 
 
-def scan_range(path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int) -> RangeResult:
-    """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file)."""
+def scan_range(
+    path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int, max_findings: int | None = None
+) -> RangeResult:
+    """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file).
+
+    With ``max_findings``, a line framing alone shows is not an object
+    (``reader.not_an_object``) is analyzed only for the range's first
+    ``max_findings`` such lines, then sent as ``(offset,)``: by then the
+    main process keeps ``max_findings`` findings, so it only counts it
+    (``ChainState.skip_malformed``), as the sequential reader does.
+    """
     lines: list[PackedLine] = []
     pack = _Packer(lines)
     length = None if end is None else end - start
     reached = 0
+    saw_record = False
+    analyzed_bad = 0  # lines framing shows are not objects, analyzed in full so far
     with open_log(Path(path)) as f:
         f.seek(start)
         framer = LineFramer(f, max_line_bytes)
         for _, offset, raw in framer:
             if length is not None and offset >= length:
                 break
-            pack(offset, line_result(raw, schema_version, max_line_bytes))
+            if max_findings is not None and raw is not None and raw[-1:] == b"\n" and not_an_object(raw):
+                if analyzed_bad >= max_findings:
+                    lines.append((offset,))
+                    pack.last_hash = None
+                    reached = offset
+                    continue
+                analyzed_bad += 1
+            result = line_result(raw, schema_version, max_line_bytes)
+            pack(offset, result)
+            if not saw_record:
+                saw_record = has_record_shape(raw, result)
             reached = offset
         if framer.read_error is not None:
-            return RangeResult(start, lines, reached, framer.read_error, framer.error_offset, framer.error_line)
-    return RangeResult(start, lines, length if length is not None else reached)
+            return RangeResult(
+                start, lines, reached, framer.read_error, framer.error_offset, framer.error_line, saw_record
+            )
+    return RangeResult(start, lines, length if length is not None else reached, saw_record=saw_record)
 
 
 class _Packer:
@@ -223,11 +259,15 @@ class _Packer:
 _UNSET = object()
 
 
-def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResult]]:
-    """Inverse of ``_Packer``: ``(absolute offset, LineResult)`` per line, in order."""
+def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResult | None]]:
+    """Inverse of ``_Packer``: ``(absolute offset, LineResult)`` per line, in order (None: a skipped line)."""
     last_hash: str | None = None
     last_run_id: str | None = None
     for item in lines:
+        if len(item) == 1:
+            yield start + item[0], None
+            last_hash = None
+            continue
         if len(item) == 10:  # mypy narrows a tuple union by len() only up to 8 items: hence the casts
             offset, id_, run_id, prev, ts, kind, step_id, parent_id, payload, stored = cast(_PackedEvent, item)
             if run_id is None:
@@ -248,7 +288,7 @@ def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResul
             last_run_id = run_id
             yield start + offset, LineResult(event, stored, [])
         else:
-            offset, other, stored, problems, parsed = cast(_PackedOther, item)
+            offset, other, stored, problems, parsed = cast(_PackedOther, item)  # (5 items)
             if other is not None:
                 last_run_id = other["run_id"]
             yield start + offset, LineResult(other, stored, [Problem(*p) for p in problems], parsed)
@@ -305,7 +345,9 @@ def scan_file(
     def refill() -> None:
         while submit is not None and len(pending) < limit and queue:
             i = queue.popleft()
-            pending[i] = submit(scan_range_packed, str(path), *ranges[i], schema_version, max_line_bytes)
+            pending[i] = submit(
+                scan_range_packed, str(path), *ranges[i], schema_version, max_line_bytes, state.max_findings
+            )
 
     refill()
     line_no = 0
@@ -313,7 +355,7 @@ def scan_file(
     for i, (start, end) in enumerate(ranges):
         with gc_paused():
             if by_main(i):
-                chunk = scan_range(str(path), start, end, schema_version, max_line_bytes)
+                chunk = scan_range(str(path), start, end, schema_version, max_line_bytes, state.max_findings)
             else:
                 packed = pending.pop(i).result()
                 refill()
@@ -321,7 +363,12 @@ def scan_file(
                 del packed
             for offset, result in unpack(chunk.start, chunk.lines):
                 line_no += 1
-                feed(result, line_no, offset)
+                if result is None:
+                    state.skip_malformed(line_no)  # the main side keeps max_findings by now (scan_range)
+                else:
+                    feed(result, line_no, offset)
+            state.lines = line_no
+            state.saw_record = state.saw_record or chunk.saw_record
         if chunk.read_error is not None:
             state.add(
                 error(
@@ -337,7 +384,7 @@ def scan_file(
             break  # the sequential reader stops at a read error too, then finishes
         if progress is not None:
             progress(chunk.start + chunk.bytes_read)
-    state.finish()
+    state.finish_file()
 
 
 def _ranges(

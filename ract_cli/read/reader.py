@@ -16,6 +16,7 @@ the reader calls its interface and never imports a dialect.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -29,7 +30,17 @@ from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import open_log
 from ract_cli.read.framing import LineFramer, _torn_tail_problem, split_line_ending
 from ract_cli.read.handles import HandleTracker
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LineResult, LogEvent, Problem, analyze_line
+from ract_cli.read.line import (
+    DEFAULT_MAX_LINE_BYTES,
+    MAX_LINE_NODES,
+    LineResult,
+    LogEvent,
+    Problem,
+    _too_many_nodes_problem,
+    analyze_line,
+    has_record_shape,
+    too_many_nodes,
+)
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
 _Pending = tuple[int, int, bytes, Event]
@@ -98,7 +109,7 @@ class ChainReader:
             return
         with handle:
             yield from self._read(handle, emit)
-        self.state.finish()
+        self.state.finish_file()
         self.done = True
 
     def read_all(self) -> list[Finding]:
@@ -122,9 +133,29 @@ class ChainReader:
         # Each event is handed out one line late: whether event k can be trusted
         # depends on event k+1 (a CHAIN_BREAK there makes k's own hash unconfirmed).
         pending: _Pending | None = None
+        saw_record = False  # NOT_A_LOG (state.finish_file): has any line a record's shape?
+        line_no = 0
+        cap, kept = state.max_findings, state.findings
         for line_no, start, raw in framer:
+            if (
+                cap is not None
+                and raw is not None
+                and len(kept) >= cap
+                and raw[:1] != b"{"
+                and raw[-1:] == b"\n"
+                and not_an_object(raw)
+            ):
+                # Past --max-findings a line that is not even an object is only counted:
+                # a framing check, no parse attempt, no message (issue 15, item 9).
+                state.skip_malformed(line_no)
+                if progress is not None and start >= next_report:
+                    progress(start)
+                    next_report = start + _PROGRESS_EVERY
+                continue
             result = line_result(raw, schema_version, limit, analyze)
             state.feed(result, line_no, start)
+            if not saw_record:
+                saw_record = state.saw_record = has_record_shape(raw, result)
             if raw is None:
                 continue
             if emit and result.event is not None:
@@ -134,6 +165,7 @@ class ChainReader:
             if progress is not None and start >= next_report:
                 progress(start)
                 next_report = start + _PROGRESS_EVERY
+        state.lines = line_no
         if pending is not None:
             yield self._release(make_event, pending)
         if framer.read_error is not None:
@@ -149,6 +181,23 @@ class ChainReader:
 
 
 _PROGRESS_EVERY = 4 << 20  # bytes between two calls of ChainReader.progress
+
+
+def not_an_object(raw: bytes) -> bool:
+    """Framing alone shows the line is ``MALFORMED_LINE``: its first byte past JSON whitespace is not ``{``.
+
+    (Blank, a BOM, an array, a bare value, text: no parse can make it one
+    JSON object. The caller has checked it ends in ``\n``: a last line
+    without one may be a torn tail instead.)
+    """
+    first = raw[:1]
+    if first == b"{":
+        return False
+    return first not in _JSON_SPACE or _OPENS_OBJECT(raw) is None
+
+
+_JSON_SPACE = (b" ", b"\t", b"\r", b"\n")
+_OPENS_OBJECT = re.compile(rb"[ \t\r\n]*\{").match
 
 
 def line_result(
@@ -170,12 +219,16 @@ def line_result(
             [Problem("LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")],
             parsed=False,
         )
-    if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
-        proven = fastpath.prove(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
-        if proven is not None:
-            return LineResult(proven[0], proven[1], [])
-    body, has_newline = split_line_ending(raw)
-    result = analyze(body, schema_version)
+    if len(raw) > MAX_LINE_NODES and too_many_nodes(raw):  # before any parse: bounded memory (item 8)
+        has_newline = raw[-1:] == b"\n"
+        result = LineResult(None, None, [_too_many_nodes_problem()], parsed=False)
+    else:
+        if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
+            proven = fastpath.prove(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
+            if proven is not None:
+                return LineResult(proven[0], proven[1], [])
+        body, has_newline = split_line_ending(raw)
+        result = analyze(body, schema_version)
     if not has_newline:
         if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
             # A last line cut short by a killed writer.

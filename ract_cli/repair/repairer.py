@@ -20,12 +20,13 @@ import fcntl
 import os
 import stat
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
 
-from ract_cli.dialects import ChainReader, resolve_dialect
+from ract_cli.dialects import ChainReader, detect_file_dialect, resolve_dialect
 from ract_cli.errors import ExitCode, LogIOError, RefusedError, UsageError, WriterLockedError
 from ract_cli.findings import ERROR, Finding
 from ract_cli.format.json_types import Event
@@ -44,6 +45,7 @@ from ract_cli.repair.closes import (
     synthesize_close,
     synthesize_closes,
 )
+from ract_cli.repair.leftovers import TEMP_SUFFIX, remove_stale_temps, reusable_backup, reusable_sidecar, temp_prefix
 from ract_cli.writer.event_writer import encode_line, is_locked
 
 __all__ = [
@@ -98,6 +100,7 @@ class RepairOptions:
     schema_version: int = LATEST_SCHEMA_VERSION
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8): a Raxol journal is always refused
+    follow_symlinks: bool = False  # in place on a symlinked log: rewrite the link's target (else refused, exit 5)
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,7 @@ class RepairResult:
     written_to: Path | None = None  # the file holding the result (None: nothing written)
     backup: Path | None = None
     warnings: list[Finding] = field(default_factory=list)  # reader warnings on the original
+    stale_temps_removed: list[Path] = field(default_factory=list)  # left by a killed repair (repair/leftovers.py)
 
     @property
     def changed(self) -> bool:
@@ -208,8 +212,14 @@ def _exclusive_file(base: Path, data_fd: int, start: int, length: int) -> Path:
 
 
 def _backup(path: Path, src_fd: int, size: int) -> Path:
-    """Keep the original as ``<log>.bak`` (never overwriting): a hard link, else a copy."""
+    """Keep the original as ``<log>.bak`` (never overwriting): a hard link, else a copy.
+
+    A ``.bak``/``.bak.N`` that already is a hard link to the log (a killed repair's) is reused.
+    """
     base = path.with_name(path.name + ".bak")
+    kept = reusable_backup(base, os.fstat(src_fd))
+    if kept is not None:
+        return kept
     while True:
         target = _unique_path(base)
         try:
@@ -259,8 +269,8 @@ def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader
         it.close()
     code = reader.exit_code
     bad = [f for f in reader.findings if f.severity == ERROR and f.code not in REPAIRABLE_CODES]
-    if code == ExitCode.IO or any(f.code == "IO_ERROR" for f in bad):
-        io = next((f for f in bad if f.code == "IO_ERROR"), None)
+    if code == ExitCode.IO or any(f.code in _IO_CODES for f in bad):
+        io = next((f for f in bad if f.code in _IO_CODES), None)
         raise LogIOError(io.message if io else f"{display}: cannot read the log")
     if not reader.done or bad or code not in (ExitCode.OK, ExitCode.INCOMPLETE):
         first = bad[0] if bad else None
@@ -307,6 +317,38 @@ def _output_path(src: Path, options: RepairOptions) -> Path | None:
     return output
 
 
+#: findings that say the file could not be read as a log: repair refuses with their message (exit 5)
+_IO_CODES = frozenset({"IO_ERROR", "NOT_A_LOG"})
+
+
+def _journal_refusal(src: Path, display: str, options: RepairOptions) -> str:
+    """Why a journal is refused, true to the file: a RACT log read as one under ``--dialect raxol`` is not one."""
+    why = "repair refuses journals, since synthesizing a close there would invent a done verdict"
+    if options.dialect == "raxol" and detect_file_dialect(src, max_line_bytes=options.max_line_bytes) == "ract":
+        return (
+            f"{display}: --dialect raxol reads it as a Raxol agent journal, and {why}; by its records it is not "
+            "one (its first record is no journal record with `type`): without --dialect raxol, repair reads it "
+            "as a RACT run log"
+        )
+    return f"{display} is a Raxol agent journal (records with `type`, no `kind`): {why}"
+
+
+def _refuse_symlink(src: Path, display: str) -> None:
+    """An in-place repair of a symlinked log would rewrite the link's target, wherever it is: refuse (exit 5)."""
+    try:
+        linked = src.is_symlink()
+    except OSError:  # a name too long, a directory not searchable: opening the log says what is wrong
+        return
+    if not linked:
+        return
+    real = Path(os.path.realpath(src))
+    raise LogIOError(
+        f"{display} is a symbolic link to {real}: an in-place repair would write the repaired log "
+        f"{real} and its {real.name}.bak / {real.name}.torn in {real.parent}; refusing "
+        "(--follow-symlinks repairs the target there, --output FILE writes the result elsewhere)"
+    )
+
+
 def _lock_or_refuse(src: Path, fd: int, display: str, *, check: bool) -> None:
     """Take the log's writer lock (held until the rewrite is done); ``--check`` only looks at it."""
     if check:
@@ -329,18 +371,18 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
     """
     if options.check and options.output is not None:
         raise UsageError("--check changes nothing; it cannot be combined with --output")
+    started_ns = time.time_ns()  # a temp file older than this and unlocked is a killed repair's
     src = resolve_log_path(path)
     display = str(src)
     output = _output_path(src, options)
+    if output is None and not options.check and not options.follow_symlinks:
+        _refuse_symlink(src, display)
     handle = open_log(src)  # LogIOError (5) when missing, a directory, a FIFO...
     with handle:
         fd = handle.fileno()
         _lock_or_refuse(src, fd, display, check=options.check)
         if resolve_dialect(options.dialect, src, options.max_line_bytes) == "raxol":
-            raise RepairRefused(
-                f"{display} is a Raxol agent journal (records with `type`, no `kind`): repair refuses "
-                "journals, since synthesizing a close there would invent a done verdict"
-            )
+            raise RepairRefused(_journal_refusal(src, display, options))
         before = os.fstat(fd)
         reader, prefix_len, last_raw = _read(src, display, options)
         state = reader.state
@@ -370,19 +412,22 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         if options.check:
             return result
 
+        # in place: write next to the real file, so a symlinked log (follow_symlinks) is repaired, not replaced
+        target = output if output is not None else (Path(os.path.realpath(src)) if src.is_symlink() else src)
+        directory = target.parent
+        result.stale_temps_removed = remove_stale_temps(target, started_ns)
         if not result.changed and output is None:
             return result  # nothing to repair: not one byte written
 
         after = os.fstat(fd)
         if (after.st_size, after.st_mtime_ns, after.st_ino) != (before.st_size, before.st_mtime_ns, before.st_ino):
             raise LogIOError(f"{display} changed while it was being read; nothing written")
-        # in place: write next to the real file, so a symlinked log is repaired, not replaced by a file
-        target = output if output is not None else (Path(os.path.realpath(src)) if src.is_symlink() else src)
-        directory = target.parent
         tail = (b"\n" if result.newline_added else b"") + b"".join(encode_line(c) for c in closes)
         try:
             if result.torn is not None:
-                sidecar = _exclusive_file(target.with_name(target.name + ".torn"), fd, prefix_len, size - prefix_len)
+                base, length = target.with_name(target.name + ".torn"), size - prefix_len
+                kept = reusable_sidecar(base, fd, prefix_len, length)  # a killed repair's, holding these bytes
+                sidecar = kept if kept is not None else _exclusive_file(base, fd, prefix_len, length)
                 _fsync_dir(directory)
                 result.torn = TornTail(result.torn.line, result.torn.offset, result.torn.length, sidecar)
             if output is None and options.backup:
@@ -395,16 +440,21 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
 
 
 def _atomic_write(target: Path, directory: Path, src_fd: int, prefix_len: int, tail: bytes, mode: int) -> None:
-    tmp_fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".repair.tmp", dir=directory)
+    """Temp file, copy, closes, fsync, rename over ``target``; the temp file is locked until it is renamed.
+
+    The lock tells a later repair that this temp file is not a killed repair's (``leftovers.remove_stale_temps``).
+    """
+    tmp_fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(target), suffix=TEMP_SUFFIX, dir=directory)
     try:
         try:
+            fcntl.flock(tmp_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             _copy_range(src_fd, tmp_fd, 0, prefix_len)
             _write_all(tmp_fd, tail)
             os.fchmod(tmp_fd, mode)
             os.fsync(tmp_fd)
+            os.replace(tmp_name, target)
         finally:
             os.close(tmp_fd)
-        os.replace(tmp_name, target)
     except BaseException:
         try:
             os.unlink(tmp_name)

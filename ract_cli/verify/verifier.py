@@ -165,7 +165,9 @@ def verify_file(
         reader.progress = progress
         reader.read_all()
         state = reader.state
-    if options.expect_head is not None and state.head != options.expect_head:
+    if state.not_a_log:  # NOT_A_LOG (exit 5) is the whole verdict: no head, no events to check
+        pass
+    elif options.expect_head is not None and state.head != options.expect_head:
         state.add(
             error(
                 "HEAD_MISMATCH",
@@ -175,7 +177,8 @@ def verify_file(
                 actual=state.head,
             )
         )
-    covered = _check_checkpoints(path, state, options) if options.checkpoints or options.vkeys else None
+    checks = (options.checkpoints or options.vkeys) and not state.not_a_log
+    covered = _check_checkpoints(path, state, options) if checks else None
     return FileReport(
         str(path),
         state.exit_code,

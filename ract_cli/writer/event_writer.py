@@ -14,24 +14,39 @@ from __future__ import annotations
 import enum
 import fcntl
 import os
-import re
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ract_cli.errors import ExitCode, LogIOError, RactError, WriterLockedError
 from ract_cli.format.canonical import canonical_bytes, chain_hash
-from ract_cli.format.json_types import Event, JSONObject
+from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS
 from ract_cli.format.model import GENESIS_HASH, HEX32, MAX_TIMESTAMP_NS
-from ract_cli.format.sanitize import _describe, _string_list, _utf8_text, sanitize_report
+from ract_cli.format.sanitize import sanitize_report
 from ract_cli.proofs.checkpoint import load_signer
 from ract_cli.proofs.note import SignerKey
 from ract_cli.proofs.seal import Sealer
+from ract_cli.read.framing import iter_lines_unverified
+from ract_cli.read.idset import _IdSet
 from ract_cli.read.reader import line_result
+from ract_cli.writer.redaction import RedactionProfile
+
+__all__ = [
+    "FROM_CONFIG",
+    "EventWriter",
+    "FsyncPolicy",
+    "LogHead",
+    "RedactionProfile",
+    "encode_line",
+    "event_hash",
+    "is_locked",
+    "new_event_id",
+    "read_head",
+]
 
 
 class FsyncPolicy(enum.StrEnum):
@@ -50,119 +65,6 @@ def encode_line(event: Event) -> bytes:
 def event_hash(event: Event) -> str:
     """SPEC §2.4: SHA-256 of the canonical bytes of the event without ``hash`` (``format.canonical.chain_hash``)."""
     return chain_hash(event)
-
-
-@dataclass
-class RedactionProfile:
-    """Scrub regex patterns from strings and fully replace named fields, before hashing.
-
-    Intentionally shallow (the reference calls it a first line of defence):
-    it walks nested dicts and lists of the payload. ``patterns`` and
-    ``fields`` take a list of strings (one string is a one-item list);
-    ``replacement`` is written literally (no regex template).
-    """
-
-    patterns: list[str] = field(default_factory=list)
-    fields: list[str] = field(default_factory=list)
-    replacement: str = "[REDACTED]"
-
-    def __post_init__(self) -> None:
-        self.patterns = [_utf8_text(p, "redaction pattern") for p in _string_list(self.patterns, "patterns")]
-        self.fields = [_utf8_text(f, "redaction field") for f in _string_list(self.fields, "fields")]
-        if type(self.replacement) is not str:
-            raise RactError(
-                f"replacement must be a string, not {_describe(self.replacement)}", exit_code=ExitCode.USAGE
-            )
-        _utf8_text(self.replacement, "replacement")
-        compiled: list[re.Pattern[str]] = []
-        for pattern in self.patterns:
-            try:
-                compiled.append(re.compile(pattern))
-            except (re.error, OverflowError, RecursionError, ValueError) as exc:
-                raise RactError(f"bad redaction pattern {pattern!r}: {exc}", exit_code=ExitCode.USAGE) from None
-        self._compiled = compiled
-        self._fields = frozenset(self.fields)
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self._compiled or self._fields)
-
-    def apply(self, value: Any) -> Any:
-        """The value with patterns scrubbed from its strings and named fields replaced (a sanitized value)."""
-        if type(value) is dict:
-            return {k: (self.replacement if k in self._fields else self.apply(v)) for k, v in value.items()}
-        if type(value) is list:
-            return [self.apply(v) for v in value]
-        if type(value) is str:
-            return self.scrub(value)
-        return value
-
-    def scrub(self, text: str) -> str:
-        """``text`` with every pattern match replaced by the literal replacement."""
-        for pattern in self._compiled:
-            text = pattern.sub(self._literal, text)
-        return text
-
-    def _literal(self, _match: re.Match[str]) -> str:
-        return self.replacement  # a function: a backslash or "\\g<0>" in the replacement is written as is
-
-    @classmethod
-    def from_config(cls, config: JSONObject | None) -> RedactionProfile | None:
-        """Build from the ``trace.redaction`` mapping of ``ract.yaml``; None when absent.
-
-        A key of the wrong type is a ``RactError`` (exit 2) naming it.
-        """
-        if not config:
-            return None
-        if not isinstance(config, dict):
-            raise RactError("ract.yaml: the configuration must be a mapping", exit_code=ExitCode.USAGE)
-        trace = config.get("trace")
-        if trace is None:
-            return None
-        if not isinstance(trace, dict):
-            raise RactError("ract.yaml: trace must be a mapping", exit_code=ExitCode.USAGE)
-        section = trace.get("redaction")
-        if section is None:
-            return None
-        if not isinstance(section, dict):
-            raise RactError("ract.yaml: trace.redaction must be a mapping", exit_code=ExitCode.USAGE)
-        replacement = section.get("replacement", "[REDACTED]")
-        if type(replacement) is not str:
-            raise RactError(
-                f"ract.yaml: trace.redaction.replacement must be a string, not {_describe(replacement)}",
-                exit_code=ExitCode.USAGE,
-            )
-        try:
-            return cls(
-                patterns=_string_list(section.get("patterns"), "ract.yaml: trace.redaction.patterns"),
-                fields=_string_list(section.get("fields"), "ract.yaml: trace.redaction.fields"),
-                replacement=replacement,
-            )
-        except RactError as exc:
-            if exc.message.startswith("ract.yaml"):
-                raise
-            raise RactError(f"ract.yaml: trace.redaction: {exc.message}", exit_code=ExitCode.USAGE) from None
-
-    @classmethod
-    def load(cls, path: str | os.PathLike[str] = "ract.yaml") -> RedactionProfile | None:
-        """Read ``ract.yaml``; a missing file means redaction is off."""
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return None
-        except UnicodeDecodeError:
-            raise RactError(f"{path}: not UTF-8 text", exit_code=ExitCode.USAGE) from None
-        except OSError as exc:
-            raise LogIOError(f"cannot read {path}: {exc.strerror or exc}") from None
-        # PyYAML: imported only when a config file is read. It ships no type information
-        # (the stubs are the separate types-PyYAML package), hence the ignore.
-        import yaml  # type: ignore[import-untyped]
-
-        try:
-            config = yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError, ValueError) as exc:
-            raise RactError(f"{path}: not valid YAML: {exc}", exit_code=ExitCode.USAGE) from None
-        return cls.from_config(config)
 
 
 @dataclass(frozen=True)
@@ -236,6 +138,11 @@ def is_locked(path: str | os.PathLike[str]) -> bool:
     return False
 
 
+def new_event_id() -> str:
+    """The writer's default event id: a random UUID4 as 32 lowercase hex characters."""
+    return uuid.uuid4().hex
+
+
 FROM_CONFIG: Any = object()
 """``EventWriter(redaction=FROM_CONFIG)`` (the default): the ``trace.redaction``
 profile of ``./ract.yaml`` when that file exists, else none. ``redaction=None``
@@ -257,7 +164,7 @@ class EventWriter:
         fsync: FsyncPolicy | str = FsyncPolicy.EVERY,
         redaction: RedactionProfile | object | None = FROM_CONFIG,
         clock: Callable[[], int] = time.time_ns,
-        new_id: Callable[[], str] = lambda: uuid.uuid4().hex,
+        new_id: Callable[[], str] = new_event_id,
         strict: bool = True,
         seal_key: SignerKey | str | os.PathLike[str] | None = None,
         seal_every: int = 1000,
@@ -273,19 +180,9 @@ class EventWriter:
         self.clock = clock
         self.new_id = new_id
         self.strict = strict
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.path.exists() and not self.path.is_file():  # a directory, or a FIFO that would block
-                raise LogIOError(f"{self.path} is not a regular file")
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise LogIOError(f"cannot open {self.path} for writing: {exc.strerror or exc}") from None
-        self._fd: int | None = fd  # None once closed
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise WriterLockedError(f"{self.path}: another writer holds this log's lock") from None
+        # every id in the log, once an id not from new_event_id has to be checked against them (_check_id)
+        self._ids: _IdSet | None = None
+        self._fd: int | None = self._open_locked()  # None once closed
         try:
             head = read_head(self.path)
         except BaseException:
@@ -315,6 +212,59 @@ class EventWriter:
             except BaseException:
                 self._release()
                 raise
+
+    #: how many times the writer opens the log again when the path turned out to name another file
+    OPEN_ATTEMPTS = 5
+
+    def _open_locked(self) -> int:
+        """Open the log for appending and take its lock, on the file the path names once it is locked.
+
+        Between the open and the lock, ``repair`` may rename a repaired log
+        into place: the descriptor would then lock and append to the old
+        inode (by then the ``.bak``), and every event written would be lost
+        to the log. So once locked, the descriptor must be the file at the
+        path (same ``st_dev`` and ``st_ino``); if not, open again, up to
+        ``OPEN_ATTEMPTS`` times, then fail (``LogIOError``, exit 5).
+        """
+        for _ in range(self.OPEN_ATTEMPTS):
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.exists() and not self.path.is_file():  # a directory, or a FIFO that would block
+                    raise LogIOError(f"{self.path} is not a regular file")
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise LogIOError(f"cannot open {self.path} for writing: {exc.strerror or exc}") from None
+            try:
+                self._opened(fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise WriterLockedError(f"{self.path}: another writer holds this log's lock") from None
+                if self._is_the_path(fd):
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the path names another file now: drop the lock on the old one, open again
+        raise LogIOError(
+            f"{self.path}: the file at this path was replaced each of {self.OPEN_ATTEMPTS} times the writer "
+            "opened and locked it (a repair renaming a new log into place?); refusing to write to a file "
+            "that is no longer the log"
+        )
+
+    def _is_the_path(self, fd: int) -> bool:
+        """Whether ``fd`` is still the file ``self.path`` names (symlinks followed)."""
+        mine = os.fstat(fd)
+        try:
+            there = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise LogIOError(f"cannot stat {self.path}: {exc.strerror or exc}") from None
+        return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+    def _opened(self, fd: int) -> None:
+        """Called between opening the log and locking it; does nothing (a seam for race tests)."""
 
     def append(
         self,
@@ -356,9 +306,12 @@ class EventWriter:
             if value is not None and not (type(value) is str and HEX32.fullmatch(value)):
                 raise RactError(f"{name} must be 32 lowercase hex characters", exit_code=ExitCode.USAGE)
         # the envelope must verify (SPEC §2.2): check the id and time we were given or generated
+        chosen = event_id is not None or self.new_id is not new_event_id
         event_id = event_id or self.new_id()
         if not (type(event_id) is str and HEX32.fullmatch(event_id)):
             raise RactError(f"event id must be 32 lowercase hex characters: {event_id!r}", exit_code=ExitCode.USAGE)
+        if chosen or self._ids is not None:
+            self._check_id(event_id)
         ts = self.clock() if timestamp_ns is None else timestamp_ns
         if type(ts) is not int or not 0 <= ts < MAX_TIMESTAMP_NS:
             raise RactError(f"timestamp_ns must be an integer in [0, 2^63): {ts!r}", exit_code=ExitCode.USAGE)
@@ -376,13 +329,47 @@ class EventWriter:
         line = encode_line(event)
         if self._pending_newline:
             line = b"\n" + line  # one write: the log is valid before it and after it
-        self._write_all(fd, line)
+        try:
+            self._write_all(fd, line)
+        except BaseException:
+            self._ids = None  # the id was added but may not be in the log: read the log again when needed
+            raise
         if self.fsync is FsyncPolicy.EVERY:
             os.fsync(fd)
         self.head = event["hash"]
         if self.sealer is not None:
             self.sealer.added(event)
         return event
+
+    def _check_id(self, event_id: str) -> None:
+        """Refuse an id the log already holds (verify would report ``DUPLICATE_ID``).
+
+        The log's ids are read once, at the first id that was chosen rather
+        than drawn at random (``event_id=``, or a ``new_id`` of the caller's):
+        one pass over the file (framing and a JSON parse per line, as
+        ``grep --no-verify``), kept in ``read.idset._IdSet`` (about 100 bytes
+        an id up to 2^18 ids, 25-35 bytes past that). From then on each
+        appended id is added to it. The default random ids (``new_event_id``,
+        122 random bits) are not checked until then, so a writer that never
+        chooses an id never reads its log. The id is added here, before the
+        write; a failed write drops the set, to be read again.
+        """
+        ids = self._ids
+        if ids is None:
+            ids = _IdSet()
+            try:
+                for raw in iter_lines_unverified(self.path):
+                    found = raw.event.get("id") if raw.event is not None else None
+                    if type(found) is str and HEX32.fullmatch(found):
+                        ids.add(found)
+            except OSError as exc:
+                raise LogIOError(f"cannot read {self.path}: {exc.strerror or exc}") from None
+            self._ids = ids
+        if not ids.add(event_id):
+            raise RactError(
+                f"{self.path}: event id {event_id} is already used in this log (verify would report DUPLICATE_ID)",
+                exit_code=ExitCode.USAGE,
+            )
 
     def extend(self, events: Iterable[tuple[str, Any]]) -> list[Event]:
         return [self.append(kind, payload) for kind, payload in events]
