@@ -22,7 +22,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -218,10 +218,44 @@ def _deep(base: Path, depth: int) -> Path:
     return base.joinpath(*["d"] * depth)
 
 
-def test_deep_tree_is_walked_iteratively(tree: Path, tmp_path: Path) -> None:
+def _remove_deep(base: Path) -> None:
+    """Remove a ``_deep`` chain bottom-up through directory descriptors: Python 3.11's ``shutil.rmtree`` (and
+    pytest's clean-up of old temporary directories, on a later run) recurses once per level and fails."""
+    if not base.exists():
+        return
+    fds = [os.open(base, os.O_RDONLY)]
+    try:
+        while "d" in os.listdir(fds[-1]):
+            fds.append(os.open("d", os.O_RDONLY, dir_fd=fds[-1]))
+        while len(fds) > 1:
+            leaf = fds.pop()
+            for name in os.listdir(leaf):
+                os.unlink(name, dir_fd=leaf)
+            os.close(leaf)
+            os.rmdir("d", dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+@pytest.fixture
+def deep() -> Iterator[Callable[[Path, int], Path]]:
+    """``_deep``, with every chain it made removed afterwards (so no later run trips over it)."""
+    made: list[Path] = []
+
+    def make(base: Path, depth: int) -> Path:
+        made.append(base)
+        return _deep(base, depth)
+
+    yield make
+    for base in made:
+        _remove_deep(base)
+
+
+def test_deep_tree_is_walked_iteratively(tree: Path, tmp_path: Path, deep: Callable[[Path, int], Path]) -> None:
     depth = 1200
     assert depth > sys.getrecursionlimit()
-    bottom = _deep(tree / "deep", depth)
+    bottom = deep(tree / "deep", depth)
     shutil.copy(tree / RUN / "events.jsonl", bottom / "events.jsonl")
     found = discover([tree / "deep"])
     assert found.findings == [] and found.files == [bottom / "events.jsonl"]
@@ -231,8 +265,8 @@ def test_deep_tree_is_walked_iteratively(tree: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [["verify"], ["grep", "--kind", "run.*"], ["project"]])
-def test_deep_tree_without_a_log_exits_5(tmp_path: Path, command: list[str]) -> None:
-    _deep(tmp_path / "deep", 1200)
+def test_deep_tree_without_a_log_exits_5(tmp_path: Path, command: list[str], deep: Callable[[Path, int], Path]) -> None:
+    deep(tmp_path / "deep", 1200)
     done = ract("trace", *command, "deep", cwd=tmp_path)
     assert done.returncode == 5, done.stderr
     assert "Traceback" not in done.stderr + done.stdout

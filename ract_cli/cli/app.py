@@ -256,4 +256,3 @@ def _run(args: list[str]) -> int:
         return int(exc.exit_code)
     except typer.Abort:
         return 130
-    return 0
