@@ -12,16 +12,25 @@ import enum
 import io
 import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
 from ract_cli.cli.app import trace_app
-from ract_cli.cli.options import DEFAULTS, MAX_JOBS, Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.options import (
+    DEFAULTS,
+    MAX_JOBS,
+    Dialect,
+    DialectOption,
+    MaxLineBytes,
+    Paths,
+    Quiet,
+    RequireClosed,
+    SchemaVersion,
+)
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
+    byte_progress,
     ci_safe_bytes,
     clean,
     explain_failure,
@@ -50,8 +59,6 @@ ReadJobs = Annotated[
         "The tables do not depend on N.",
     ),
 ]
-#: a progress bar is shown (stderr on a terminal only) once the logs total at least this many bytes
-PROGRESS_MIN_BYTES = 32 << 20
 
 
 class Format(enum.StrEnum):
@@ -100,12 +107,7 @@ def export_command(
     ] = False,
     quiet: Quiet = False,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
-    require_closed: Annotated[
-        bool,
-        typer.Option(
-            "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
-        ),
-    ] = False,
+    require_closed: RequireClosed = False,
     max_findings: Annotated[
         int,
         typer.Option(
@@ -152,7 +154,7 @@ def export_command(
         jobs=jobs,
         dialect=dialect.value,
     )
-    with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
+    with byte_progress("exporting", enabled=not quiet and stderr_is_terminal()) as progress:
         result = export(format.value, paths, output, options, overwrite=overwrite, progress=progress)
     if not quiet:
         _say(result)
@@ -244,40 +246,6 @@ def _describe(result: ExportResult) -> str:
     verdict = "all verified" if not failed else f"{failed} did not verify"
     rows = ", ".join(f"{counts.get(t, 0)} {t}" for t in ("events", "runs", "findings"))
     return clean(f"exported {len(logs)} log(s) ({verdict}) to {result.output}: {rows}  exit {int(code)} ({code.name})")
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, started only once the logs prove large."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
-    bar: dict[str, Any] = {}
-
-    def update(done: int, total: int) -> None:
-        if total < PROGRESS_MIN_BYTES:
-            return
-        if not bar:
-            progress = Progress(
-                "exporting",
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
-            progress.start()
-            bar["progress"], bar["task"] = progress, progress.add_task("export", total=total)
-        bar["progress"].update(bar["task"], completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if bar:
-            bar["progress"].stop()
 
 
 class _CiSafeStdout(io.BytesIO):

@@ -49,6 +49,12 @@ MaxLineBytes = Annotated[
         help="A longer line is a LINE_TOO_LONG finding instead of being read.",
     ),
 ]
+RequireClosed = Annotated[
+    bool,
+    typer.Option(
+        "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
+    ),
+]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
 
 #: the most worker processes ``--jobs`` starts (well above the cores of a CI runner): ``--jobs 100000`` is a

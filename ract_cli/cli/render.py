@@ -14,7 +14,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import orjson
 from rich.console import Console
@@ -258,3 +259,43 @@ def _dumps_json(data: object, *, indent: bool, sort_keys: bool) -> str:
             ensure_ascii=True,
             separators=None if indent else (",", ":"),
         )
+
+
+#: a progress bar is shown (stderr on a terminal only) once the logs total at least this many bytes
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+@contextmanager
+def byte_progress(label: str, *, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """``update(done_bytes, total_bytes)`` drawing a rich bar on stderr, started only once the logs prove
+    large (``PROGRESS_MIN_BYTES``); ``None`` when disabled (``-q``, stderr not a terminal)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TimeRemainingColumn, TransferSpeedColumn
+
+    started: list[tuple[Progress, TaskID]] = []
+
+    def update(done: int, total: int) -> None:
+        if total < PROGRESS_MIN_BYTES:
+            return
+        if not started:
+            bar = Progress(
+                label,
+                BarColumn(),
+                DownloadColumn(),
+                TransferSpeedColumn(),
+                TimeRemainingColumn(),
+                console=stderr_console(),
+                transient=True,
+            )
+            bar.start()
+            started.append((bar, bar.add_task(label, total=total)))
+        bar, task = started[0]
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield update
+    finally:
+        if started:
+            started[0][0].stop()

@@ -21,7 +21,7 @@ import typer
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.export import ReadJobs
-from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Paths, SchemaVersion
+from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Paths, RequireClosed, SchemaVersion
 from ract_cli.cli.render import (
     ci_safe,
     ci_safe_bytes,
@@ -76,12 +76,7 @@ def sql_command(
         ),
     ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
-    require_closed: Annotated[
-        bool,
-        typer.Option(
-            "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
-        ),
-    ] = False,
+    require_closed: RequireClosed = False,
     jobs: ReadJobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULTS["max_line_bytes"],
     dialect: DialectOption = Dialect.auto,

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ract_cli.cli.app import trace_app
-from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, RequireClosed, SchemaVersion
 from ract_cli.cli.render import (
+    byte_progress,
     ci_safe,
     clean,
     clean_json,
@@ -32,10 +31,7 @@ from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport, verify_paths
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
-#: a progress bar is shown (stderr on a terminal only) when the logs total at least this many bytes
-PROGRESS_MIN_BYTES = 32 << 20
+    pass
 
 
 class Format(enum.StrEnum):
@@ -101,12 +97,7 @@ def verify_command(
         ),
     ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
-    require_closed: Annotated[
-        bool,
-        typer.Option(
-            "--require-closed", help="A run without run.completed/run.aborted is OPEN_RUN exit 4 (else a warning)."
-        ),
-    ] = False,
+    require_closed: RequireClosed = False,
     max_findings: Annotated[
         int | None,
         typer.Option(
@@ -141,46 +132,11 @@ def verify_command(
         checkpoints=tuple(checkpoint or ()),
         vkeys=tuple(vkey or ()),
     )
-    with _progress(enabled=not quiet and stderr_is_terminal()) as progress:
+    with byte_progress("verifying", enabled=not quiet and stderr_is_terminal()) as progress:
         report = verify_paths(paths, options, progress=progress)
     if not quiet:
         render(report, format)
     raise typer.Exit(int(report.exit_code))
-
-
-@contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr, started only once the logs prove large."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
-
-    started: list[tuple[Progress, TaskID]] = []  # the bar, once the logs prove large
-
-    def update(done: int, total: int) -> None:
-        if total < PROGRESS_MIN_BYTES:
-            return
-        if not started:
-            progress = Progress(
-                "verifying",
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
-            progress.start()
-            started.append((progress, progress.add_task("verify", total=total)))
-        bar, task = started[0]
-        bar.update(task, completed=done, total=total)
-
-    try:
-        yield update
-    finally:
-        if started:
-            started[0][0].stop()
 
 
 def render(report: VerifyReport, fmt: Format) -> None:
