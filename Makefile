@@ -39,8 +39,14 @@ demo: $(STAMP)
 	run $(BIN)/ract trace repair $(INTERRUPTED) -o "$$out/9ae2021ae4d2af95ab864b9bac116475/events.jsonl"; \
 	run $(BIN)/ract trace verify "$$out/9ae2021ae4d2af95ab864b9bac116475/events.jsonl"
 
+# The whole suite with the default core (native when built), then the differential and SPEC checks again
+# with the pure-Python core (SPEC §11: both cores give the same verdicts).
+PYTHON_CORE_TESTS := tests/spec tests/test_parallel.py tests/test_json_corpus.py tests/test_bitflip.py \
+	tests/test_reader.py tests/test_verify_cli.py tests/test_native_core.py
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	RACT_CORE=python $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTHON_CORE_TESTS)
 
 # The lint and type gate (.ci/run runs it before the tests): ruff's rules and format, mypy --strict.
 lint: $(STAMP)
