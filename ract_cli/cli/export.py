@@ -19,12 +19,12 @@ import typer
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import (
     DEFAULTS,
-    MAX_JOBS,
     Dialect,
     DialectOption,
     MaxLineBytes,
     Paths,
     Quiet,
+    ReadJobs,
     RequireClosed,
     SchemaVersion,
 )
@@ -45,20 +45,6 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from ract_cli.export import ExportResult
-
-#: ``--jobs`` of export and sql: whole logs in parallel (the verifier's byte ranges need no rows; these do)
-ReadJobs = Annotated[
-    int,
-    typer.Option(
-        "--jobs",
-        "-j",
-        min=1,
-        max=MAX_JOBS,
-        metavar="N",
-        help="Worker processes reading logs in parallel (each log is read whole by one). "
-        "The tables do not depend on N.",
-    ),
-]
 
 
 class Format(enum.StrEnum):

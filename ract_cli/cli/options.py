@@ -107,3 +107,17 @@ DialectOption = Annotated[
 ]
 
 DEFAULTS = {"schema_version": LATEST_SCHEMA_VERSION, "max_line_bytes": DEFAULT_MAX_LINE_BYTES}
+
+#: ``--jobs`` of export and sql: whole logs in parallel (the verifier's byte ranges need no rows; these do)
+ReadJobs = Annotated[
+    int,
+    typer.Option(
+        "--jobs",
+        "-j",
+        min=1,
+        max=MAX_JOBS,
+        metavar="N",
+        help="Worker processes reading logs in parallel (each log is read whole by one). "
+        "The tables do not depend on N.",
+    ),
+]

@@ -20,8 +20,16 @@ import orjson
 import typer
 
 from ract_cli.cli.app import trace_app
-from ract_cli.cli.export import ReadJobs
-from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Paths, RequireClosed, SchemaVersion
+from ract_cli.cli.options import (
+    DEFAULTS,
+    Dialect,
+    DialectOption,
+    MaxLineBytes,
+    Paths,
+    ReadJobs,
+    RequireClosed,
+    SchemaVersion,
+)
 from ract_cli.cli.render import (
     ci_safe,
     ci_safe_bytes,
