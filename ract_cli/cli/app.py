@@ -40,7 +40,7 @@ app = typer.Typer(
     help="Verify, replay, repair, project and grep hash-chained JSONL run logs.",
     epilog=EPILOG,
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
 )

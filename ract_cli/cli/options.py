@@ -12,8 +12,23 @@ from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 Paths = Annotated[
     list[str],
-    typer.Argument(metavar="PATH...", help="Log files, or directories searched for events.jsonl.", show_default=False),
+    typer.Argument(
+        metavar="PATH...",
+        help="Log files (- reads standard input; gzip is read as such), or directories searched for "
+        "events.jsonl and events.jsonl.gz.",
+        show_default=False,
+    ),
 ]
+
+
+def complete_kind(incomplete: str) -> list[str]:
+    """Shell completion for ``--kind``: every RACT kind, each family's glob (``process.*``), Raxol's types."""
+    from ract_cli.dialects.raxol.contract import LOOP_TYPES
+    from ract_cli.format.kinds import KINDS
+
+    names = [k.name for k in KINDS]
+    families = sorted({n.split(".", 1)[0] + ".*" for n in names if "." in n})
+    return [c for c in dict.fromkeys([*names, *families, *LOOP_TYPES]) if c.startswith(incomplete)]
 SchemaVersion = Annotated[
     int,
     typer.Option(

@@ -276,7 +276,7 @@ class ChainState:
                 )
             return
         p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
-        if p.name == "events.jsonl" and self.run_id is not None and p.parent.name != self.run_id:
+        if p.name in ("events.jsonl", "events.jsonl.gz") and self.run_id is not None and p.parent.name != self.run_id:
             self.add(
                 warning(
                     "RUN_DIR_MISMATCH",

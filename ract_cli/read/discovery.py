@@ -1,8 +1,9 @@
 """Turn command-line paths into the log files to read.
 
-A file is taken as given (the reader judges it); a directory is searched
-recursively for files named ``events.jsonl`` (symlinked directories are not
-followed, so a symlink loop cannot hang the search). A path that does not
+A file is taken as given (the reader judges it), and so is ``-`` (standard
+input); a directory is searched recursively for files named ``events.jsonl``
+or ``events.jsonl.gz`` (symlinked directories are not followed, so a symlink
+loop cannot hang the search). A path that does not
 exist, or a directory holding no log, is an IO finding (exit 5).
 
 Nothing under a tree is skipped silently (issue 15, item 1): a directory the
@@ -23,8 +24,11 @@ from pathlib import Path
 
 from ract_cli.errors import LogIOError
 from ract_cli.findings import Finding, error
+from ract_cli.read.files import GZIP_SUFFIX, is_stdin
 
 LOG_FILE_NAME = "events.jsonl"
+#: the names a directory search takes: the log, and the log as archived (gzip)
+LOG_FILE_NAMES = (LOG_FILE_NAME, LOG_FILE_NAME + GZIP_SUFFIX)
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ class Discovered:
 def discover(
     paths: Iterable[str | os.PathLike[str]],
     *,
-    names: tuple[str, ...] = (LOG_FILE_NAME,),
+    names: tuple[str, ...] = LOG_FILE_NAMES,
     suffixes: tuple[str, ...] = (),
 ) -> Discovered:
     """Expand paths to log files, in a stable (sorted) order, each at most once."""
@@ -57,7 +61,9 @@ def discover(
             findings.append(error("IO_ERROR", "empty path (an unset variable?)", path=""))
             continue
         path = Path(raw)
-        if os.path.isdir(path):
+        if is_stdin(raw):
+            take(path)
+        elif os.path.isdir(path):
             walk_errors: list[Finding] = []
             found = sorted(_walk(path, names, suffixes, walk_errors))
             findings.extend(walk_errors)
@@ -116,7 +122,7 @@ def _walk(root: Path, names: tuple[str, ...], suffixes: tuple[str, ...], errors:
                     errors.append(error("IO_ERROR", f"{entry.path} is a directory, not a log file", path=entry.path))
                 if real_dir:
                     subdirs.append(entry.path)
-            elif name in names or (suffixes and name.endswith(suffixes)):
+            elif name in names or (suffixes and name.endswith(suffixes + tuple(x + GZIP_SUFFIX for x in suffixes))):
                 yield Path(entry.path)
         stack.extend(sorted(subdirs, reverse=True))
 
@@ -130,10 +136,12 @@ def _unreadable(dirpath: str, exc: OSError) -> Finding:
 
 
 def resolve_log_path(path: str | os.PathLike[str]) -> Path:
-    """One log for commands that take a single run: a file as given, or ``DIR/events.jsonl``."""
+    """One log for commands that take a single run: a file as given, ``-``, or ``DIR/events.jsonl`` (or ``.gz``)."""
     if not os.fspath(path):  # Path("") is "."; an unset "$LOG" must not pick ./events.jsonl
         raise LogIOError("empty path (an unset variable?)")
     p = Path(path)
-    if os.path.isdir(p) and os.path.isfile(p / LOG_FILE_NAME):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
-        return p / LOG_FILE_NAME
+    if os.path.isdir(p):  # (Path.is_dir raises on EACCES, ENAMETOOLONG)
+        for name in LOG_FILE_NAMES:
+            if os.path.isfile(p / name):
+                return p / name
     return p

@@ -11,7 +11,7 @@ from typing import BinaryIO
 import orjson
 
 from ract_cli.format.json_types import JSONObject
-from ract_cli.read.files import open_log
+from ract_cli.read.files import TRUNCATED_MESSAGE, open_log, truncated
 from ract_cli.read.line import (
     DEFAULT_MAX_LINE_BYTES,
     MAX_LINE_NODES,
@@ -61,6 +61,9 @@ class LineFramer:
         self.read_error: str | None = None
         self.error_line: int | None = None
         self.error_offset: int | None = None
+        #: bytes and lines framed, once iteration has ended at end of file
+        self.end = 0
+        self.lines = 0
 
     def __iter__(self) -> Iterator[tuple[int, int, bytes | None]]:
         if self.needles is not None and not any(b"\n" in n or not n for n in self.needles):
@@ -80,6 +83,7 @@ class LineFramer:
                 self.error_line, self.error_offset = line_no + 1, offset
                 return
             if not raw:
+                self.end, self.lines = offset, line_no
                 return
             line_no += 1
             start = offset
@@ -105,6 +109,7 @@ class LineFramer:
             if raw[-1:] != b"\n":
                 # End of file mid-line: the file ends here, as read now. A writer may be
                 # appending the rest this instant; reading on would split its line in two.
+                self.end, self.lines = offset, line_no
                 return
 
     @staticmethod
@@ -167,6 +172,7 @@ def _frame_prefiltered(
                 base += len(chunk)
                 if chunk:
                     continue
+                framer.end, framer.lines = base, line_no
                 return
             base += nl + 1
             chunk = chunk[nl + 1 :]
@@ -193,6 +199,7 @@ def _frame_prefiltered(
         buf = buf[end:]
         held = len(buf)
         if eof:  # what is left is a last line without its newline
+            framer.end, framer.lines = base + len(buf), line_no + (1 if buf else 0)
             if buf:
                 yield line_no + 1, base, None if len(buf) > limit else buf
             return
@@ -234,6 +241,7 @@ def iter_lines_unverified(
     with handle:
         framer = LineFramer(handle, max_line_bytes, prefilter)
         loads = orjson.loads
+        torn = False  # the last line yielded was a torn tail
         for line_no, start, raw in framer:
             if raw is None:
                 yield RawLine(
@@ -247,6 +255,7 @@ def iter_lines_unverified(
             body, has_newline = split_line_ending(raw)
             if len(body) > MAX_LINE_NODES and too_many_nodes(body):  # never parsed: bounded memory
                 problem = _torn_tail_problem(raw) if not has_newline else _too_many_nodes_problem()
+                torn = not has_newline
                 yield RawLine(line_no, start, raw, None, problem)
                 continue
             try:
@@ -257,6 +266,7 @@ def iter_lines_unverified(
             if type(obj) is dict and not deep:
                 yield RawLine(line_no, start, raw, obj, None)
             elif not has_newline:
+                torn = True
                 yield RawLine(line_no, start, raw, None, _torn_tail_problem(raw))
             elif deep:
                 yield RawLine(line_no, start, raw, None, _too_deep_problem())
@@ -271,3 +281,5 @@ def iter_lines_unverified(
             yield RawLine(
                 framer.error_line or 1, framer.error_offset or 0, b"", None, Problem("IO_ERROR", framer.read_error)
             )
+        elif truncated(handle) and not torn:  # a cut gzip archive, cut between two lines
+            yield RawLine(framer.lines + 1, framer.end, b"", None, Problem("TORN_TAIL", TRUNCATED_MESSAGE))

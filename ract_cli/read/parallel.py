@@ -35,7 +35,7 @@ from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.read.chain import ChainState
 from ract_cli.read.dialect import resolve_dialect
-from ract_cli.read.files import open_log
+from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
 from ract_cli.read.line import LineResult, Problem, has_record_shape
@@ -67,11 +67,8 @@ PackedLine = _PackedEvent | _PackedOther | _PackedSkipped
 
 
 def file_size(path: str | os.PathLike[str]) -> int:
-    """Size in bytes for planning work across processes; 0 when unreadable (the reader reports that)."""
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
+    """Bytes for planning work across processes (``files.log_size``: 0 for stdin or an unreadable path)."""
+    return log_size(path)
 
 
 def split_ranges(
@@ -299,9 +296,9 @@ def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResul
 
 
 def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = "auto") -> bool:
-    """True when ``path`` is a RACT log (not a journal) large enough to be split."""
+    """True when ``path`` is a RACT log (not a journal, not stdin or gzip) large enough to be split."""
     try:
-        if os.path.getsize(path) < PARALLEL_MIN_BYTES:
+        if is_stdin(path) or os.path.getsize(path) < PARALLEL_MIN_BYTES or is_compressed(path):
             return False
         return resolve_dialect(dialect, path, max_line_bytes) == "ract"
     except (OSError, ValueError):

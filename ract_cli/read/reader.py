@@ -27,7 +27,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
-from ract_cli.read.files import open_log
+from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
 from ract_cli.read.framing import LineFramer, _torn_tail_problem, split_line_ending
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.line import (
@@ -130,12 +130,19 @@ class ChainReader:
         analyze, make_event = self._kind.analyze, self._kind.event_type  # same framing for every dialect
         framer = LineFramer(f, limit)
         progress, next_report = self.progress, _PROGRESS_EVERY
+        if progress is not None and is_decoded(f):
+            user_progress = progress
+
+            def progress(offset: int) -> None:  # a gzip log: progress in compressed bytes
+                user_progress(source_offset(f, offset))
+
         # Each event is handed out one line late: whether event k can be trusted
         # depends on event k+1 (a CHAIN_BREAK there makes k's own hash unconfirmed).
         pending: _Pending | None = None
         saw_record = False  # NOT_A_LOG (state.finish_file): has any line a record's shape?
         line_no = 0
         cap, kept = state.max_findings, state.findings
+        result: LineResult | None = None
         for line_no, start, raw in framer:
             if (
                 cap is not None
@@ -177,6 +184,11 @@ class ChainReader:
                     line=framer.error_line,
                     offset=framer.error_offset,
                 )
+            )
+        elif truncated(f) and not (result is not None and any(p.code == "TORN_TAIL" for p in result.problems)):
+            # a cut gzip archive is a torn tail even when the cut fell between two lines
+            state.add(
+                error("TORN_TAIL", TRUNCATED_MESSAGE, path=self.display_path, line=framer.lines + 1, offset=framer.end)
             )
 
 
