@@ -46,7 +46,10 @@ class GrepFilter:
         object.__setattr__(self, "_exact_kinds", exact)
         object.__setattr__(self, "_kind_globs", globs)
 
-    def _kind_ok(self, kind: object) -> bool:
+    def kind_ok(self, kind: object) -> bool:
+        """Whether ``kind`` passes ``--kind`` (exact names or globs); any kind when none was given."""
+        if not self.kinds:
+            return True
         if type(kind) is not str:
             return False
         if kind in self._exact_kinds:
@@ -55,7 +58,7 @@ class GrepFilter:
 
     def matches(self, event: Event) -> bool:
         """Whether one parsed event passes every condition (a journal record's kind is its ``type``)."""
-        if self.kinds and not self._kind_ok(_kind_of(event)):
+        if self.kinds and not self.kind_ok(_kind_of(event)):
             return False
         return self._rest(event)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import ERROR, Finding, error, exit_code_for, warning
@@ -30,6 +30,16 @@ def not_a_log_message(lines: int) -> str:
         f"not a log: none of its {lines} line(s) is a JSON object with `kind` or `type` "
         "(a RACT event or a Raxol journal record)"
     )
+
+
+class NativeChain(Protocol):
+    """``ract_cli._core.Chain``: what ``ChainState.feed``'s fast path keeps, for the native core's chain mode."""
+
+    expected_prev: str | None
+    run_id: str | None
+    prev_ts: int | None
+    last_ts: int | None
+    events: int
 
 
 @dataclass
@@ -72,6 +82,23 @@ class ChainState:
             and self.first_integrity_failure is None
         ):
             self._mark_failure(finding.line)
+
+    def share_ids(self, ids: _IdSet) -> None:
+        """Use ``ids`` (the native core's ``IdSet``, shared with its ``Chain``) as this file's id set; before any line."""
+        assert self.events == 0
+        self._ids = ids
+
+    def to_native(self, chain: NativeChain) -> None:
+        """Hand what ``feed``'s fast path keeps across lines to the native core's chain mode."""
+        chain.expected_prev, chain.run_id = self.expected_prev, self.run_id
+        chain.prev_ts, chain.last_ts, chain.events = self.prev_ts, self.last_ts, self.events
+
+    def from_native(self, chain: NativeChain, last_line: int) -> None:
+        """Take the chain back after the native core took lines up to ``last_line`` on the fast path."""
+        self.expected_prev = self.head = chain.expected_prev
+        self.prev_ts, self.last_ts, self.events = chain.prev_ts, chain.last_ts, chain.events
+        self._last_event_line = last_line
+        self.saw_record = True
 
     def skip_malformed(self, line: int) -> None:
         """A line framing alone shows is ``MALFORMED_LINE``, once ``max_findings`` are kept (issue 15, item 9).

@@ -71,7 +71,7 @@ def discover(
                 findings.append(
                     error(
                         "IO_ERROR",
-                        f"no {' or '.join(names + tuple('*' + s for s in suffixes))} file under directory {path}",
+                        f"no {' or '.join(_shown(names) + tuple('*' + s for s in suffixes))} file under directory {path}",
                         path=str(path),
                     )
                 )
@@ -82,6 +82,11 @@ def discover(
         else:
             findings.append(error("IO_ERROR", _why_missing(path), path=str(path)))
     return Discovered(files, findings)
+
+
+def _shown(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The names a message lists: ``events.jsonl`` stands for its ``.gz`` twin too."""
+    return tuple(n for n in names if not (n.endswith(GZIP_SUFFIX) and n[: -len(GZIP_SUFFIX)] in names))
 
 
 def _why_missing(path: Path) -> str:

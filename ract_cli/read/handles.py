@@ -30,6 +30,8 @@ _CLOSE_TO_OPEN = {
     "response.received": "prompt.sent",
     "handshake.resolved": "handshake.requested",
 }
+#: every kind ``HandleTracker.feed`` acts on (the payloads the native chain mode hands back)
+HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
 
 
 #: which FIFO queue an open waits in for its close: ("tool", step_id, tool), ("step", step_id)...

@@ -5,7 +5,7 @@ payload: ``reader.analyze_line``) do not depend on other lines. So the file
 is cut at newline boundaries into byte ranges; worker processes (and the
 main process, for a share of the ranges) frame and analyze their range with
 the very code the sequential reader uses (``LineFramer`` +
-``reader.line_result``), workers sending back compact per-line results; the
+``verdict.line_result``), workers sending back compact per-line results; the
 main process feeds every result, in file order, through
 ``ChainState.feed`` -- the same cross-line checks (genesis, linkage, run_id,
 duplicate ids, clock, open handles) as a sequential read. Verdicts are
@@ -39,7 +39,7 @@ from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
 from ract_cli.read.line import LineResult, Problem, has_record_shape
-from ract_cli.read.reader import line_result, not_an_object
+from ract_cli.read.verdict import line_result, not_an_object
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
@@ -164,7 +164,7 @@ def scan_range(
     """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file).
 
     With ``max_findings``, a line framing alone shows is not an object
-    (``reader.not_an_object``) is analyzed only for the range's first
+    (``verdict.not_an_object``) is analyzed only for the range's first
     ``max_findings`` such lines, then sent as ``(offset,)``: by then the
     main process keeps ``max_findings`` findings, so it only counts it
     (``ChainState.skip_malformed``), as the sequential reader does.

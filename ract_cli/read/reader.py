@@ -16,7 +16,6 @@ the reader calls its interface and never imports a dialect.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -26,21 +25,19 @@ from ract_cli.findings import ERROR, Finding, error
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
+from ract_cli.read.chain_mode import BATCH_BYTES, BATCH_LINES, Batches, KindTest, batchable
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
-from ract_cli.read.framing import LineFramer, _torn_tail_problem, split_line_ending
+from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.line import (
     DEFAULT_MAX_LINE_BYTES,
-    MAX_LINE_NODES,
     LineResult,
     LogEvent,
-    Problem,
-    _too_many_nodes_problem,
     analyze_line,
     has_record_shape,
-    too_many_nodes,
 )
+from ract_cli.read.verdict import line_result, not_an_object
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
 _Pending = tuple[int, int, bytes, Event]
@@ -64,6 +61,7 @@ class ChainReader:
         max_findings: int | None = None,
         display_path: str | None = None,
         dialect: str = "auto",
+        wanted: KindTest | None = None,
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
         fastpath.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
@@ -78,6 +76,9 @@ class ChainReader:
         self.done = False
         #: optional callback, called with the byte offset reached every few MB while reading
         self.progress: Callable[[int], None] | None = None
+        #: a hint: iteration may skip events whose kind fails this test (each still verified; the caller
+        #: filters what it gets). The native core then checks the other lines in C without building them.
+        self.wanted = wanted
 
     # convenient views of the state
     @property
@@ -118,6 +119,74 @@ class ChainReader:
             pass
         return self.findings
 
+    def _batches(self, emit: bool) -> Batches | None:
+        """Chain mode for this read, or None: it needs the native core and RACT's line analysis, and when
+        events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain)."""
+        if fastpath.prove is not fastpath.native_analyze or self._kind.analyze is not analyze_line:
+            return None  # the Python core, or a dialect with its own line analysis (Raxol)
+        if emit and self.wanted is None:
+            return None
+        return Batches(self.state, self.schema_version, self.max_line_bytes, self.wanted if emit else None)
+
+    def _batched(
+        self,
+        lines: Iterator[tuple[int, int, bytes | None]],
+        batches: Batches,
+        out: list[_Pending],
+        progress: Callable[[int], None] | None,
+    ) -> Iterator[tuple[int, int, bytes | None]]:
+        """The framed lines minus the runs chain mode feeds itself; their events to hand out go to ``out``.
+
+        Once trust has ended in a search for ``wanted`` kinds, every later line
+        is yielded (read line by line, every event handed out), so a caller that
+        stops at the first untrusted event stops where it would without batches.
+        """
+        state, searching = self.state, batches.wanted is not None
+        batch: list[tuple[int, int, bytes]] = []
+        held, next_report = 0, _PROGRESS_EVERY
+
+        def flush() -> list[tuple[int, int, bytes]] | None:
+            nonlocal batch, held, next_report
+            taken, stop = batches.take(batch)
+            out.extend(taken)
+            rest = batch[stop:] if stop is not None else None
+            state.lines = batch[-1][0] if stop is None else batch[stop - 1][0]
+            if progress is not None and batch[-1][1] >= next_report:
+                progress(batch[-1][1])
+                next_report = batch[-1][1] + _PROGRESS_EVERY
+            batch, held = [], 0
+            return rest
+
+        for item in lines:
+            raw = item[2]
+            if raw is not None and batchable(raw):
+                batch.append((item[0], item[1], raw))
+                held += len(raw)
+                if len(batch) < BATCH_LINES and held < BATCH_BYTES:
+                    continue
+                rest = flush()
+                if rest is not None:
+                    yield from rest
+                    yield from lines
+                    return
+                continue
+            if batch:
+                rest = flush()
+                if rest is not None:
+                    yield from rest
+                    yield item
+                    yield from lines
+                    return
+            yield item
+            failure = state.first_integrity_failure
+            if searching and failure is not None:  # trust ended on a line read line by line
+                if (earlier := batches.where_trust_ends(failure)) is not None:
+                    out.append(earlier)
+                yield from lines  # no batch after it
+                return
+        if batch and (rest := flush()) is not None:
+            yield from rest
+
     def _release(self, make_event: type[LogEvent], pending: _Pending) -> LogEvent:
         line_no, start, raw, event = pending
         failure = self.state.first_integrity_failure
@@ -143,7 +212,18 @@ class ChainReader:
         line_no = 0
         cap, kept = state.max_findings, state.findings
         result: LineResult | None = None
-        for line_no, start, raw in framer:
+        # Chain mode (read_all, or a ``wanted`` kind test; native core; RACT): runs of clean lines go to C
+        # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
+        batches = self._batches(emit)
+        out: list[_Pending] = []
+        framed = framer if batches is None else self._batched(iter(framer), batches, out, progress)
+        for line_no, start, raw in framed:
+            if out:
+                for candidate in out:
+                    if pending is not None:
+                        yield self._release(make_event, pending)
+                    pending = candidate
+                out.clear()
             if (
                 cap is not None
                 and raw is not None
@@ -161,8 +241,8 @@ class ChainReader:
                 continue
             result = line_result(raw, schema_version, limit, analyze)
             state.feed(result, line_no, start)
-            if not saw_record:
-                saw_record = state.saw_record = has_record_shape(raw, result)
+            if not saw_record:  # (a batch may have seen a record already)
+                saw_record = state.saw_record = state.saw_record or has_record_shape(raw, result)
             if raw is None:
                 continue
             if emit and result.event is not None:
@@ -172,6 +252,12 @@ class ChainReader:
             if progress is not None and start >= next_report:
                 progress(start)
                 next_report = start + _PROGRESS_EVERY
+        for candidate in out:
+            if pending is not None:
+                yield self._release(make_event, pending)
+            pending = candidate
+        if state.lines > line_no:  # the last lines were taken in a batch (each ended in "\n")
+            line_no, result = state.lines, None
         state.lines = line_no
         if pending is not None:
             yield self._release(make_event, pending)
@@ -193,63 +279,6 @@ class ChainReader:
 
 
 _PROGRESS_EVERY = 4 << 20  # bytes between two calls of ChainReader.progress
-
-
-def not_an_object(raw: bytes) -> bool:
-    """Framing alone shows the line is ``MALFORMED_LINE``: its first byte past JSON whitespace is not ``{``.
-
-    (Blank, a BOM, an array, a bare value, text: no parse can make it one
-    JSON object. The caller has checked it ends in ``\n``: a last line
-    without one may be a torn tail instead.)
-    """
-    first = raw[:1]
-    if first == b"{":
-        return False
-    return first not in _JSON_SPACE or _OPENS_OBJECT(raw) is None
-
-
-_JSON_SPACE = (b" ", b"\t", b"\r", b"\n")
-_OPENS_OBJECT = re.compile(rb"[ \t\r\n]*\{").match
-
-
-def line_result(
-    raw: bytes | None,
-    schema_version: int,
-    max_line_bytes: int,
-    analyze: Callable[[bytes, int], LineResult] = analyze_line,
-) -> LineResult:
-    """The verdict on one framed line, exactly as ``ChainReader`` reaches it.
-
-    ``raw`` is the line with its ending as ``LineFramer`` yields it (``None``:
-    longer than ``max_line_bytes``). Shared with the parallel verifier
-    (``parallel.py``), so a chunked read judges every line the same way.
-    """
-    if raw is None:
-        return LineResult(
-            None,
-            None,
-            [Problem("LINE_TOO_LONG", f"line is longer than --max-line-bytes ({max_line_bytes} bytes)")],
-            parsed=False,
-        )
-    if len(raw) > MAX_LINE_NODES and too_many_nodes(raw):  # before any parse: bounded memory (item 8)
-        has_newline = raw[-1:] == b"\n"
-        result = LineResult(None, None, [_too_many_nodes_problem()], parsed=False)
-    else:
-        if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
-            proven = fastpath.prove(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
-            if proven is not None:
-                return LineResult(proven[0], proven[1], [])
-        body, has_newline = split_line_ending(raw)
-        result = analyze(body, schema_version)
-    if not has_newline:
-        if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
-            # A last line cut short by a killed writer.
-            result = LineResult(None, None, [_torn_tail_problem(raw)], parsed=False)
-        else:
-            result.problems.append(
-                Problem("MISSING_FINAL_NEWLINE", "last event lacks its final newline", severity="warning")
-            )
-    return result
 
 
 class EventReader:

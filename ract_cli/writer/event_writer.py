@@ -32,7 +32,7 @@ from ract_cli.proofs.note import SignerKey
 from ract_cli.proofs.seal import Sealer
 from ract_cli.read.framing import iter_lines_unverified
 from ract_cli.read.idset import _IdSet
-from ract_cli.read.reader import line_result
+from ract_cli.read.verdict import line_result
 from ract_cli.writer.redaction import RedactionProfile
 
 __all__ = [

@@ -1,0 +1,172 @@
+"""The native core's chain mode: runs of clean lines verified and chained in C, in batches.
+
+``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, no
+``\\r``, not huge) and hands each batch to ``_core.Verifier.check_lines(...,
+chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
+(a valid event that links on, same run, clock not going back, a new id) and
+keeps the chain, the ids and the clock; for each taken open or close, and each
+event of a kind the caller asked for, it returns the envelope and payload. The
+first line C does not take, and the rest of its batch, are fed to
+``ChainState`` here one by one, exactly as the line-by-line reader feeds them
+(``tests/test_chain_mode.py`` holds the three readings to one verdict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ract_cli.format.json_types import Event
+from ract_cli.format.kinds import KINDS, VALIDATORS
+from ract_cli.read import core
+from ract_cli.read.chain import ChainState
+from ract_cli.read.handles import HANDLE_KINDS
+from ract_cli.read.line import LineResult, has_record_shape
+from ract_cli.read.verdict import line_result
+
+#: one batched line: (line number, offset, raw bytes with their "\n")
+Line = tuple[int, int, bytes]
+#: an event to hand out: (line number, offset, raw bytes, the event)
+Candidate = tuple[int, int, bytes, Event]
+
+#: lines and bytes per call into C, and the longest line batched (a longer one goes line by line)
+BATCH_LINES = 512
+BATCH_BYTES = 4 << 20
+BATCH_LINE_BYTES = 1 << 20
+
+
+def batchable(raw: bytes | None) -> bool:
+    """Whether a framed line may go into a batch (anything else is judged line by line)."""
+    return (
+        raw is not None
+        and raw[:1] == b"{"
+        and raw[-1:] == b"\n"
+        and raw[-2:-1] != b"\r"
+        and len(raw) <= BATCH_LINE_BYTES
+    )
+
+
+class Batches:
+    """Chain mode for one file: its ``Chain`` (sharing the state's id set) and the verifier to call."""
+
+    def __init__(self, state: ChainState, schema_version: int, max_line_bytes: int, wanted: KindTest | None) -> None:
+        assert core.NATIVE is not None
+        self.state = state
+        self.schema_version = schema_version
+        self.max_line_bytes = max_line_bytes
+        self.wanted = wanted
+        self.chain = core.NATIVE.Chain()
+        state.share_ids(self.chain.ids)
+        self.verifier = _verifier(schema_version, wanted)
+        self.last: Line | None = None  # the last line of the batch before
+        self.last_out: int | None = None  # the line of the last event handed out
+
+    def take(self, batch: list[Line]) -> tuple[list[Candidate], int | None]:
+        """Feed one batch; return the events to hand out, and where line-by-line reading must take over.
+
+        Without ``wanted`` (``read_all``) nothing is handed out and the whole
+        batch is fed. With it, the events of wanted kinds are returned in
+        order, and at the first integrity failure the batch stops: the event
+        where trust ends (whatever its kind) is returned too, so a caller that
+        stops at the first untrusted event stops where it would line by line,
+        and the index of the first line not fed is returned for the caller to
+        read line by line from there on.
+        """
+        state, chain, wanted = self.state, self.chain, self.wanted
+        state.to_native(chain)
+        taken, results = self.verifier.check_lines([raw[:-1] for _, _, raw in batch], chain=chain)
+        out: list[Candidate] = []
+        if taken:
+            state.from_native(chain, batch[taken - 1][0])
+            feed_handle = state.handles.feed
+            for i in range(taken):
+                compact = results[i]
+                if compact is not None:  # an open, a close, or a kind the caller wants
+                    line_no, start, raw = batch[i]
+                    event = _event(compact)
+                    feed_handle(event, line_no, start)
+                    if wanted is not None and wanted(event["kind"]):
+                        out.append((line_no, start, raw, event))
+        for i in range(taken, len(batch)):  # from the first line C did not take: ChainState decides
+            line_no, start, raw = batch[i]
+            proven = results[i]
+            result = (
+                LineResult(proven[0], proven[1], [])
+                if proven is not None
+                else line_result(raw, self.schema_version, self.max_line_bytes)
+            )
+            state.feed(result, line_no, start)
+            if not state.saw_record:
+                state.saw_record = has_record_shape(raw, result)
+            if wanted is None:
+                continue
+            failure = state.first_integrity_failure
+            if failure is not None:
+                self._trust_ends(batch, i, failure, result.event, out)
+                return out, i + 1
+            if result.event is not None and wanted(result.event["kind"]):
+                out.append((line_no, start, raw, result.event))
+        self.last = batch[-1]
+        if out:
+            self.last_out = out[-1][0]
+        return out, None
+
+    def _trust_ends(self, batch: list[Line], i: int, failure: int, event: Event | None, out: list[Candidate]) -> None:
+        """Line ``i`` ended trust (at ``failure``: this line, or the event just before it): hand that event out."""
+        line_no, start, raw = batch[i]
+        if failure < line_no:
+            if i > 0:
+                before = batch[i - 1]
+                if before[0] == failure and not (out and out[-1][0] == failure):
+                    out.append((*before, orjson.loads(before[2])))  # an event line (trust moved back to it)
+            elif (earlier := self.where_trust_ends(failure)) is not None:
+                out.append(earlier)
+        if event is not None and not (out and out[-1][0] == line_no):
+            out.append((line_no, start, raw, event))
+
+    def where_trust_ends(self, failure: int) -> Candidate | None:
+        """The last batched event, when trust ended on it (``failure``) and it was not handed out yet.
+
+        A line read after a batch can end trust at the event just before it
+        (``ChainState._mark_failure``); line by line that event would be handed
+        out, untrusted, so it is handed out here too, whatever its kind.
+        """
+        last = self.last
+        if last is None or last[0] != failure or failure == self.last_out:
+            return None
+        return (*last, orjson.loads(last[2]))  # a taken line: one valid JSON object
+
+
+KindTest = Callable[[str], bool]
+
+
+def _event(compact: tuple[Any, ...]) -> Event:
+    ident, run_id, step_id, parent_id, ts, kind, prev, stored, payload = compact
+    return {
+        "id": ident,
+        "run_id": run_id,
+        "step_id": step_id,
+        "parent_id": parent_id,
+        "timestamp_ns": ts,
+        "kind": kind,
+        "payload": payload,
+        "prev_hash": prev,
+        "hash": stored,
+    }
+
+
+#: compiled verifiers, per (schema version, kinds whose payload comes back)
+_VERIFIERS: dict[tuple[int, frozenset[str]], Any] = {}
+
+
+def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
+    kinds = HANDLE_KINDS | frozenset(k.name for k in KINDS if wanted is not None and wanted(k.name))
+    verifier = _VERIFIERS.get((schema_version, kinds))
+    if verifier is None:
+        assert core.NATIVE is not None
+        verifier = _VERIFIERS[(schema_version, kinds)] = core.NATIVE.compile_kinds(
+            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=kinds
+        )
+    return verifier

@@ -1,0 +1,175 @@
+"""The native core's chain mode (``ChainReader.read_all``) gives the verdict line-by-line reading gives.
+
+``read_all`` with the native core hands runs of clean lines to C in batches
+(``reader._take``): C takes the leading lines that link on and keeps the
+chain, ids and clock; the first line it does not take, and the rest of its
+batch, are judged in Python. The same bytes are also read event by event
+(iteration: no chain mode) and with ``RACT_CORE=python``; all three must
+agree on every finding, the head, the event count, trust and the open
+handles, on logs edited at random across batch boundaries.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ract_cli.read import core
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import write_benchmark_log
+
+pytestmark = pytest.mark.skipif(core.NATIVE is None, reason="the native core is not built here")
+
+
+def verdict(reader: ChainReader) -> tuple[object, ...]:
+    state = reader.state
+    return (
+        [(f.code, f.severity, f.line, f.offset, f.event_id, f.message, f.expected, f.actual) for f in state.findings],
+        state.suppressed,
+        int(state.exit_code),
+        state.head,
+        state.events,
+        state.first_ts,
+        state.last_ts,
+        state.first_integrity_failure,
+        sorted((h.kind, h.event_id, h.line) for h in state.handles.open_handles()),
+        state.handles.synthesized_closes,
+        state.not_a_log,
+    )
+
+
+def search(path: Path, wanted: object, hint: bool, **kw: object) -> tuple[object, ...]:
+    """What grep does with a reader: take matching events until the first untrusted event, then stop."""
+    test = WANTED[wanted]  # type: ignore[index]
+    reader = ChainReader(path, wanted=test if hint else None, **kw)  # type: ignore[arg-type]
+    found = []
+    for ev in reader:
+        if not ev.trusted:
+            break
+        if test(ev.event["kind"]):
+            found.append((ev.line, ev.offset, ev.raw, ev.event))
+    return found, reader.broken_at, verdict(reader)
+
+
+WANTED = {
+    "tool.called": lambda k: k == "tool.called",
+    "process.*": lambda k: isinstance(k, str) and k.startswith("process."),
+    "every": lambda k: True,
+    "none": lambda k: False,
+    "step opens and closes": lambda k: k in ("step.started", "step.committed", "step.rolled_back"),
+}
+
+
+def three_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> list[tuple[object, ...]]:
+    """The verdict of chain mode, of event-by-event reading (native), and of the Python core."""
+    monkeypatch.setenv("RACT_CORE", "native")
+    chained = ChainReader(path, **kw)  # type: ignore[arg-type]
+    chained.read_all()
+    iterated = ChainReader(path, **kw)  # type: ignore[arg-type]
+    for _ in iterated:
+        pass
+    monkeypatch.setenv("RACT_CORE", "python")
+    python = ChainReader(path, **kw)  # type: ignore[arg-type]
+    python.read_all()
+    monkeypatch.setenv("RACT_CORE", "native")
+    return [verdict(chained), verdict(iterated), verdict(python)]
+
+
+@pytest.fixture(scope="module")
+def base_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    path = tmp_path_factory.mktemp("chain") / "events.jsonl"
+    write_benchmark_log(path, events=1_600, seed=23)
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def _edit(lines: list[bytes], rng: random.Random, kind: str, at: int | None = None) -> None:
+    i = rng.randrange(1, len(lines) - 1) if at is None else at
+    if kind == "duplicate":  # same id twice (and a chain break after it)
+        lines.insert(i, lines[i - 1])
+    elif kind == "delete":
+        del lines[i]
+    elif kind == "swap":
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    elif kind == "flip":
+        line = bytearray(lines[i])
+        j = rng.randrange(len(line) - 1)
+        line[j] = line[j] ^ (1 << rng.randrange(7)) or 0x20
+        lines[i] = bytes(line)
+    elif kind == "garbage":
+        lines[i] = b"not json\n"
+    elif kind == "blank":
+        lines.insert(i, b"\n")
+    elif kind == "crlf":
+        lines[i] = lines[i][:-1] + b"\r\n"
+    elif kind == "non_object":
+        lines.insert(i, b"[1, 2]\n")
+
+
+EDITS = ("duplicate", "delete", "swap", "flip", "garbage", "blank", "crlf", "non_object")
+
+
+@settings(max_examples=int(os.environ.get("RACT_CHAIN_EXAMPLES", "30")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    edits=st.lists(st.sampled_from(EDITS), min_size=0, max_size=6),
+    cap=st.sampled_from([None, 1, 3]),
+)
+def test_chain_mode_agrees_on_edited_logs(
+    base_lines: list[bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    seed: int,
+    edits: list[str],
+    cap: int | None,
+) -> None:
+    rng = random.Random(seed)
+    lines = list(base_lines)
+    for kind in edits:
+        _edit(lines, rng, kind)
+    if rng.random() < 0.3:
+        lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]  # a torn tail (or a last line without "\n")
+    path = tmp_path / f"e{seed}" / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"".join(lines))
+    chained, iterated, python = three_ways(path, monkeypatch, max_findings=cap)
+    assert chained == iterated
+    assert chained == python
+    for wanted in WANTED:  # a search with the kind hint stops where it stops without it, with the same findings
+        assert search(path, wanted, True, max_findings=cap) == search(path, wanted, False, max_findings=cap)
+
+
+@pytest.mark.parametrize("kind", EDITS)
+def test_each_edit_at_a_batch_boundary(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """An edit on the last line of a batch, the first of the next, and one line further (512 lines a batch)."""
+    for at in (511, 512, 513):
+        lines = list(base_lines)
+        _edit(lines, random.Random(at), kind, at)
+        path = tmp_path / f"{kind}-{at}" / "events.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(b"".join(lines))
+        chained, iterated, python = three_ways(path, monkeypatch)
+        assert chained == iterated == python
+        assert chained[2] != 0 or kind == "crlf"  # the edit was seen (a CRLF ending is allowed)
+        for wanted in WANTED:
+            assert search(path, wanted, True) == search(path, wanted, False)
+
+
+def test_a_clean_log_is_taken_whole_in_c(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "clean" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(base_lines))
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    assert chained[2] == 0 and chained[4] == len(base_lines)
+    found, broken_at, _ = search(path, "tool.called", True)
+    assert broken_at is None and found and all(event["kind"] == "tool.called" for *_, event in found)
+    assert [raw for _, _, raw, _ in found] == [line for line in base_lines if b'"kind":"tool.called"' in line]
