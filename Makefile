@@ -45,8 +45,12 @@ PYTHON_CORE_TESTS := tests/spec tests/test_parallel.py tests/test_json_corpus.py
 	tests/test_reader.py tests/test_verify_cli.py tests/test_native_core.py
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
-	RACT_CORE=python $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTHON_CORE_TESTS)
+	@start=$$(date +%s); \
+	echo "make test: the whole suite, then the SPEC and differential checks with RACT_CORE=python" \
+	  "(about 10 minutes on 2 cores)"; \
+	$(BIN)/python -m pytest && \
+	RACT_CORE=python $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTHON_CORE_TESTS); \
+	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
 
 # The lint and type gate (.ci/run runs it before the tests): ruff's rules and format, mypy --strict.
 lint: $(STAMP)

@@ -11,11 +11,13 @@ import typer
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import DEFAULTS, Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from ract_cli.cli.render import (
+    byte_progress,
     ci_safe,
     clean,
     dumps_json,
     finding_line,
     flush_stdout,
+    progress_enabled,
     silence_stdout,
     stderr_console,
     stdout_closed,
@@ -148,7 +150,8 @@ def diff_command(
         ignore_snapshots=ignore_snapshots,
         max_edits=max_edits,
     )
-    result = diff_logs(path_a, path_b, options)
+    with byte_progress("comparing", enabled=progress_enabled(quiet=quiet, json=format is Format.json)) as progress:
+        result = diff_logs(path_a, path_b, options, progress=progress)
     if not quiet:
         err = stderr_console()
         for side in ("A", "B"):

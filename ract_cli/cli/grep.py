@@ -26,8 +26,10 @@ from ract_cli.cli.grep_output import (
 from ract_cli.cli.options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
+    byte_progress,
     clean,
     finding_line,
+    progress_enabled,
     silence_stdout,
     stderr_console,
     stdout_closed,
@@ -208,21 +210,24 @@ def grep_command(
         dialect=dialect.value,
         jobs=jobs,
     )
-    search = grep_paths(paths, flt, options)
+    # the bar (stderr, a terminal, large logs): never under -q nor a JSON form asked for by name
+    shown = progress_enabled(quiet=quiet, json=format in (Format.json, Format.jsonl))
+    with byte_progress("grepping", enabled=shown) as progress:
+        search = grep_paths(paths, flt, options, progress=progress)
 
-    _warn(err, (kind or ()) if dialect is not Dialect.raxol else (), schema_version, no_verify)
-    if not quiet and stdout_closed():  # started with `>&-`: nowhere to print the matches
-        search.close()
-        err.print(
-            "ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
-            f"without printing); exit {BROKEN_PIPE_EXIT}",
-            markup=False,
-        )
-        raise typer.Exit(BROKEN_PIPE_EXIT)
-    terminal = False if quiet else stdout_is_terminal()  # -q never touches stdout
-    OUT.reset()
-    sink = _sink(search, quiet, count, files_with_matches, format, terminal, with_filename)
-    _run(err, search, sink)
+        _warn(err, (kind or ()) if dialect is not Dialect.raxol else (), schema_version, no_verify)
+        if not quiet and stdout_closed():  # started with `>&-`: nowhere to print the matches
+            search.close()
+            err.print(
+                "ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
+                f"without printing); exit {BROKEN_PIPE_EXIT}",
+                markup=False,
+            )
+            raise typer.Exit(BROKEN_PIPE_EXIT)
+        terminal = False if quiet else stdout_is_terminal()  # -q never touches stdout
+        OUT.reset()
+        sink = _sink(search, quiet, count, files_with_matches, format, terminal, with_filename)
+        _run(err, search, sink)
 
 
 def _warn(err: Console, kinds: Sequence[str], schema_version: int, no_verify: bool) -> None:

@@ -11,7 +11,16 @@ from rich.cells import cell_len, get_character_cell_size
 from rich.table import Table
 from rich.text import Text
 
-from ract_cli.cli.render import ci_safe, ci_safe_bytes, clean, clean_json, dumps_json, line_safe_path, stdout_console
+from ract_cli.cli.render import (
+    above_progress,
+    ci_safe,
+    ci_safe_bytes,
+    clean,
+    clean_json,
+    dumps_json,
+    line_safe_path,
+    stdout_console,
+)
 from ract_cli.format.text import iso_utc
 from ract_cli.grep.results import FileResult, Match
 from ract_cli.grep.search import GrepSearch
@@ -60,9 +69,10 @@ class _Out:
         self.parts.clear()
         self.size = 0
         try:
-            if data:
-                sys.stdout.buffer.write(data)
-            sys.stdout.flush()
+            with above_progress():  # a progress bar on the same terminal: the lines go above it
+                if data:
+                    sys.stdout.buffer.write(data)
+                sys.stdout.flush()
         except BrokenPipeError:
             raise Stop() from None
 

@@ -14,8 +14,10 @@ import json
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import orjson
 from rich.console import Console
@@ -25,6 +27,9 @@ from rich.segment import Segment
 from ract_cli.errors import ExitCode, RactError
 from ract_cli.findings import Finding
 from ract_cli.format.text import UNSAFE, escape_unsafe
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 def clean(text: object) -> str:
@@ -152,7 +157,17 @@ class _CiSafeConsole(Console):
 
 
 class _StderrConsole(_CiSafeConsole):
-    """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED)."""
+    """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED).
+
+    A line printed while a progress bar is on the terminal is printed above it (``above_progress``).
+    """
+
+    def _write_buffer(self) -> None:
+        if _BAR is None or self._buffer_index or not self._buffer:
+            super()._write_buffer()
+            return
+        with above_progress(stdout=False):
+            super()._write_buffer()
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -162,8 +177,16 @@ class _StderrConsole(_CiSafeConsole):
 class _StdoutConsole(_CiSafeConsole):
     """stdout: a reader that went away surfaces as ``BrokenPipeError`` for the command to handle.
 
-    rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3).
+    rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3). What it prints
+    while a progress bar is on the same terminal goes above the bar (``above_progress``).
     """
+
+    def _write_buffer(self) -> None:
+        if _BAR is None or self._buffer_index or not self._buffer:
+            super()._write_buffer()
+            return
+        with above_progress():
+            super()._write_buffer()
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
@@ -263,39 +286,125 @@ def _dumps_json(data: object, *, indent: bool, sort_keys: bool) -> str:
 
 #: a progress bar is shown (stderr on a terminal only) once the logs total at least this many bytes
 PROGRESS_MIN_BYTES = 32 << 20
+#: the bar is drawn again at most this often (seconds); the library reports every few MB
+PROGRESS_REDRAW_S = 0.1
+#: back to the start of the line, and erase it: where the bar is drawn, and how it is taken away
+_ERASE_LINE = "\r\x1b[2K"
+
+
+def progress_enabled(*, quiet: bool, json: bool = False) -> bool:
+    """The one rule of every command's progress bar: stderr is a terminal that can move its cursor (not
+    ``TERM=dumb``), no ``-q``, and the output is not a JSON form asked for (``--format json``/``jsonl``).
+    Whether the work is large enough (``PROGRESS_MIN_BYTES``) is decided once its size is known."""
+    if quiet or json or not stderr_is_terminal():
+        return False
+    return os.environ.get("TERM", "").lower() not in ("dumb", "unknown")
+
+
+class _Bar:
+    """One transient line on stderr: label, bar, bytes done / total, rate, time left.
+
+    No thread draws it: ``update`` does, at most every ``PROGRESS_REDRAW_S``, and only once a rate is
+    known (the second report), so a short job never flashes a bar. Whatever else is written to the
+    terminal meanwhile is written above it: the line is erased first and drawn again after
+    (``above_progress``; the consoles of ``stderr_console``/``stdout_console`` do it themselves).
+    """
+
+    def __init__(self, label: str) -> None:
+        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
+
+        # a plain console (not _StderrConsole): it only renders the line, which this class writes itself
+        self.console = Console(stderr=True, highlight=False, emoji=False)
+        self.progress = Progress(
+            label,
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            auto_refresh=False,
+        )
+        self.label = label
+        self.task: TaskID | None = None
+        self.text = ""  # the line as last drawn
+        self.shown = False
+        self.last_draw = 0.0
+        #: stdout is a terminal too (most likely this one): what is written there must go above the bar
+        self.stdout_shared = stdout_is_terminal()
+        self.broken = False
+
+    def update(self, done: int, total: int) -> None:
+        if total < PROGRESS_MIN_BYTES or self.broken:
+            return
+        progress = self.progress
+        if self.task is None:
+            self.task = progress.add_task(self.label, total=total)
+        progress.update(self.task, completed=min(done, total), total=total)
+        now = time.monotonic()
+        if now - self.last_draw < PROGRESS_REDRAW_S:
+            return
+        if progress.tasks[0].speed is None:  # no rate yet: wait for the next report
+            return
+        self.last_draw = now
+        width = max(self.console.width - 1, 20)  # one cell short of the edge: the line never wraps
+        with self.console.capture() as captured:
+            self.console.print(progress.get_renderable(), end="", width=width, crop=True, soft_wrap=False)
+        self.text = captured.get().split("\n", 1)[0]
+        self._write(_ERASE_LINE + self.text)
+        self.shown = True
+
+    def hide(self) -> None:
+        if self.shown:
+            self._write(_ERASE_LINE)
+            self.shown = False
+
+    def show(self) -> None:
+        if self.text and not self.shown and not self.broken:
+            self._write(_ERASE_LINE + self.text)
+            self.shown = True
+
+    def _write(self, text: str) -> None:
+        try:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+        except (OSError, ValueError, AttributeError):  # the terminal went away, or stderr was closed
+            self.broken, self.shown = True, False
+
+
+#: the bar on the terminal now, if any (one at a time: commands run one after the other)
+_BAR: _Bar | None = None
+
+
+@contextmanager
+def above_progress(*, stdout: bool = True) -> Iterator[None]:
+    """Write to the terminal with a progress bar on it: the bar is erased first and drawn again after.
+
+    ``stdout=True``: what is written goes to stdout, which only matters when stdout is a terminal too
+    (a pipe or a file is no concern of the bar). Costs one global lookup when no bar is shown.
+    """
+    bar = _BAR
+    if bar is None or not bar.shown or (stdout and not bar.stdout_shared):
+        yield
+        return
+    bar.hide()
+    try:
+        yield
+    finally:
+        bar.show()
 
 
 @contextmanager
 def byte_progress(label: str, *, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """``update(done_bytes, total_bytes)`` drawing a rich bar on stderr, started only once the logs prove
-    large (``PROGRESS_MIN_BYTES``); ``None`` when disabled (``-q``, stderr not a terminal)."""
+    """``update(done_bytes, total_bytes)`` drawing a transient bar on stderr, drawn only once the logs prove
+    large (``PROGRESS_MIN_BYTES``); ``None`` when disabled (``progress_enabled``: ``-q``, stderr not a
+    terminal, a JSON output form). The bar is erased when the block ends."""
+    global _BAR
     if not enabled:
         yield None
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TaskID, TimeRemainingColumn, TransferSpeedColumn
-
-    started: list[tuple[Progress, TaskID]] = []
-
-    def update(done: int, total: int) -> None:
-        if total < PROGRESS_MIN_BYTES:
-            return
-        if not started:
-            bar = Progress(
-                label,
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=stderr_console(),
-                transient=True,
-            )
-            bar.start()
-            started.append((bar, bar.add_task(label, total=total)))
-        bar, task = started[0]
-        bar.update(task, completed=done, total=total)
-
+    bar = _BAR = _Bar(label)
     try:
-        yield update
+        yield bar.update
     finally:
-        if started:
-            started[0][0].stop()
+        bar.hide()
+        _BAR = None

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
-from ract_cli.cli.render import clean, show_refusal, stderr_console
+from ract_cli.cli.render import byte_progress, clean, progress_enabled, show_refusal, stderr_console
 from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
@@ -24,7 +24,12 @@ from ract_cli.repair.repairer import RepairOptions, RepairRefused, RepairResult,
 def repair_command(
     path: Annotated[
         str,
-        typer.Argument(metavar="PATH", help="The log (or its run directory holding events.jsonl).", show_default=False),
+        typer.Argument(
+            metavar="PATH",
+            help="The log file (or its run directory holding events.jsonl); not - (standard input) nor a "
+            "gzip archive: repair rewrites the file.",
+            show_default=False,
+        ),
     ],
     output: Annotated[
         str | None,
@@ -70,7 +75,8 @@ def repair_command(
         follow_symlinks=follow_symlinks,
     )
     try:
-        result = repair_file(path, options)
+        with byte_progress("repairing", enabled=progress_enabled(quiet=quiet)) as progress:
+            result = repair_file(path, options, progress=progress)
     except RepairRefused as exc:
         show_refusal(console, "repair", exc.message, exc.findings)
         console.print("  the log was left untouched", markup=False)

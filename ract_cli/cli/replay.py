@@ -17,10 +17,13 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, SchemaVersion
 from ract_cli.cli.raxol_render import journal_state_lines, journal_timeline_line
 from ract_cli.cli.render import (
+    above_progress,
+    byte_progress,
     ci_safe,
     ci_safe_bytes,
     clean,
     finding_line,
+    progress_enabled,
     silence_stdout,
     stderr_console,
     stdout_closed,
@@ -140,17 +143,19 @@ def replay_command(
         check_commits=check_commits,
     )
     factor = parse_pace(pace) if pace is not None else None
-    session = replay(resolve_log_path(path), options)
+    # the bar (stderr, a terminal, a large log) follows the walk and the verifying read of the rest
+    with byte_progress("replaying", enabled=progress_enabled(quiet=quiet, json=format is Format.jsonl)) as progress:
+        session = replay(resolve_log_path(path), options, progress=progress)
 
-    journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
-    shown = _say_precondition(err, session, journal)
-    # -q never touches stdout; without -q, a stdout closed at start (`>&-`) is said once and the run
-    # is still walked for the verdict, as when the reader of stdout goes away
-    silent = quiet
-    if not quiet and stdout_closed():
-        err.print("ract trace replay: stdout is closed: the replay was not written", markup=False)
-        silent = True
-    result = _walk(session, journal, format is Format.jsonl, silent, factor)
+        journal = not isinstance(session, ReplaySession)  # a Raxol agent journal (SPEC §8)
+        shown = _say_precondition(err, session, journal)
+        # -q never touches stdout; without -q, a stdout closed at start (`>&-`) is said once and the run
+        # is still walked for the verdict, as when the reader of stdout goes away
+        silent = quiet
+        if not quiet and stdout_closed():
+            err.print("ract trace replay: stdout is closed: the replay was not written", markup=False)
+            silent = True
+        result = _walk(session, journal, format is Format.jsonl, silent, factor)
     _say_verdict(err, result, shown, until)
     raise typer.Exit(int(result.exit_code))
 
@@ -187,12 +192,19 @@ def _walk(session: Session, journal: bool, jsonl: bool, silent: bool, factor: fl
             if factor is not None and ts is not None:
                 time.sleep(pace_delay(prev_ts, ts, factor))
                 prev_ts = ts
-            _show(out, step, jsonl, terminal, line_of)
+            if terminal:  # a progress bar on this terminal too: the line goes above it
+                with above_progress():
+                    _show(out, step, jsonl, terminal, line_of)
+                    out.flush()
+            else:
+                _show(out, step, jsonl, terminal, line_of)
             if factor is not None:
                 out.flush()
         result = session.finish()
         if not jsonl and not silent:
-            _show_end(out, result, state_of)
+            with above_progress():
+                _show_end(out, result, state_of)
+                out.flush()
         if not silent:
             out.flush()
     except BrokenPipeError:

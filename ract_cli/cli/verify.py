@@ -18,9 +18,9 @@ from ract_cli.cli.render import (
     finding_detail,
     finding_line,
     flush_stdout,
+    progress_enabled,
     silence_stdout,
     stderr_console,
-    stderr_is_terminal,
     stdout_closed,
     stdout_is_terminal,
 )
@@ -132,7 +132,8 @@ def verify_command(
         checkpoints=tuple(checkpoint or ()),
         vkeys=tuple(vkey or ()),
     )
-    with byte_progress("verifying", enabled=not quiet and stderr_is_terminal()) as progress:
+    # the bar: stderr a terminal, large logs, never under -q nor with the JSON report
+    with byte_progress("verifying", enabled=progress_enabled(quiet=quiet, json=format is Format.json)) as progress:
         report = verify_paths(paths, options, progress=progress)
     if not quiet:
         render(report, format)

@@ -13,13 +13,17 @@ A second pass reads both logs again, in step, only as far as the last event
 whose fields are reported (the first divergence and up to ``max_entries``
 changed events), checking that every event it passes has the key it had in
 the first pass (a log that changed in between is an IO error, exit 5).
+``progress(done_bytes, total_bytes)``, when given, follows the first pass
+over both logs (A, then B: the bytes of both are the total).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
+from ract_cli.dialects import ChainReader
 from ract_cli.diff.align import align
 from ract_cli.diff.fields import _Cursor, _Fields
 from ract_cli.diff.normalise import Normalised
@@ -35,6 +39,7 @@ from ract_cli.diff.rules import FieldPolicy
 from ract_cli.diff.sides import DEFAULT_MAX_ENTRIES, DiffOptions, _Interned, _open, _Side, _Walk
 from ract_cli.errors import ExitCode, UsageError, lowest_nonzero
 from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.files import log_size
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "DiffOptions", "diff_logs"]
 
@@ -43,13 +48,18 @@ __all__ = ["DEFAULT_MAX_ENTRIES", "DiffOptions", "diff_logs"]
 
 
 def diff_logs(
-    path_a: str | os.PathLike[str], path_b: str | os.PathLike[str], options: DiffOptions | None = None
+    path_a: str | os.PathLike[str],
+    path_b: str | os.PathLike[str],
+    options: DiffOptions | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> DiffResult:
     """Compare two runs event by event (SPEC §15); see docs/diff.md.
 
     Raises ``UsageError`` for options the normalisation table refuses, or for
     a RACT log compared with a Raxol journal; a log that cannot be read is
     an ``IO_ERROR`` finding of that side (exit 5), not an exception.
+    ``progress(done_bytes, total_bytes)`` is called as both logs are read, every few MB.
     """
     options = options or DiffOptions()
     file_a, file_b = resolve_log_path(path_a), resolve_log_path(path_b)  # a run directory is its events.jsonl
@@ -65,6 +75,8 @@ def diff_logs(
     )
     interned, labels = _Interned(), Labels()
     a, b = _Side(reader_a), _Side(reader_b)
+    if progress is not None:
+        _follow(progress, reader_a, reader_b, log_size(file_a), log_size(file_b))
     a.read(policy, interned, labels)
     b.read(policy, interned, labels)
     ra, rb = a.report(), b.report()
@@ -93,6 +105,15 @@ def diff_logs(
     if result.exit_code == ExitCode.OK and result.different:
         result.exit_code = ExitCode.DIFFERENT
     return result
+
+
+def _follow(
+    progress: Callable[[int, int], None], reader_a: ChainReader, reader_b: ChainReader, size_a: int, size_b: int
+) -> None:
+    """The two readers' own progress (their byte offsets) as progress over both logs: A, then B."""
+    total = size_a + size_b
+    reader_a.progress = lambda offset: progress(min(offset, total), total)
+    reader_b.progress = lambda offset: progress(min(size_a + offset, total), total)
 
 
 def _details(result: DiffResult, walk: _Walk, a: _Side, b: _Side, options: DiffOptions, policy: FieldPolicy) -> None:

@@ -13,12 +13,17 @@ held match dropped: nothing at or after an unverified point is returned.
 ``--no-verify`` reads through ``iter_lines_unverified``: the same framing, a
 raw-bytes prefilter (only lines holding a literal of the kind pattern are
 parsed), no hashing.
+
+Both take an optional ``progress(offset)``, called with the byte offset
+reached every few MB (``PROGRESS_EVERY``): the chain reader's own hook, or,
+under ``--no-verify``, the offsets of the lines the stream yields (a line the
+prefilter skips is never seen, so a selective filter reports less often).
 """
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ract_cli.dialects import ChainReader
@@ -31,12 +36,29 @@ from ract_cli.read.files import open_log
 from ract_cli.read.framing import LineFramer, RawLine, iter_lines_unverified
 from ract_cli.read.line import LineResult, has_record_shape
 
-__all__ = ["grep_file", "grep_file_packed"]
+__all__ = ["PROGRESS_EVERY", "grep_file", "grep_file_packed"]
+
+#: bytes between two calls of ``progress`` under ``--no-verify`` (the chain reader has its own, the same)
+PROGRESS_EVERY = 4 << 20
+
+_NEVER = 1 << 62  # an offset no file reaches: the report of a search without a callback
+
+#: ``progress(offset)``: the byte offset reached in the file being grepped
+Progress = Callable[[int], None]
 
 
-def grep_file(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
-    """Stream one file's matches; its verdict lands in ``result`` once the iterator is exhausted."""
-    return (_verified if options.verify else _unverified)(path, flt, options, result)
+def _no_progress(offset: int) -> None:
+    pass
+
+
+def grep_file(
+    path: str, flt: GrepFilter, options: GrepOptions, result: FileResult, progress: Progress | None = None
+) -> Iterator[Match]:
+    """Stream one file's matches; its verdict lands in ``result`` once the iterator is exhausted.
+
+    ``progress(offset)`` is called with the byte offset reached, every few MB.
+    """
+    return (_verified if options.verify else _unverified)(path, flt, options, result, progress)
 
 
 def grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
@@ -46,7 +68,9 @@ def grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
     return pickle.dumps((found, result), pickle.HIGHEST_PROTOCOL)
 
 
-def _verified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+def _verified(
+    path: str, flt: GrepFilter, options: GrepOptions, result: FileResult, progress: Progress | None
+) -> Iterator[Match]:
     try:
         reader = ChainReader(
             path,
@@ -54,11 +78,13 @@ def _verified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResu
             max_line_bytes=options.max_line_bytes,
             max_findings=options.max_findings,
             dialect=options.dialect,
+            wanted=flt.kind_ok if flt.kinds else None,  # the other kinds are verified in C, never built
         )
     except LogIOError as exc:
         finding = error("IO_ERROR", exc.message, path=path)
         result.findings, result.exit_code = [finding], finding.exit_code
         return
+    reader.progress = progress
     matches = flt.compile()
     for ev in reader:
         # ``trusted`` is final: the reader hands event k out only once line k+1
@@ -82,13 +108,20 @@ def _problem_finding(path: str, item: RawLine) -> Finding:
     return Finding(p.code, p.severity, p.message, path=path, line=item.line, offset=item.offset)
 
 
-def _unverified(path: str, flt: GrepFilter, options: GrepOptions, result: FileResult) -> Iterator[Match]:
+def _unverified(
+    path: str, flt: GrepFilter, options: GrepOptions, result: FileResult, progress: Progress | None
+) -> Iterator[Match]:
     matches = flt.compile()
     cap = options.max_findings
     codes: set[int] = set()
     saw_record = False
+    # without a callback the next report is never due: one comparison per line is all it costs
+    report, next_report = (progress, PROGRESS_EVERY) if progress is not None else (_no_progress, _NEVER)
     try:
         for item in iter_lines_unverified(path, prefilter=flt.prefilter(), max_line_bytes=options.max_line_bytes):
+            if item.offset >= next_report:
+                report(item.offset)
+                next_report = item.offset + PROGRESS_EVERY
             event = item.event
             if not saw_record and event is not None and ("kind" in event or "type" in event):
                 saw_record = True

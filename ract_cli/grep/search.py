@@ -13,6 +13,9 @@ Two layers, both data-only (no printing):
   ``GrepOptions(jobs=N)`` greps files in N worker processes; what comes out,
   and in which order, is the same for every N (``grep.file_search.grep_file``
   is the one per-file search both use, and says how a file is read).
+  ``grep_paths(..., progress=f)`` calls ``f(done_bytes, total_bytes)`` as the
+  files are read (``read.files.log_size`` of each; a file grepped by a worker
+  counts when its result is taken).
 
 The names of the filter and result modules are re-exported here, where they
 were defined before the package was split.
@@ -23,7 +26,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections import deque
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 
 import orjson
@@ -40,6 +43,7 @@ from ract_cli.grep.where import Condition, parse_where
 from ract_cli.grep.where import json_equal as json_equal
 from ract_cli.read import parallel
 from ract_cli.read.discovery import discover
+from ract_cli.read.files import log_size
 
 __all__ = [
     "Condition",
@@ -66,13 +70,26 @@ _PerFile = Generator[tuple[FileResult, Iterable[Match]], None, None]
 
 
 class GrepSearch:
-    """A lazy search over files: iterate for ``Match`` and ``FileResult`` items, in file order."""
+    """A lazy search over files: iterate for ``Match`` and ``FileResult`` items, in file order.
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]], flt: GrepFilter, options: GrepOptions) -> None:
+    ``progress(done_bytes, total_bytes)``, when given, is called as the files are read (every few MB).
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        flt: GrepFilter,
+        options: GrepOptions,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> None:
         self.filter = flt
         self.options = options
         found = discover(paths, suffixes=discovery_suffixes(options.dialect))
         self.files = [str(p) for p in found.files]
+        self._progress = progress
+        self._sizes = [log_size(p) for p in self.files] if progress is not None else []
+        self._total = sum(self._sizes)
+        self._done = 0  # bytes of the files already handed out whole
         self._path_findings = list(found.findings)
         self.total_matches = 0
         self.files_with_matches = 0
@@ -111,7 +128,7 @@ class GrepSearch:
             yield result
         parallel_files = self.options.jobs > 1 and len(self.files) > 1
         self._per_file = per_file = self._per_file_parallel() if parallel_files else self._per_file_here()
-        for result, matches in per_file:
+        for i, (result, matches) in enumerate(per_file):
             for match in matches:
                 result.matches += 1
                 self.total_matches += 1
@@ -119,8 +136,16 @@ class GrepSearch:
             if result.matches:
                 self.files_with_matches += 1
             self._codes.add(int(result.exit_code))
+            if self._progress is not None:
+                self._done += self._sizes[i]
+                self._say(0)
             yield result
         self.done = True
+
+    def _say(self, offset: int) -> None:
+        """Progress: ``offset`` bytes into the file after the ``_done`` bytes of those before it."""
+        if self._progress is not None:
+            self._progress(min(self._done + offset, self._total), self._total)
 
     def close(self) -> None:
         """Stop early (a closed pipe, an interrupt): cancel what workers have not started."""
@@ -131,7 +156,8 @@ class GrepSearch:
     def _one_here(self, path: str) -> tuple[FileResult, Iterable[Match]]:
         """One file searched in this process: its result (filled in as its matches are consumed)."""
         result = FileResult(path, verified=self.options.verify)
-        return result, grep_file(path, self.filter, self.options, result)
+        progress = self._say if self._progress is not None else None
+        return result, grep_file(path, self.filter, self.options, result, progress)
 
     def _per_file_here(self) -> _PerFile:
         for path in self.files:  # a generator, as close() expects
@@ -230,7 +256,14 @@ class _Workers:
 
 
 def grep_paths(
-    paths: Sequence[str | os.PathLike[str]], flt: GrepFilter, options: GrepOptions = _DEFAULT_OPTIONS
+    paths: Sequence[str | os.PathLike[str]],
+    flt: GrepFilter,
+    options: GrepOptions = _DEFAULT_OPTIONS,
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> GrepSearch:
-    """Search every log under the given files and directories (lazy: iterate the result)."""
-    return GrepSearch(paths, flt, options)
+    """Search every log under the given files and directories (lazy: iterate the result).
+
+    ``progress(done_bytes, total_bytes)`` is called as the files are read, every few MB.
+    """
+    return GrepSearch(paths, flt, options, progress)

@@ -18,10 +18,11 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shlex
 import stat
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
@@ -32,7 +33,7 @@ from ract_cli.findings import ERROR, Finding
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
-from ract_cli.read.files import open_log
+from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, analyze_line
 from ract_cli.repair.closes import (
     ADDITIONS,
@@ -238,11 +239,14 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader, int, bytes | None]:
+def _read(
+    path: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None = None
+) -> tuple[ChainReader, int, bytes | None]:
     """Pass 1: read through the chain reader; refuse anything but a torn tail and open handles.
 
     Returns the reader, the length of the prefix of complete events, and the
     raw bytes of the last complete event (to see whether it ends in ``\\n``).
+    ``progress`` is the reader's: called with the byte offset reached, every few MB.
     """
     reader = ChainReader(
         path,
@@ -252,6 +256,7 @@ def _read(path: Path, display: str, options: RepairOptions) -> tuple[ChainReader
         display_path=display,
         dialect="ract",
     )
+    reader.progress = progress
     prefix_len, last_raw = 0, None
     seen = 0
     it = iter(reader)
@@ -361,8 +366,38 @@ def _lock_or_refuse(src: Path, fd: int, display: str, *, check: bool) -> None:
         raise WriterLockedError(f"{display}: a writer holds this log's lock; it is still being written") from None
 
 
-def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOptions()) -> RepairResult:
+def _check_rewritable(path: str | os.PathLike[str], src: Path | None = None) -> None:
+    """Repair works on a log file it can rewrite: standard input and a gzip archive are usage errors (exit 2).
+
+    Checked on the path as given, and (``src``) on the log a run directory resolved to.
+    """
+    if is_stdin(path):
+        raise UsageError(
+            "repair rewrites a log file in place (or copies it with --output): it cannot read standard "
+            "input (-); save the log to a file and repair that file"
+        )
+    for name in (path, src):
+        if name is not None and is_compressed(name):
+            shown = os.fspath(name)
+            raise UsageError(
+                f"{shown} is gzip-compressed: repair rewrites a log file in place and does not rewrite "
+                f"archives; decompress it first (gunzip -k {shlex.quote(shown)} keeps the archive), repair the .jsonl, "
+                "and compress it again to archive it; the archive was left untouched"
+            )
+
+
+def repair_file(
+    path: str | os.PathLike[str],
+    options: RepairOptions = RepairOptions(),
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> RepairResult:
     """Repair one log (SPEC §4). Raises ``RepairRefused`` (exit 1), ``WriterLockedError``/``LogIOError`` (5).
+
+    Standard input (``-``) and a gzip-compressed log (``*.gz``) are refused
+    with ``UsageError`` (exit 2) before anything is opened: repair rewrites a
+    file in place. ``progress(done_bytes, total_bytes)`` is called as the log
+    is read (the verifying pass), every few MB.
 
     Order of writes, so that a crash at any point leaves the log either as it
     was or completely repaired, and never loses a byte: torn bytes to the
@@ -371,8 +406,10 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
     """
     if options.check and options.output is not None:
         raise UsageError("--check changes nothing; it cannot be combined with --output")
+    _check_rewritable(path)
     started_ns = time.time_ns()  # a temp file older than this and unlocked is a killed repair's
     src = resolve_log_path(path)
+    _check_rewritable(path, src)  # a run directory holding only events.jsonl.gz
     display = str(src)
     output = _output_path(src, options)
     if output is None and not options.check and not options.follow_symlinks:
@@ -384,9 +421,10 @@ def repair_file(path: str | os.PathLike[str], options: RepairOptions = RepairOpt
         if resolve_dialect(options.dialect, src, options.max_line_bytes) == "raxol":
             raise RepairRefused(_journal_refusal(src, display, options))
         before = os.fstat(fd)
-        reader, prefix_len, last_raw = _read(src, display, options)
-        state = reader.state
         size = before.st_size
+        say = (lambda offset: progress(min(offset, size), size)) if progress is not None else None
+        reader, prefix_len, last_raw = _read(src, display, options, say)
+        state = reader.state
         result = RepairResult(
             path=src, events=state.events, warnings=[f for f in reader.findings if f.severity != ERROR]
         )

@@ -40,6 +40,7 @@ from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.files import log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent
 from ract_cli.replay.controls import MAX_PACE_SLEEP_S, format_elapsed, pace_delay, parse_pace, parse_until
 from ract_cli.replay.journal import JournalReplaySession
@@ -198,7 +199,10 @@ class ReplaySession:
 
 
 def replay(
-    path: str | os.PathLike[str], options: ReplayOptions = ReplayOptions()
+    path: str | os.PathLike[str],
+    options: ReplayOptions = ReplayOptions(),
+    *,
+    progress: Callable[[int, int], None] | None = None,
 ) -> ReplaySession | JournalReplaySession:
     """Start a replay of one log: checks the workspace now; walk ``steps()``, then ``finish()``.
 
@@ -206,14 +210,25 @@ def replay(
     agent journal gets a ``ract_cli.replay.journal.JournalReplaySession``, which
     has the same surface (``steps()``, ``finish()`` -> ``ReplayResult``),
     never replays ``item_delta`` and has no workspace to check.
+
+    ``progress(done_bytes, total_bytes)`` is called as the walk (and ``finish()``'s
+    read of the rest) goes through the log, every few MB.
     """
     if isinstance(options.until, int) and options.until < 1:
         raise UsageError("--until: event indexes start at 1")
+    session: ReplaySession | JournalReplaySession
     if resolve_dialect(options.dialect, path, options.max_line_bytes) == "raxol":
-        return JournalReplaySession(
+        session = JournalReplaySession(
             path,
             until=options.until,
             max_line_bytes=options.max_line_bytes,
             max_findings=options.max_findings,
         )
-    return ReplaySession(path, options)
+        reader = session.reader
+    else:
+        session = ReplaySession(path, options)
+        reader = session.replayer.reader
+    if progress is not None:
+        total = log_size(path)
+        reader.progress = lambda offset: progress(min(offset, total), total)
+    return session
