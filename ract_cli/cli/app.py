@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ract_cli.cli.completion import completion_request
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
@@ -223,6 +224,8 @@ def _on_stderr(show: Callable[[], object]) -> None:
 
 def _run(args: list[str]) -> int:
     _RUNNING.clear()
+    if (completed := completion_request(args)) is not None:
+        return completed
     _register_commands(args)
     try:
         # not standalone: a usage error comes back here, to be reworded before typer shows it

@@ -23,7 +23,16 @@ from ract_cli.cli.grep_output import (
     Stop,
     TableSink,
 )
-from ract_cli.cli.options import Dialect, DialectOption, GrepJobs, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.options import (
+    Dialect,
+    DialectOption,
+    GrepJobs,
+    MaxLineBytes,
+    Paths,
+    Quiet,
+    SchemaVersion,
+    complete_kind,
+)
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     byte_progress,
@@ -57,7 +66,13 @@ class Format(enum.StrEnum):
 
 KindOption = Annotated[
     list[str] | None,
-    typer.Option("--kind", "-k", metavar="PATTERN", help="Event kind, exact or glob (process.*, *). Repeat to OR."),
+    typer.Option(
+        "--kind",
+        "-k",
+        metavar="PATTERN",
+        help="Event kind, exact or glob (process.*, *). Repeat to OR.",
+        autocompletion=complete_kind,
+    ),
 ]
 RunOption = Annotated[list[str] | None, typer.Option("--run", metavar="ID", help="run_id (32 hex). Repeat to OR.")]
 StepOption = Annotated[list[str] | None, typer.Option("--step", metavar="ID", help="step_id (32 hex). Repeat to OR.")]
