@@ -114,6 +114,6 @@ def test_markup_link_path_draws_no_hyperlink_on_a_terminal(markup_runs: dict[str
         assert_no_traceback(shown, context)
         assert b"\x1b]8;" not in shown, (context, shown[-1500:])
         assert code == 0, (context, shown[-1500:])
-    code, shown = run_on_pty(["trace", "project", "--format", "text", str(markup_runs["root"])])
+    code, shown = run_on_pty(["trace", "project", "--format", "text", str(markup_runs["root"])], columns=400)
     assert code == 0 and b"\x1b]8;" not in shown and b"MarkupError" not in shown, shown[-1500:]
     assert b"evil.example]click[" in shown

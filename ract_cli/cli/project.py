@@ -1,16 +1,22 @@
-"""``ract trace project``: the run report (SPEC §7), as terminal text, JSON or Markdown.
+"""``ract trace project``: the run report (SPEC §7), as terminal text, JSON, Markdown or HTML.
 
 The library (``ract_cli.project``) builds the report dict and its documented
-Markdown form (``ract_cli.project.markdown``); this module parses the
-options, calls the library and renders the terminal form. Every
-log-derived string on a terminal goes through ``clean``, inside rich
-``Text`` so markup is never interpreted.
+Markdown and HTML forms (``ract_cli.project.markdown``, ``ract_cli.project.html``);
+this module parses the options, calls the library, shows progress, renders the
+terminal form and writes ``--output``. Every log-derived string on a terminal
+goes through ``clean``, inside rich ``Text`` so markup is never interpreted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
-from typing import Annotated
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Annotated
 
 import typer
 from rich.console import Console, Group, RenderableType
@@ -21,21 +27,24 @@ from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
+    byte_progress,
     ci_safe,
     clean,
     clean_json,
     dumps_json,
     flush_stdout,
+    progress_enabled,
     silence_stdout,
     stderr_console,
     stdout_closed,
     stdout_console,
     stdout_is_terminal,
 )
-from ract_cli.errors import ExitCode
+from ract_cli.errors import ExitCode, LogIOError, UsageError
 from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths, to_markdown
+from ract_cli.project.html import html_chunks
 from ract_cli.project.human import (
     FLEET_COLUMNS,
     PERCENTILE_KEYS,
@@ -51,25 +60,41 @@ from ract_cli.project.human import (
 )
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
-__all__ = ["Format", "project_command", "render", "text_console", "to_json", "to_markdown"]
+__all__ = ["Format", "project_command", "render", "report_chunks", "text_console", "to_json", "to_markdown"]
 
 
 class Format(enum.StrEnum):
     text = "text"
     json = "json"
     markdown = "markdown"
+    html = "html"
 
 
 @trace_app.command(
     "project",
     epilog="Examples: ract trace project evals/runs/<run_id>/events.jsonl ; "
-    'ract trace project evals/runs/ --format markdown >> "$GITHUB_STEP_SUMMARY"',
+    'ract trace project evals/runs/ --format markdown >> "$GITHUB_STEP_SUMMARY" ; '
+    "ract trace project evals/runs/ --format html --output runs.html",
 )
 def project_command(
     paths: Paths,
     format: Annotated[
         Format | None,
-        typer.Option("--format", help="text (rich), json or markdown. Default: text on a terminal, json when piped."),
+        typer.Option(
+            "--format",
+            help="text (rich), json, markdown or html (one self-contained page with a timeline). "
+            "Default: text on a terminal, json when piped or written to --output.",
+        ),
+    ] = None,
+    output: Annotated[
+        str | None,
+        typer.Option(
+            "-o",
+            "--output",
+            metavar="FILE",
+            help="Write the report to FILE (atomically: a temporary file in its directory, then renamed; "
+            "an existing FILE is replaced) instead of stdout. '-' is stdout.",
+        ),
     ] = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     require_closed: Annotated[bool, typer.Option("--require-closed", help="An open run is exit 4.")] = False,
@@ -88,14 +113,18 @@ def project_command(
 ) -> None:
     """Project run logs into a run report: one log in detail, several as a summary table.
 
-    The report is written to stdout; verdicts on untrusted or failing logs go to
-    stderr. The exit code is the SPEC §3 code of the reading (1: tampered, ...).
-    -q prints neither.
+    The report is written to stdout (or --output FILE); verdicts on untrusted or
+    failing logs go to stderr. The exit code is the SPEC §3 code of the reading
+    (1: tampered, ...). -q prints neither (an --output FILE is still written).
+    --format html is one self-contained page (no network) with a timeline; for
+    several logs, a sortable summary linking to each run's section.
 
     Example: ract trace project evals/runs/ --format json > runs.json
     """
+    to_file = output is not None and output != "-"
     # -q never touches stdout (it may be closed: `>&-`)
-    fmt = format if format is not None else (Format.text if not quiet and stdout_is_terminal() else Format.json)
+    terminal = not to_file and not quiet and stdout_is_terminal()
+    fmt = format if format is not None else (Format.text if terminal else Format.json)
     options = ProjectOptions(
         schema_version=schema_version,
         require_closed=require_closed,
@@ -103,18 +132,24 @@ def project_command(
         max_items=max_items,
         dialect=dialect.value,
     )
-    result = project_paths(paths, options)
-    if quiet:
-        raise typer.Exit(int(result.exit_code))
-    _verdicts(result)
-    if stdout_closed():  # started with `>&-`: as with a reader that went away, the exit code is the verdict
-        stderr_console().print("ract trace project: stdout is closed: the report was not written", markup=False)
-    elif result.runs or fmt is Format.json:
-        try:
-            render(result, fmt)
-            flush_stdout()
-        except BrokenPipeError:
-            silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
+    with _AtomicOutput.open(output if to_file else None) as target:  # made first: a bad FILE fails at once
+        # the bar: stderr a terminal, logs of 32 MB or more, never under -q nor for JSON
+        with byte_progress("projecting", enabled=progress_enabled(quiet=quiet, json=fmt is Format.json)) as progress:
+            result = project_paths(paths, options, progress=progress, timelines=fmt is Format.html)
+        if not quiet:
+            _verdicts(result)
+        if target is not None:  # a file is written under -q too: it was asked for, and prints nothing
+            target.write(report_chunks(result, fmt))
+        elif quiet:
+            pass
+        elif stdout_closed():  # started with `>&-`: as with a reader that went away, the exit code is the verdict
+            stderr_console().print("ract trace project: stdout is closed: the report was not written", markup=False)
+        elif result.runs or fmt in (Format.json, Format.html):
+            try:
+                render(result, fmt)
+                flush_stdout()
+            except BrokenPipeError:
+                silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
     raise typer.Exit(int(result.exit_code))
 
 
@@ -129,6 +164,9 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
         typer.echo("")
     elif fmt is Format.markdown:
         typer.echo(ci_safe(to_markdown(result)), nl=False)
+    elif fmt is Format.html:
+        for chunk in html_chunks(result):  # every value is escaped there, ':' and '[' included (no CI command)
+            typer.echo(chunk, nl=False)
     else:
         console = console or text_console()
         if len(result.runs) == 1 and result.detailed:
@@ -136,6 +174,73 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
             console.print(journal_detail_renderable(run) if is_journal(run) else detail_renderable(run))
         else:
             console.print(fleet_renderable(result))
+
+
+def report_chunks(result: ProjectResult, fmt: Format) -> Iterator[str]:
+    """The report in ``fmt`` as text pieces for a file (``--output``): what ``render`` writes to a pipe."""
+    if fmt is Format.json:
+        yield from result.json_chunks(_sorted_indented)
+        yield "\n"
+    elif fmt is Format.markdown:
+        yield ci_safe(to_markdown(result))
+    elif fmt is Format.html:
+        yield from html_chunks(result)
+    elif result.runs:
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=160, soft_wrap=False, highlight=False, emoji=False, color_system=None)
+        render(result, fmt, console)
+        yield ci_safe(buffer.getvalue())
+
+
+class _AtomicOutput:
+    """``--output FILE``: a temporary file beside FILE, renamed over it once the report is whole.
+
+    Nothing is left behind when writing fails or the command stops early; the
+    temporary file is made before any log is read, so a FILE that cannot be
+    written fails at once (exit 5; a directory is a usage error, exit 2).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.target = Path(path)
+        if self.target.is_dir():
+            raise UsageError(f"--output {path} is a directory")
+        directory = self.target.parent if str(self.target.parent) else Path(".")
+        try:
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=directory)
+        except OSError as exc:
+            raise LogIOError(f"cannot write {path}: {exc.strerror or exc}") from None
+        os.fchmod(fd, 0o644)
+        self.file: IO[str] = open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="")
+        self.done = False
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, path: str | None) -> Iterator[_AtomicOutput | None]:
+        target = cls(path) if path is not None else None
+        try:
+            yield target
+        finally:
+            if target is not None:
+                target.discard()
+
+    def write(self, chunks: Iterator[str]) -> None:
+        try:
+            for chunk in chunks:
+                self.file.write(chunk)
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            os.replace(self.tmp, self.target)
+        except OSError as exc:
+            raise LogIOError(f"cannot write {self.target}: {exc.strerror or exc}") from None
+        self.done = True
+
+    def discard(self) -> None:
+        if not self.file.closed:
+            self.file.close()
+        if not self.done:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
 
 
 def text_console() -> Console:

@@ -5,7 +5,9 @@ folds events (``Projector``), one module per concern of the report (``run``,
 ``steps``, ``tools``, ``providers``, ``predicates``, ``handshakes``,
 ``sandbox``, ``signals``); ``trust`` adds what only the reader knows;
 ``result`` holds the reports of many logs; ``markdown`` is the documented
-Markdown form (the JSON form is ``ProjectResult.to_dict``); ``journal`` is a
+Markdown form (the JSON form is ``ProjectResult.to_dict``); ``html`` the HTML
+page (``html_assets``: its style, script and CSP), with the timeline of
+``timeline`` (collected) and ``timeline_svg`` (drawn); ``journal`` is a
 Raxol journal's report.
 """
 

@@ -25,7 +25,7 @@ This module also re-exports the names it held before the package was split
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.format.json_types import Event, Report
@@ -35,8 +35,10 @@ from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES
 from ract_cli.project.projector import Projector
 from ract_cli.project.result import ProjectResult
 from ract_cli.project.tallies import percentiles
+from ract_cli.project.timeline import DETAIL_MARKS, FLEET_MARKS, FLEET_SECTIONS, TimelineCollector
 from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
+from ract_cli.read.files import log_size
 from ract_cli.read.line import LogEvent
 
 __all__ = [
@@ -93,9 +95,19 @@ class RunProjection:
 
 
 def project_file(
-    path: str | os.PathLike[str], options: ProjectOptions = _DEFAULT_OPTIONS, *, display_path: str | None = None
+    path: str | os.PathLike[str],
+    options: ProjectOptions = _DEFAULT_OPTIONS,
+    *,
+    display_path: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    timeline: TimelineCollector | None = None,
 ) -> Report:
-    """Read one log through the chain reader and project it; the report dict of docs/project.md."""
+    """Read one log through the chain reader and project it; the report dict of docs/project.md.
+
+    ``progress`` is called with the byte offset reached, every few MB
+    (``ChainReader.progress``); ``timeline``, when given, is fed the same
+    events (``project.timeline``).
+    """
     shown = display_path if display_path is not None else str(path)
     reader = ChainReader(
         path,
@@ -106,21 +118,57 @@ def project_file(
         display_path=shown,
         dialect=options.dialect,
     )
+    reader.progress = progress
     projection = RunProjection(reader.dialect, options.max_items)
     if reader.dialect == "raxol":
         reader.read_all()  # a journal's projection is its JournalState
-    else:
+    elif timeline is None:
         feed = projection.feed
         for ev in reader:
             feed(ev)
+    else:
+        flags = projection.projector.flags
+        for ev in reader:
+            projection.feed(ev)
+            if ev.trusted:
+                timeline.feed(ev.event, ev.line, flags)
+            else:
+                timeline.feed_unverified()
     return projection.report(reader, shown)
 
 
-def project_paths(paths: Sequence[str | os.PathLike[str]], options: ProjectOptions = _DEFAULT_OPTIONS) -> ProjectResult:
-    """Project every log under the given files and directories (SPEC §7)."""
+def project_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    options: ProjectOptions = _DEFAULT_OPTIONS,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    timelines: bool = False,
+) -> ProjectResult:
+    """Project every log under the given files and directories (SPEC §7).
+
+    ``progress(done_bytes, total_bytes)`` is called as logs are read (sizes:
+    ``read.files.log_size``). ``timelines=True`` also keeps each run's
+    timeline (``result.timelines``, for the HTML page): ``DETAIL_MARKS`` per
+    kind of mark for one log, ``FLEET_MARKS`` for the first
+    ``FLEET_SECTIONS`` runs of a fleet, none past those.
+    """
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
-    result = ProjectResult(findings=list(found.findings), detailed=detailed)
-    for path in found.files:
-        result.add(project_file(path, options))  # spilled at once: memory does not grow with the runs
+    result = ProjectResult(findings=list(found.findings), detailed=detailed, timelines=timelines)
+    sizes = [log_size(p) for p in found.files] if progress is not None else [0] * len(found.files)
+    total, done = sum(sizes), 0
+
+    def file_progress(offset: int) -> None:
+        if progress is not None:
+            progress(min(done + offset, total), total)
+
+    cap = DETAIL_MARKS if detailed else FLEET_MARKS
+    for i, (path, size) in enumerate(zip(found.files, sizes, strict=True)):
+        timeline = TimelineCollector(cap) if timelines and i < FLEET_SECTIONS else None
+        report = project_file(
+            path, options, progress=file_progress if progress is not None else None, timeline=timeline
+        )
+        result.add(report, timeline.to_dict() if timeline is not None else None)  # spilled: memory does not grow
+        done += size
+        file_progress(0)
     return result

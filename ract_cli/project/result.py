@@ -127,19 +127,30 @@ class ProjectResult:
     ``totals()`` are counted as reports arrive.
     """
 
-    def __init__(self, runs: Iterable[Report] = (), findings: Iterable[Finding] = (), detailed: bool = True) -> None:
+    def __init__(
+        self,
+        runs: Iterable[Report] = (),
+        findings: Iterable[Finding] = (),
+        detailed: bool = True,
+        *,
+        timelines: bool = False,
+    ) -> None:
         self.findings: list[Finding] = list(findings)
         self.detailed = detailed  # one log given as a file: render it in detail; else a fleet summary
         self.runs = SpilledReports()
+        #: with ``timelines``: each run's ``TimelineCollector.to_dict()`` (``{}`` for none), beside ``runs``
+        self.timelines: SpilledReports | None = SpilledReports() if timelines else None
         self._codes: set[int] = set()
         self._by_status: dict[str, int] = {}
         self._untrusted = self._flagged = self._events = 0
         for report in runs:
             self.add(report)
 
-    def add(self, report: Report) -> None:
-        """One more run's report: spilled to disk, counted in the totals."""
+    def add(self, report: Report, timeline: JSONObject | None = None) -> None:
+        """One more run's report (and its timeline, when kept): spilled to disk, counted in the totals."""
         self.runs.append(report)
+        if self.timelines is not None:
+            self.timelines.append(timeline or {})
         self._codes.add(int(report["exit_code"]))
         status = report["status"]
         self._by_status[status] = self._by_status.get(status, 0) + 1

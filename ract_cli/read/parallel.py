@@ -33,6 +33,7 @@ from typing import BinaryIO, cast
 
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
+from ract_cli.read import fastpath
 from ract_cli.read.chain import ChainState
 from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
@@ -296,7 +297,15 @@ def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResul
 
 
 def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = "auto") -> bool:
-    """True when ``path`` is a RACT log (not a journal, not stdin or gzip) large enough to be split."""
+    """True when ``path`` is a RACT log (not a journal, not stdin or gzip) large enough to be split.
+
+    Never with the native core: its chain mode (``chain_mode.py``) verifies
+    one file alone about twice as fast as ranges whose results are fed back
+    to one process line by line (``bench/bench.py``, docs/performance.md).
+    Several files still go to several processes.
+    """
+    if fastpath.prove is fastpath.native_analyze:
+        return False
     try:
         if is_stdin(path) or os.path.getsize(path) < PARALLEL_MIN_BYTES or is_compressed(path):
             return False
