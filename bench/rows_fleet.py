@@ -12,6 +12,9 @@ what auditors did before, ``find DIR -name events.jsonl | xargs -P2 jq -c
 
 Ratios are jq's seconds over ract's (above 1: ract is faster). No target:
 jq does not verify, so this says what the verification and the tables cost.
+Each ract row also names its peak RSS (the largest of its runs, from
+``wait4``), which must not grow with the number of runs: DuckDB writes
+under a 256 MB limit, ``events`` one batch of rows per COPY.
 
 The tree: 1,000 runs under ``bench/out/fleet-1000/`` (generated once), one
 completed run (156 events, 3 reaps) for every two aborted ones (37 events, 1
@@ -19,6 +22,8 @@ reap): ~77 events per run, every log valid, so jq and ract must find the same
 events, and that is checked before timing (a fast wrong answer is not a
 result). ``RACT_BENCH_FLEET_BIG=1`` adds the same rows for 10,000 runs
 (~390 MB; generated once, timed once each).
+
+Alone: ``python bench/rows_fleet.py [--big]`` prints just these rows.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +82,18 @@ def _lines(argv: list[str], ok: tuple[int, ...] = (0,)) -> int:
     return proc.stdout.count(b"\n")
 
 
+def _measure(argv: list[str], repeat: int) -> tuple[float, float]:
+    """Best wall seconds of ``argv`` over ``repeat`` runs, and its largest peak RSS in MB (output discarded)."""
+    best, rss = float("inf"), 0.0
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+        _, _, usage = os.wait4(proc.pid, 0)
+        best = min(best, time.perf_counter() - start)
+        rss = max(rss, usage.ru_maxrss / 1024)  # KiB on Linux
+    return best, rss
+
+
 def _rows_for(ctx, runs: int, repeat: int) -> list[dict]:
     root, events = fleet(runs)
     jq = shutil.which("jq")
@@ -113,24 +131,25 @@ def _rows_for(ctx, runs: int, repeat: int) -> list[dict]:
         rows.append(ctx.row(f"  FAILED: {exc}", events, float("inf")))
         return rows
 
-    sql_logs_s = {jobs: ctx.time_cmd(argv, repeat=repeat) for jobs, argv in sql_logs.items()}
-    export_s = {jobs: ctx.time_cmd(argv, repeat=repeat) for jobs, argv in export.items()}
-    sql_export_s = ctx.time_cmd(sql_export, repeat=repeat)
+    sql_logs_s = {jobs: _measure(argv, repeat) for jobs, argv in sql_logs.items()}
+    export_s = {jobs: _measure(argv, repeat) for jobs, argv in export.items()}
+    sql_export_s, sql_export_rss = _measure(sql_export, repeat)
     export_mb = sum(p.stat().st_size for p in export_dir.rglob("*.parquet")) / 1e6
-    for jobs, seconds in sql_logs_s.items():
+    files = sum(1 for _ in (export_dir / "events").rglob("*.parquet"))
+    for jobs, (seconds, rss) in sql_logs_s.items():
         rows.append(
             ctx.row(
-                f"  ract trace sql over the logs --jobs {jobs} (verified)",
+                f"  ract trace sql over the logs --jobs {jobs} (verified; {rss:.0f} MB RSS)",
                 events,
                 seconds,
                 ratio=jq_s / seconds,
                 ratio_of="jq",
             )
         )
-    for jobs, seconds in export_s.items():
+    for jobs, (seconds, rss) in export_s.items():
         rows.append(
             ctx.row(
-                f"  ract trace export --format parquet --jobs {jobs} ({export_mb:.1f} MB of Parquet)",
+                f"  ract trace export --jobs {jobs} ({export_mb:.1f} MB, {files} events files; {rss:.0f} MB RSS)",
                 events,
                 seconds,
                 ratio=jq_s / seconds,
@@ -138,10 +157,16 @@ def _rows_for(ctx, runs: int, repeat: int) -> list[dict]:
             )
         )
     rows.append(
-        ctx.row("  ract trace sql over the export", events, sql_export_s, ratio=jq_s / sql_export_s, ratio_of="jq")
+        ctx.row(
+            f"  ract trace sql over the export ({sql_export_rss:.0f} MB RSS)",
+            events,
+            sql_export_s,
+            ratio=jq_s / sql_export_s,
+            ratio_of="jq",
+        )
     )
     # Export once, then ask ten questions: the cost per question.
-    per_question = (min(export_s.values()) + 10 * sql_export_s) / 10
+    per_question = (min(s for s, _ in export_s.values()) + 10 * sql_export_s) / 10
     rows.append(
         ctx.row(
             "  export once + 10 queries over it, per query",
@@ -161,3 +186,19 @@ def rows(ctx) -> list[dict]:
     if os.environ.get("RACT_BENCH_FLEET_BIG") == "1":
         out += _rows_for(ctx, 10_000, repeat=1)
     return out
+
+
+if __name__ == "__main__":
+    import argparse
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench  # the harness: its context and its table
+
+    parser = argparse.ArgumentParser(description="the fleet rows of make bench, alone")
+    parser.add_argument("--big", action="store_true", help="also the 10,000-run rows (RACT_BENCH_FLEET_BIG=1)")
+    if parser.parse_args().big:
+        os.environ["RACT_BENCH_FLEET_BIG"] = "1"
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "ract_cli"), quiet=1)  # as bench.py does: no recompiling in each run
+    bench.print_table(rows(bench.BenchContext(log_path=Path(os.devnull), events=0)))

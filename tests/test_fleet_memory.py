@@ -1,13 +1,22 @@
-"""Issue 15 item 11: ``project`` over many runs does not keep every run's report in memory.
+"""Memory over many runs: ``project`` (issue 15 item 11) and ``export`` / ``sql`` (issue 16).
 
 ``ProjectResult`` spills each report to an anonymous temporary file as it is
 made (``SpilledReports``) and counts the totals as they come; ``json_chunks``
 writes the documented fleet JSON a run at a time, byte for byte what
 ``dumps(to_dict())`` writes.
+
+``export --format parquet`` of 10,000 runs failed with DuckDB out of memory:
+its partitioned COPY, once a partition (here: one day) reaches
+``partitioned_write_flush_threshold`` rows, flushes them with memory the
+limit does not bound. The writer now sends ``events`` one batch of rows
+(below that threshold) per COPY. The test below meets the same bounds at a
+size CI affords: the threshold, the batch and the memory limit scaled down
+together through ``WriteLimits``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -15,12 +24,16 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import duckdb
 import orjson
 import pytest
 
 from ract_cli.cli.render import dumps_json
+from ract_cli.export.parquet import WriteLimits, export_parquet
 from ract_cli.project.report import ProjectResult, project_file, project_paths
 from ract_cli.project.result import SpilledReports
+from ract_cli.sql import SqlSession
+from ract_cli.testing.synth import write_aborted, write_completed
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -112,3 +125,36 @@ def test_without_a_temporary_directory_reports_stay_in_memory(tmp_path: Path, mo
     reports = [{"n": i} for i in range(3)]
     spilled = SpilledReports(reports)
     assert spilled == reports and spilled[-1] == {"n": 2} and len(spilled) == 3
+
+
+# --- export and sql (issue 16) ---------------------------------------------------------
+
+#: DuckDB's flush threshold, the batch and the memory scaled down together: one COPY of the 46,000 events
+#: below (one day) failed under these limits exactly as 766,746 did under the defaults ("Out of Memory
+#: Error: failed to allocate data of size 6.2 MiB (58.1 MiB/61.0 MiB used)"); one thread, as a CI machine
+#: with many cores would otherwise buffer more per COPY
+SMALL = WriteLimits(memory_limit="64MB", threads=1, batch_rows=5_000, flush_rows=20_000)
+
+
+def test_a_day_of_more_events_than_duckdbs_flush_threshold_is_written_under_a_small_memory_limit(tmp_path: Path):
+    root = tmp_path / "runs"
+    for i in range(600):  # 46,000 events, all on 2025-11-24
+        run = hashlib.sha256(f"ract.test.fleet-memory:{i}".encode()).hexdigest()[:32]
+        path = root / run / "events.jsonl"
+        path.parent.mkdir(parents=True)
+        (write_completed if i % 3 == 0 else write_aborted)(path, run, seed=i)
+    out = tmp_path / "out"
+    result = export_parquet([root], out, limits=SMALL)
+    assert int(result.exit_code) == 0 and result.counts["runs"] == 600
+    events = result.counts["events"]
+    assert events > 2 * SMALL.flush_rows  # what one COPY could not write
+    con = duckdb.connect()
+    glob = f"{out}/events/**/*.parquet"
+    assert con.sql(f"SELECT count(*), count(DISTINCT run_id) FROM read_parquet('{glob}')").fetchall() == [(events, 600)]
+    per_file = con.sql(f"SELECT sum(num_rows) FROM parquet_file_metadata('{glob}') GROUP BY file_name").fetchall()
+    assert len(per_file) >= events // SMALL.batch_rows and max(n for (n,) in per_file) <= SMALL.batch_rows
+    assert [p.name for p in (out / "events").iterdir()] == ["date=2025-11-24"]
+    # sql over the logs writes the same tables the same way
+    with SqlSession([root], limits=SMALL) as session:
+        assert list(session.query("SELECT count(*) FROM events").rows()) == [(events,)]
+        assert session.exit_code == 0

@@ -328,3 +328,53 @@ def test_jsonl_and_csv_on_a_terminal_are_escaped_too(hostile, fmt):
 def test_piped_output_keeps_the_values_exactly(capfdbinary, hostile):
     _, out, _ = sql(capfdbinary, "SELECT payload->>'tool' AS tool FROM events WHERE line = 2", str(hostile))
     assert jsonl(out) == [{"tool": "\x1b[32mPASS\x1b[0m\u202egnp.exe\nFORGED"}]
+
+
+# --- progress -----------------------------------------------------------------------------
+
+#: ``ract`` with every input counted as large (``PROGRESS_MIN_BYTES`` 0) and no redraw delay: the bar's rule,
+#: not the size of the logs, decides whether it is drawn
+_SMALL_IS_LARGE = (
+    "import sys; import ract_cli.cli.render as render; "
+    "render.PROGRESS_MIN_BYTES = 0; render.PROGRESS_REDRAW_S = 0; "
+    "from ract_cli.cli.app import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def stderr_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
+    """Run ``ract`` with stderr on a pseudo-terminal and stdout piped: exit code, stdout, what stderr showed."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SMALL_IS_LARGE, *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(slave)
+    shown = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 30)
+        if not ready:
+            break
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed its side
+            break
+        if not data:
+            break
+        shown.append(data)
+    out = proc.stdout.read() if proc.stdout is not None else b""
+    code = proc.wait(timeout=60)
+    os.close(master)
+    return code, out, b"".join(shown)
+
+
+def test_a_terminal_sees_progress_while_logs_are_read_but_not_for_json_output(tree):
+    query = "SELECT count(*) AS n FROM events"
+    code, out, shown = stderr_on_a_terminal("trace", "sql", "--format", "table", query, str(tree))
+    assert code == 1 and b"1 row(s)" in out  # the tampered run: exit 1
+    assert b"reading logs" in shown and b"\x1b[2K" in shown  # drawn, then erased before the result
+    for fmt in ("jsonl", "json"):
+        code, out, shown = stderr_on_a_terminal("trace", "sql", "--format", fmt, query, str(tree))
+        assert code == 1 and b'"n"' in out
+        assert b"reading logs" not in shown and b"not every input verified" in shown

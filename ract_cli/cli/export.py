@@ -35,9 +35,9 @@ from ract_cli.cli.render import (
     clean,
     explain_failure,
     flush_stdout,
+    progress_enabled,
     silence_stdout,
     stderr_console,
-    stderr_is_terminal,
     stdout_closed,
 )
 from ract_cli.errors import ExitCode, LogIOError, UsageError
@@ -140,7 +140,7 @@ def export_command(
         jobs=jobs,
         dialect=dialect.value,
     )
-    with byte_progress("exporting", enabled=not quiet and stderr_is_terminal()) as progress:
+    with byte_progress("exporting", enabled=progress_enabled(quiet=quiet)) as progress:
         result = export(format.value, paths, output, options, overwrite=overwrite, progress=progress)
     if not quiet:
         _say(result)

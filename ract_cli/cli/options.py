@@ -29,6 +29,8 @@ def complete_kind(incomplete: str) -> list[str]:
     names = [k.name for k in KINDS]
     families = sorted({n.split(".", 1)[0] + ".*" for n in names if "." in n})
     return [c for c in dict.fromkeys([*names, *families, *LOOP_TYPES]) if c.startswith(incomplete)]
+
+
 SchemaVersion = Annotated[
     int,
     typer.Option(

@@ -31,11 +31,13 @@ from ract_cli.cli.options import (
     SchemaVersion,
 )
 from ract_cli.cli.render import (
+    byte_progress,
     ci_safe,
     ci_safe_bytes,
     clean,
     clean_json,
     flush_stdout,
+    progress_enabled,
     silence_stdout,
     stderr_console,
     stdout_closed,
@@ -109,8 +111,12 @@ def sql_command(
         jobs=jobs,
         dialect=dialect.value,
     )
+    # a bar on a terminal's stderr while logs are read (not for a JSON form: its reader may be a program)
+    show = progress_enabled(quiet=False, json=fmt in (Format.json, Format.jsonl))
     try:
-        with SqlSession(paths, options) as session:
+        with byte_progress("reading logs", enabled=show) as progress:
+            session = SqlSession(paths, options, progress=progress)  # the bar is gone before any output
+        with session:
             result = session.query(query)
             try:
                 shown = _write(result, fmt, terminal)

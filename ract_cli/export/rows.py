@@ -2,10 +2,14 @@
 
 ``stage_rows`` reads every log under the given paths through the one chain
 reader and writes its rows to JSON-lines files in a staging directory (one
-file per table per chunk of logs), never holding more than one event in
-memory: DuckDB then types and writes them (``parquet.py``). With
-``jobs > 1`` chunks of logs are read by worker processes, each into its own
-files; the rows do not depend on the number of jobs.
+``runs`` and one ``findings`` file per chunk of logs; the ``events`` rows of a
+chunk in files of at most ``batch_rows`` rows and ``batch_bytes`` bytes
+each (a longer row alone), ``StagedFile``), never holding more than one event in memory:
+DuckDB then types and writes them (``parquet.py``), a batch of event files
+per ``COPY``, so that no ``COPY`` holds more rows than DuckDB can buffer
+under its memory limit, however many runs there are. With ``jobs > 1``
+chunks of logs are read by worker processes, each into its own files; the
+rows do not depend on the number of jobs.
 
 One read per log for the events and the findings: each ``LogEvent`` the
 reader yields becomes an ``events`` row (``trusted`` is the reader's own
@@ -35,6 +39,7 @@ from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
+from ract_cli.read.files import log_size
 from ract_cli.read.line import LogEvent
 
 #: findings kept per log by default (as ``verify --max-findings``): a small hostile file of blank lines
@@ -44,6 +49,10 @@ _INT64_MAX = 2**63 - 1
 _NS_PER_MS = 1_000_000
 #: a staged row longer than this needs DuckDB's ``read_json`` told so (its default object limit: 16 MiB)
 DEFAULT_OBJECT_BYTES = 16 << 20
+#: ``events`` rows per staged file at most: one ``COPY`` writes at most this many (``parquet.WriteLimits``)
+DEFAULT_BATCH_ROWS = 100_000
+#: bytes of ``events`` rows per staged file at most (a longer row alone): a ``COPY``'s input at most
+DEFAULT_BATCH_BYTES = 64 << 20
 
 
 @dataclass(frozen=True)
@@ -85,11 +94,21 @@ class LogSummary:
     bytes: int = 0
 
 
+@dataclass(frozen=True)
+class StagedFile:
+    """One staged file of ``events`` rows: its name in the staging directory, its rows and bytes."""
+
+    name: str
+    rows: int
+    bytes: int
+
+
 @dataclass
 class StageResult:
     logs: list[LogSummary] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # path-level: a path that gave no log
     longest_row: int = 0  # bytes of the longest staged JSON line
+    events_files: list[StagedFile] = field(default_factory=list)  # in the logs' order
 
     @property
     def exit_code(self) -> ExitCode:
@@ -134,31 +153,82 @@ def _str(value: object) -> str | None:
 # --- staging files -----------------------------------------------------------
 
 
-class _Sink:
-    """The staged rows of one chunk of logs: ``events-TAG.jsonl``, ``runs-TAG.jsonl``, ``findings-TAG.jsonl``."""
+def _dumps(row: dict[str, Any]) -> bytes:
+    try:
+        return orjson.dumps(row)
+    except (TypeError, orjson.JSONEncodeError):  # a string that is not valid Unicode
+        return orjson.dumps({k: text(v) if isinstance(v, str) else v for k, v in row.items()})
 
-    def __init__(self, directory: Path, tag: str) -> None:
+
+class _Sink:
+    """The staged rows of one chunk of logs: ``runs-TAG.jsonl``, ``findings-TAG.jsonl``, and the events in
+    ``events-TAG-00000.jsonl``, ``events-TAG-00001.jsonl``... each of at most ``batch_rows`` rows and
+    ``batch_bytes`` bytes, a longer row alone (``self.events_files``; the first one exists even when empty,
+    for the globs)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        tag: str,
+        *,
+        batch_rows: int = DEFAULT_BATCH_ROWS,
+        batch_bytes: int = DEFAULT_BATCH_BYTES,
+    ) -> None:
+        self.directory, self.tag = directory, tag
+        self.batch_rows, self.batch_bytes = batch_rows, batch_bytes
         self.files: dict[str, IO[bytes]] = {}
+        self.events_files: list[StagedFile] = []
+        self._events: IO[bytes] | None = None
+        self._events_name = ""
+        self._rows = self._bytes = 0
+        self.longest = 0
         try:
-            for table in ("events", "runs", "findings"):
+            for table in ("runs", "findings"):
                 self.files[table] = open(directory / f"{table}-{tag}.jsonl", "wb", buffering=1 << 20)
+            self._next_events_file()
         except BaseException:
             self.close()
             raise
-        self.longest = 0
+
+    def _next_events_file(self) -> None:
+        self._end_events_file()
+        self._events_name = f"events-{self.tag}-{len(self.events_files):05d}.jsonl"
+        self._events = open(self.directory / self._events_name, "wb", buffering=1 << 20)
+
+    def _end_events_file(self) -> None:
+        if self._events is None:
+            return
+        self._events.close()
+        self._events = None
+        self.events_files.append(StagedFile(self._events_name, self._rows, self._bytes))
+        self._rows = self._bytes = 0
 
     def write(self, table: str, row: dict[str, Any]) -> None:
-        try:
-            data = orjson.dumps(row)
-        except (TypeError, orjson.JSONEncodeError):  # a string that is not valid Unicode
-            data = orjson.dumps({k: text(v) if isinstance(v, str) else v for k, v in row.items()})
+        """A ``runs`` or ``findings`` row."""
+        data = _dumps(row)
         if len(data) > self.longest:
             self.longest = len(data)
         f = self.files[table]
         f.write(data)
         f.write(b"\n")
 
+    def event(self, row: dict[str, Any]) -> None:
+        """An ``events`` row, in the current events file (a new one when this one is full)."""
+        data = _dumps(row)
+        n = len(data)
+        if n > self.longest:
+            self.longest = n
+        if self._rows and (self._rows >= self.batch_rows or self._bytes + n + 1 > self.batch_bytes):
+            self._next_events_file()
+        f = self._events
+        assert f is not None  # open from __init__ to close
+        f.write(data)
+        f.write(b"\n")
+        self._rows += 1
+        self._bytes += n + 1
+
     def close(self) -> None:
+        self._end_events_file()
         for f in self.files.values():
             f.close()
 
@@ -250,14 +320,14 @@ def read_log(
     reader = _reader(path, options)
     reader.progress = progress
     journal = reader.dialect == "raxol"
-    write = sink.write
+    write, put = sink.write, sink.event
     events = 0
     first_ts = last_ts = None
     projector = RunProjection(reader.dialect, options.max_findings)  # the runs row's report, on this same read
     for ev in reader:
         projector.feed(ev)
         row = _event_row(ev, shown, journal)
-        write("events", row)
+        put(row)
         events += 1
         ts = row["timestamp_ns"]
         if ts is not None:
@@ -367,16 +437,20 @@ def finding_row(f: Finding, run_id: str | None) -> dict[str, Any]:
 # --- many logs -----------------------------------------------------------------
 
 
+#: what one chunk of logs gave: a summary per log, the longest staged row, the events files
+_Chunk = tuple[list[LogSummary], int, list[StagedFile]]
+
+
 def _stage_chunk(
-    paths: Sequence[str], options: ExportOptions, directory: str, tag: str
-) -> tuple[list[LogSummary], int]:
-    """Worker entry point (and the sequential path): stage the rows of some logs into one set of files."""
-    sink = _Sink(Path(directory), tag)
+    paths: Sequence[str], options: ExportOptions, directory: str, tag: str, batch: tuple[int, int]
+) -> _Chunk:
+    """Worker entry point: stage the rows of some logs into one set of files (``batch``: rows, bytes)."""
+    sink = _Sink(Path(directory), tag, batch_rows=batch[0], batch_bytes=batch[1])
     try:
         summaries = [read_log(p, options, sink) for p in paths]
     finally:
         sink.close()
-    return summaries, sink.longest
+    return summaries, sink.longest, sink.events_files
 
 
 def _chunks(n: int, jobs: int) -> list[range]:
@@ -391,31 +465,32 @@ def _chunks(n: int, jobs: int) -> list[range]:
     return out
 
 
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
 def stage_rows(
     paths: Iterable[str | os.PathLike[str]],
     options: ExportOptions,
     directory: Path,
     *,
     progress: Callable[[int, int], None] | None = None,
+    batch_rows: int = DEFAULT_BATCH_ROWS,
+    batch_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> StageResult:
     """Read every log under ``paths`` and stage its rows under ``directory`` (which must exist).
 
-    ``progress(done_bytes, total_bytes)`` is called as logs are read.
+    ``progress(done_bytes, total_bytes)`` is called as logs are read (``log_size`` bytes each: 0 for
+    stdin). Each staged file of ``events`` rows holds at most ``batch_rows`` rows and ``batch_bytes``
+    bytes (a longer row alone).
     """
     options.check()
+    if batch_rows < 1 or batch_bytes < 1:
+        raise ValueError("batch_rows and batch_bytes must be at least 1")
+    batch = (batch_rows, batch_bytes)
     found = discover(list(paths), suffixes=(".jsonl",) if options.dialect == "raxol" else ())
     result = StageResult(findings=list(found.findings))
     files = [str(p) for p in found.files]
-    sizes = [_size(p) for p in files]
+    sizes = [log_size(p) for p in files]
     total = sum(sizes)
-    sink = _Sink(directory, "paths")  # the path-level findings (and the tag every glob can rely on)
+    sink = _Sink(directory, "paths", batch_rows=batch_rows, batch_bytes=batch_bytes)  # the path-level findings
+    # (and the tag every glob can rely on: its one events file is empty, and not a batch)
     try:
         for f in found.findings:
             sink.write("findings", finding_row(f, None))
@@ -433,7 +508,7 @@ def stage_rows(
     done = 0
     if pool is None:
         for k, chunk in enumerate(chunks):
-            sink = _Sink(directory, f"{k:06d}")
+            sink = _Sink(directory, f"{k:06d}", batch_rows=batch_rows, batch_bytes=batch_bytes)
             try:
                 for i in chunk:
                     summary = read_log(files[i], options, sink, progress=_shifted(say, done))
@@ -444,23 +519,27 @@ def stage_rows(
             finally:
                 sink.close()
             result.longest_row = max(result.longest_row, sink.longest)
+            result.events_files.extend(sink.events_files)
         return result
 
     with pool:
-        futures: list[Future[tuple[list[LogSummary], int]]] = [
-            pool.submit(_stage_chunk, [files[i] for i in chunk], options, str(directory), f"{k:06d}")
+        futures: list[Future[_Chunk]] = [
+            pool.submit(_stage_chunk, [files[i] for i in chunk], options, str(directory), f"{k:06d}", batch)
             for k, chunk in enumerate(chunks)
         ]
         for k, (chunk, future) in enumerate(zip(chunks, futures, strict=True)):
             try:
-                summaries, longest = future.result()
+                summaries, longest, staged = future.result()
             except _POOL_FAILURES:  # a worker died: read this chunk here (its files are rewritten whole)
-                summaries, longest = _stage_chunk([files[i] for i in chunk], options, str(directory), f"{k:06d}")
+                summaries, longest, staged = _stage_chunk(
+                    [files[i] for i in chunk], options, str(directory), f"{k:06d}", batch
+                )
             for i, summary in zip(chunk, summaries, strict=True):
                 summary.bytes = sizes[i]
                 done += sizes[i]
             result.logs.extend(summaries)
             result.longest_row = max(result.longest_row, longest)
+            result.events_files.extend(staged)
             say(done)
     return result
 

@@ -34,14 +34,14 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ract_cli.errors import ExitCode, RactError, lowest_nonzero
 from ract_cli.export import DEFAULT_OPTIONS, MARKER, TABLES, ExportOptions
-from ract_cli.export.parquet import build_tables, connect, glob_escape, sql_string
+from ract_cli.export.parquet import DEFAULT_LIMITS, WriteLimits, build_tables, connect, glob_escape, sql_string
 from ract_cli.export.tables import PARTITION_COLUMN, quote_ident
 
 __all__ = ["FETCH_ROWS", "SqlError", "SqlOptions", "SqlResult", "SqlSession", "is_export_dir", "json_value", "query"]
@@ -111,9 +111,20 @@ def unique_names(names: Sequence[str]) -> list[str]:
 
 
 class SqlSession:
-    """The three views over ``paths``; use as a context manager (it owns a temporary directory)."""
+    """The three views over ``paths``; use as a context manager (it owns a temporary directory).
 
-    def __init__(self, paths: Sequence[str | os.PathLike[str]], options: SqlOptions = DEFAULT_OPTIONS) -> None:
+    ``progress(done_bytes, total_bytes)`` is called as the logs among ``paths`` are read (an export
+    directory is not read ahead); ``limits``: how their tables are written (``export.parquet.WriteLimits``).
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str | os.PathLike[str]],
+        options: SqlOptions = DEFAULT_OPTIONS,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+        limits: WriteLimits = DEFAULT_LIMITS,
+    ) -> None:
         options.check()
         self.paths = [os.fspath(p) for p in paths]
         self.exports = [p for p in self.paths if is_export_dir(p)]
@@ -125,7 +136,7 @@ class SqlSession:
             if logs or not sources:
                 staged = self._tmp / "logs"
                 staged.mkdir()
-                self.logs = build_tables(logs, staged, options)
+                self.logs = build_tables(logs, staged, options, progress=progress, limits=limits)
                 sources.append(staged)
             self.con = connect(self._tmp / "spill")
             self._views(sources)
