@@ -1,7 +1,7 @@
 """The native core's chain mode: runs of clean lines verified and chained in C, in batches.
 
 ``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, no
-``\\r``, not huge) and hands each batch to ``_core.Verifier.check_lines(...,
+``\\r``, at most ``BATCH_LINE_BYTES``) and hands each batch to ``_core.Verifier.check_lines(...,
 chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
 (a valid event that links on, same run, clock not going back, a new id) and
 keeps the chain, the ids and the clock; for each taken open or close, and each
@@ -35,17 +35,6 @@ Candidate = tuple[int, int, bytes, Event]
 BATCH_LINES = 512
 BATCH_BYTES = 4 << 20
 BATCH_LINE_BYTES = 1 << 20
-
-
-def batchable(raw: bytes | None) -> bool:
-    """Whether a framed line may go into a batch (anything else is judged line by line)."""
-    return (
-        raw is not None
-        and raw[:1] == b"{"
-        and raw[-1:] == b"\n"
-        and raw[-2:-1] != b"\r"
-        and len(raw) <= BATCH_LINE_BYTES
-    )
 
 
 class Batches:

@@ -66,31 +66,41 @@ def _kept(kind: str, event: Event) -> Event:
     events (tool arguments, free-form dicts, undocumented keys) would let it
     grow memory far beyond the log's own line sizes.
     """
-    payload = event.get("payload")
+    kept = dict(event)
+    payload = kept.pop("payload", None)
     keep = _KEPT_PAYLOAD_KEYS[kind]
-    trimmed = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
-    return {**{k: v for k, v in event.items() if k != "payload"}, "payload": trimmed}
+    kept["payload"] = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
+    return kept
+
+
+#: the FIFO queue family of each open and close that has one
+_QUEUE_FAMILY = {
+    "tool.called": "tool",
+    "tool.result": "tool",
+    "prompt.sent": "prompt",
+    "response.received": "prompt",
+    "handshake.requested": "handshake",
+    "handshake.resolved": "handshake",
+    "step.started": "step",
+    "step.committed": "step",
+    "step.rolled_back": "step",
+}
 
 
 def _fifo_key(kind: str, event: Event) -> QueueKey | None:
+    family = _QUEUE_FAMILY.get(kind)
+    if family is None:
+        return None
+    if family == "step":
+        return ("step", event.get("step_id"))
     payload = event.get("payload")
     if not isinstance(payload, dict):
         payload = {}
-    step_id = event.get("step_id")
-    if kind in ("tool.called", "tool.result"):
-        return ("tool", step_id, _hashable(payload.get("tool")))
-    if kind in ("prompt.sent", "response.received"):
-        return (
-            "prompt",
-            step_id,
-            _hashable(payload.get("provider")),
-            _hashable(payload.get("intent_id")),
-        )
-    if kind in ("handshake.requested", "handshake.resolved"):
-        return ("handshake", _hashable(payload.get("milestone_id")))
-    if kind in ("step.started", "step.committed", "step.rolled_back"):
-        return ("step", step_id)
-    return None
+    if family == "tool":
+        return ("tool", event.get("step_id"), _hashable(payload.get("tool")))
+    if family == "prompt":
+        return ("prompt", event.get("step_id"), _hashable(payload.get("provider")), _hashable(payload.get("intent_id")))
+    return ("handshake", _hashable(payload.get("milestone_id")))
 
 
 def _hashable(value: object) -> object:

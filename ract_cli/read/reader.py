@@ -25,7 +25,7 @@ from ract_cli.findings import ERROR, Finding, error
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
-from ract_cli.read.chain_mode import BATCH_BYTES, BATCH_LINES, Batches, KindTest, batchable
+from ract_cli.read.chain_mode import BATCH_BYTES, BATCH_LINE_BYTES, BATCH_LINES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
 from ract_cli.read.framing import LineFramer
@@ -157,21 +157,27 @@ class ChainReader:
             batch, held = [], 0
             return rest
 
+        append = batch.append
         for item in lines:
             raw = item[2]
-            if raw is not None and batchable(raw):
-                batch.append((item[0], item[1], raw))
-                held += len(raw)
-                if len(batch) < BATCH_LINES and held < BATCH_BYTES:
+            # a line that looks clean ({ first, \n last, no \r, not huge) goes to the batch
+            if raw is not None and raw[:1] == b"{" and raw[-1:] == b"\n" and raw[-2:-1] != b"\r":
+                size = len(raw)
+                if size <= BATCH_LINE_BYTES:
+                    append(item)  # type: ignore[arg-type]  # raw is bytes here
+                    held += size
+                    if len(batch) < BATCH_LINES and held < BATCH_BYTES:
+                        continue
+                    rest = flush()
+                    if rest is not None:
+                        yield from rest
+                        yield from lines
+                        return
+                    append = batch.append
                     continue
-                rest = flush()
-                if rest is not None:
-                    yield from rest
-                    yield from lines
-                    return
-                continue
             if batch:
                 rest = flush()
+                append = batch.append
                 if rest is not None:
                     yield from rest
                     yield item
