@@ -27,7 +27,8 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -67,6 +68,9 @@ IN_FLIGHT_BYTES = 64 << 20
 _DEFAULT_OPTIONS = GrepOptions()
 
 _PerFile = Generator[tuple[FileResult, Iterable[Match]], None, None]
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 
 class GrepSearch:

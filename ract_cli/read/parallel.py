@@ -24,12 +24,11 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import BrokenExecutor, Executor, Future  # not .process: multiprocessing is slow to import
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, cast
 
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
@@ -42,13 +41,16 @@ from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
 from ract_cli.read.line import LineResult, Problem, has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
 
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
 _IN_FLIGHT_PER_JOB = 2  # ranges queued per worker: bounds memory held by finished-but-unfed results
 
 #: what starting or using worker processes can raise (a worker killed, no fork, no semaphores):
 #: the answer is then to do the work in this process, with the same result
-POOL_FAILURES = (BrokenProcessPool, OSError, NotImplementedError, ImportError)
+POOL_FAILURES = (BrokenExecutor, OSError, NotImplementedError, ImportError)  # BrokenProcessPool is a BrokenExecutor
 
 #: kinds whose payload the open-handle tracker reads; other events travel without their payload
 _HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
@@ -412,6 +414,7 @@ def _ranges(
 def make_pool(jobs: int) -> ProcessPoolExecutor:
     """A process pool of ``jobs`` workers (fork where available: fast start, shared imports)."""
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
 
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
