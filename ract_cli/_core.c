@@ -22,6 +22,14 @@
  * serializer and the object builder recurse, but never deeper than the
  * parser allowed), every write to the canonical buffer is bounds-checked,
  * and every buffer is O(line length).
+ *
+ * Memory on a huge line (issue 15, item 8): the line is read where it is (a
+ * bytes object or a read-only view of one, never copied); the canonical form
+ * is hashed as it is written, through a buffer of STREAM_BYTES (never held
+ * whole); a string value with escapes is decoded into the scratch buffer only
+ * while that stays small (LAZY_STR, SCRATCH_CAP), else it is left in the line
+ * (S_LAZY) and decoded again where it is written or built. What remains is
+ * the line itself and the Python objects of the event.
  */
 
 #define PY_SSIZE_T_CLEAN
@@ -44,6 +52,17 @@
 #define CHUNK_BYTES (1u << 20)
 #define TRIM_BYTES (4u << 20) /* a workspace buffer bigger than this is freed after its chunk */
 #define POOL_SIZE 4
+/* (overridable at build time, e.g. -DLAZY_STR=8, so that a fuzzing build takes these paths often) */
+#ifndef STREAM_BYTES
+#define STREAM_BYTES (64u << 10) /* the canonical form is fed to SHA-256 this much at a time */
+#endif
+#ifndef LAZY_STR
+#define LAZY_STR 4096 /* a string value decoding to more bytes than this is S_LAZY */
+#endif
+#ifndef SCRATCH_CAP
+#define SCRATCH_CAP (1u << 20) /* ... and so is one of more than LAZY_MIN past this much scratch */
+#endif
+#define LAZY_MIN 64 /* (never an id, a hash, a kind or an enum value) */
 
 enum { T_NULL, T_FALSE, T_TRUE, T_INT, T_DBL, T_STR, T_ARR, T_OBJ };
 
@@ -51,6 +70,8 @@ enum { T_NULL, T_FALSE, T_TRUE, T_INT, T_DBL, T_STR, T_ARR, T_OBJ };
 #define S_ESC 1     /* bytes live in the scratch buffer (the token had escapes) */
 #define S_ASCII 2   /* every decoded byte < 0x80 */
 #define S_SPECIAL 4 /* decoded bytes hold '"', '\\' or < 0x20: JCS must escape */
+#define S_LAZY 8    /* a value with escapes left undecoded: u.s.off is its token's first byte after the
+                       quote, u.s.len its decoded length; only emit and build read it (lazy_*) */
 
 typedef struct {
     uint8_t type, flags;
@@ -99,6 +120,7 @@ typedef struct {
     size_t dn, dcap;
     uint8_t *out;
     size_t on, ocap;
+    EVP_MD_CTX *sink; /* set: put() feeds a full buffer to this digest (streamed hashing) */
     int status;
     int need_py;                  /* the payload needs the kind's Python validator */
     int envelope;                 /* a line check: the root's keys are check_envelope's to judge */
@@ -316,9 +338,96 @@ static inline const uint8_t *str_ptr(const Line *L, const Node *n)
     return (n->flags & S_ESC) ? L->scratch + n->u.s.off : L->src + n->u.s.off;
 }
 
+/* The escape at s[*pp] == '\\': its decoded UTF-8 bytes into out[0..3], their count returned (0:
+ * invalid), *pp past it; *special / *ascii updated. */
+static inline size_t decode_escape(const uint8_t *s, size_t len, size_t *pp, uint8_t out[4], int *special, int *ascii)
+{
+    size_t p = *pp;
+    if (p + 1 >= len)
+        return 0;
+    uint8_t e = s[p + 1];
+    p += 2;
+    switch (e) {
+    case '"':
+    case '\\':
+        out[0] = e;
+        *special = 1;
+        break;
+    case '/':
+        out[0] = '/';
+        break;
+    case 'b':
+        out[0] = '\b';
+        *special = 1;
+        break;
+    case 'f':
+        out[0] = '\f';
+        *special = 1;
+        break;
+    case 'n':
+        out[0] = '\n';
+        *special = 1;
+        break;
+    case 'r':
+        out[0] = '\r';
+        *special = 1;
+        break;
+    case 't':
+        out[0] = '\t';
+        *special = 1;
+        break;
+    case 'u': {
+        int cp = hex4(s, len, p);
+        if (cp < 0)
+            return 0;
+        p += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF) {
+            if (len < 6 || p > len - 6 || s[p] != '\\' || s[p + 1] != 'u')
+                return 0; /* lone high surrogate */
+            int lo = hex4(s, len, p + 2);
+            if (lo < 0xDC00 || lo > 0xDFFF)
+                return 0;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            p += 6;
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF)
+            return 0; /* lone low surrogate */
+        *pp = p;
+        if (cp < 0x80) {
+            out[0] = (uint8_t)cp;
+            if (cp < 0x20 || cp == '"' || cp == '\\')
+                *special = 1;
+            return 1;
+        }
+        *ascii = 0;
+        if (cp < 0x800) {
+            out[0] = (uint8_t)(0xC0 | (cp >> 6));
+            out[1] = (uint8_t)(0x80 | (cp & 0x3F));
+            return 2;
+        }
+        if (cp < 0x10000) {
+            out[0] = (uint8_t)(0xE0 | (cp >> 12));
+            out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+            out[2] = (uint8_t)(0x80 | (cp & 0x3F));
+            return 3;
+        }
+        out[0] = (uint8_t)(0xF0 | (cp >> 18));
+        out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+        out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        out[3] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 4;
+    }
+    default:
+        return 0;
+    }
+    *pp = p;
+    return 1;
+}
+
 /* *pp is at the opening quote. 1 ok, 0 invalid. Never writes more decoded bytes
- * to scratch than the token has, so scratch of the line's length suffices. */
-static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n)
+ * to scratch than the token has, so scratch of the line's length suffices. A value
+ * (is_key 0) with escapes whose decoded bytes would pass LAZY_STR, or take the
+ * scratch buffer past SCRATCH_CAP, is validated without being written (S_LAZY). */
+static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n, int is_key)
 {
     const uint8_t *s = L->src;
     size_t len = L->len, p = *pp + 1, start = p;
@@ -349,119 +458,64 @@ static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n
         ascii = 0;
         p += k;
     }
-    /* escapes: decode into scratch */
-    size_t off = L->sn;
+    /* escapes: decode into scratch (or, lazy, only count the decoded bytes) */
+    size_t off = L->sn, dlen = p - start;
     uint8_t *d = L->scratch + off;
-    memcpy(d, s + start, p - start);
-    d += p - start;
+#define GOES_LAZY(total) (!is_key && ((total) > LAZY_STR || ((total) > LAZY_MIN && off + (total) > SCRATCH_CAP)))
+    int lazy = GOES_LAZY(dlen);
+    if (!lazy)
+        memcpy(d, s + start, dlen);
     for (;;) {
+        size_t q = plain_run(s, len, p), k;
+        if (q > p) {
+            if (!lazy && GOES_LAZY(dlen + (q - p)))
+                lazy = 1;
+            if (!lazy)
+                memcpy(d + dlen, s + p, q - p);
+            dlen += q - p;
+            p = q;
+        }
         if (p >= len)
             return 0;
-        uint8_t c = s[p];
+        uint8_t c = s[p], buf[4];
         if (c == '"')
             break;
         if (c == '\\') {
-            if (p + 1 >= len)
+            if (!(k = decode_escape(s, len, &p, buf, &special, &ascii)))
                 return 0;
-            uint8_t e = s[p + 1];
-            p += 2;
-            switch (e) {
-            case '"':
-            case '\\':
-                *d++ = e;
-                special = 1;
-                break;
-            case '/':
-                *d++ = '/';
-                break;
-            case 'b':
-                *d++ = '\b';
-                special = 1;
-                break;
-            case 'f':
-                *d++ = '\f';
-                special = 1;
-                break;
-            case 'n':
-                *d++ = '\n';
-                special = 1;
-                break;
-            case 'r':
-                *d++ = '\r';
-                special = 1;
-                break;
-            case 't':
-                *d++ = '\t';
-                special = 1;
-                break;
-            case 'u': {
-                int cp = hex4(s, len, p);
-                if (cp < 0)
-                    return 0;
-                p += 4;
-                if (cp >= 0xD800 && cp <= 0xDBFF) {
-                    if (p + 6 > len || s[p] != '\\' || s[p + 1] != 'u')
-                        return 0; /* lone high surrogate */
-                    int lo = hex4(s, len, p + 2);
-                    if (lo < 0xDC00 || lo > 0xDFFF)
-                        return 0;
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                    p += 6;
-                } else if (cp >= 0xDC00 && cp <= 0xDFFF)
-                    return 0; /* lone low surrogate */
-                if (cp < 0x80) {
-                    *d++ = (uint8_t)cp;
-                    if (cp < 0x20 || cp == '"' || cp == '\\')
-                        special = 1;
-                } else {
-                    ascii = 0;
-                    if (cp < 0x800) {
-                        *d++ = (uint8_t)(0xC0 | (cp >> 6));
-                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
-                    } else if (cp < 0x10000) {
-                        *d++ = (uint8_t)(0xE0 | (cp >> 12));
-                        *d++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
-                    } else {
-                        *d++ = (uint8_t)(0xF0 | (cp >> 18));
-                        *d++ = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
-                        *d++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
-                        *d++ = (uint8_t)(0x80 | (cp & 0x3F));
-                    }
-                }
-                break;
-            }
-            default:
+        } else if (c < 0x20) {
+            return 0;
+        } else { /* >= 0x80: plain_run stops at nothing else */
+            if (!(k = utf8_seq(s + p, len - p)))
                 return 0;
-            }
-            continue;
+            memcpy(buf, s + p, k);
+            p += k;
+            ascii = 0;
         }
-        if (c < 0x20)
-            return 0;
-        if (c < 0x80) {
-            *d++ = c;
-            p++;
-            continue;
-        }
-        size_t k = utf8_seq(s + p, len - p);
-        if (!k)
-            return 0;
-        memcpy(d, s + p, k);
-        d += k;
-        p += k;
-        ascii = 0;
+        if (!lazy && GOES_LAZY(dlen + k))
+            lazy = 1;
+        if (!lazy)
+            memcpy(d + dlen, buf, k);
+        dlen += k;
     }
-    size_t dlen = (size_t)(d - (L->scratch + off));
+#undef GOES_LAZY
+    if (dlen >= (size_t)UINT32_MAX)
+        return 0; /* cannot happen: the line is shorter than INT32_MAX */
+    n->u.s.len = (uint32_t)dlen;
+    *pp = p + 1;
+    if (lazy) {
+        n->flags = S_LAZY | (ascii ? S_ASCII : 0) | (special ? S_SPECIAL : 0);
+        n->u.s.off = (uint32_t)start;
+        return 1;
+    }
     n->flags = S_ESC | (ascii ? S_ASCII : 0) | (special ? S_SPECIAL : 0);
     n->u.s.off = (uint32_t)off;
-    n->u.s.len = (uint32_t)dlen;
     L->sn = off + dlen;
-    *pp = p + 1;
     return 1;
 }
 
 /* The common case inline: an ASCII string without escapes. */
-static inline int parse_str(Line *L, size_t *pp, Node *n)
+static inline int parse_str(Line *L, size_t *pp, Node *n, int is_key)
 {
     size_t start = *pp + 1, p = plain_run(L->src, L->len, start);
     if (p < L->len && L->src[p] == '"') {
@@ -471,7 +525,7 @@ static inline int parse_str(Line *L, size_t *pp, Node *n)
         *pp = p + 1;
         return 1;
     }
-    return parse_str_slow(L, pp, n);
+    return parse_str_slow(L, pp, n, is_key);
 }
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -768,7 +822,7 @@ value:
             return -1;
         if (sp)
             st[sp - 1].last = ni;
-        if (!parse_str(L, &p, &L->nodes[ni]))
+        if (!parse_str(L, &p, &L->nodes[ni], 0))
             return 0;
         goto after;
     case 't':
@@ -805,7 +859,7 @@ key:
     if (ni == NONE)
         return -1;
     st[sp - 1].last = ni;
-    if (!parse_str(L, &p, &L->nodes[ni]))
+    if (!parse_str(L, &p, &L->nodes[ni], 1))
         return 0;
     p = skip_ws(s, len, p);
     if (p >= len || s[p] != ':')
@@ -904,7 +958,7 @@ static inline int all_hex(const uint8_t *p, size_t n)
 
 static inline int is_hex(const Line *L, const Node *n, size_t want)
 {
-    return n->type == T_STR && n->u.s.len == want && all_hex(str_ptr(L, n), want);
+    return n->type == T_STR && !(n->flags & S_LAZY) && n->u.s.len == want && all_hex(str_ptr(L, n), want);
 }
 
 static int check_envelope(Line *L)
@@ -1192,13 +1246,28 @@ static int convert_doubles(Line *L)
 
 /* --- canonical bytes (no GIL) --------------------------------------------- */
 
-/* Every write is checked against the buffer reserved by to_canonical; running out
- * is -2 (to_canonical then reserves the worst case and starts over), never a write
- * past the end. */
+/* Every write is checked against the buffer: running out is -2 when the bytes are kept
+ * (to_canonical then reserves the worst case and starts over), never a write past the end.
+ * Streaming (L->sink set): a full buffer is fed to the digest and reused; -3 when the
+ * digest fails. */
+static int feed_out(Line *L)
+{
+    if (L->on && !EVP_DigestUpdate(L->sink, L->out, L->on))
+        return -3;
+    L->on = 0;
+    return 0;
+}
+
 static inline int put(Line *L, const void *t, size_t n)
 {
-    if (L->ocap - L->on < n)
-        return -2;
+    if (L->ocap - L->on < n) {
+        if (!L->sink)
+            return -2;
+        if (feed_out(L) < 0)
+            return -3;
+        if (n > L->ocap) /* longer than the buffer: straight to the digest */
+            return EVP_DigestUpdate(L->sink, t, n) ? 0 : -3;
+    }
     memcpy(L->out + L->on, t, n);
     L->on += n;
     return 0;
@@ -1206,44 +1275,87 @@ static inline int put(Line *L, const void *t, size_t n)
 
 static inline int put1(Line *L, uint8_t c)
 {
-    if (L->on >= L->ocap)
-        return -2;
+    if (L->on >= L->ocap) {
+        if (!L->sink)
+            return -2;
+        if (feed_out(L) < 0)
+            return -3;
+    }
     L->out[L->on++] = c;
     return 0;
 }
 
+/* One decoded byte JCS escapes ('"', '\\', < 0x20), escaped. */
+static int put_special(Line *L, uint8_t c)
+{
+    static const char hexd[] = "0123456789abcdef";
+    if (c == '"' || c == '\\') {
+        uint8_t esc[2] = {'\\', c};
+        return put(L, esc, 2);
+    }
+    uint8_t esc[6] = {'\\', 'u', '0', '0', (uint8_t)hexd[c >> 4], (uint8_t)hexd[c & 15]};
+    uint8_t sh = c == '\b' ? 'b' : c == '\t' ? 't' : c == '\n' ? 'n' : c == '\f' ? 'f' : c == '\r' ? 'r' : 0;
+    if (sh) {
+        esc[1] = sh;
+        return put(L, esc, 2);
+    }
+    return put(L, esc, 6);
+}
+
+/* An S_LAZY string, decoded again from its token (validated by the parser) as it is written. */
+static int emit_lazy(Line *L, const Node *n)
+{
+    const uint8_t *s = L->src;
+    size_t len = L->len, p = n->u.s.off;
+    int r = put1(L, '"'), special = 0, ascii = 1;
+    while (r == 0) {
+        size_t q = plain_run(s, len, p), k;
+        if (q > p && (r = put(L, s + p, q - p)) != 0)
+            return r;
+        p = q;
+        if (p >= len)
+            return -2; /* cannot happen: the parser found the closing quote */
+        uint8_t c = s[p], buf[4];
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            if (!(k = decode_escape(s, len, &p, buf, &special, &ascii)))
+                return -2;
+            r = (k == 1 && (buf[0] < 0x20 || buf[0] == '"' || buf[0] == '\\')) ? put_special(L, buf[0]) : put(L, buf, k);
+        } else {
+            if (c < 0x80 || !(k = utf8_seq(s + p, len - p)))
+                return -2;
+            r = put(L, s + p, k);
+            p += k;
+        }
+    }
+    return r ? r : put1(L, '"');
+}
+
 static int emit_str(Line *L, const Node *n)
 {
+    if (n->flags & S_LAZY)
+        return emit_lazy(L, n);
     const uint8_t *p = str_ptr(L, n);
     size_t k = n->u.s.len;
-    if (L->ocap - L->on < k + 2)
-        return -2;
-    uint8_t *o = L->out + L->on;
+    int r;
     if (!(n->flags & S_SPECIAL)) {
-        o[0] = '"';
-        memcpy(o + 1, p, k);
-        o[k + 1] = '"';
-        L->on += k + 2;
-        return 0;
+        if (L->ocap - L->on >= k + 2) {
+            uint8_t *o = L->out + L->on;
+            o[0] = '"';
+            memcpy(o + 1, p, k);
+            o[k + 1] = '"';
+            L->on += k + 2;
+            return 0;
+        }
+        if ((r = put1(L, '"')) != 0 || (r = put(L, p, k)) != 0)
+            return r;
+        return put1(L, '"');
     }
-    static const char hexd[] = "0123456789abcdef";
-    int r = put1(L, '"');
+    r = put1(L, '"');
     for (size_t i = 0; i < k && r == 0; i++) {
         uint8_t c = p[i];
-        if (c == '"' || c == '\\') {
-            uint8_t esc[2] = {'\\', c};
-            r = put(L, esc, 2);
-        } else if (c >= 0x20) {
-            r = put1(L, c);
-        } else {
-            uint8_t esc[6] = {'\\', 'u', '0', '0', (uint8_t)hexd[c >> 4], (uint8_t)hexd[c & 15]};
-            uint8_t sh = c == '\b' ? 'b' : c == '\t' ? 't' : c == '\n' ? 'n' : c == '\f' ? 'f' : c == '\r' ? 'r' : 0;
-            if (sh) {
-                esc[1] = sh;
-                r = put(L, esc, 2);
-            } else
-                r = put(L, esc, 6);
-        }
+        r = (c == '"' || c == '\\' || c < 0x20) ? put_special(L, c) : put1(L, c);
     }
     return r ? r : put1(L, '"');
 }
@@ -1341,8 +1453,8 @@ static int emit_envelope(Line *L)
     return put1(L, '}');
 }
 
-/* The canonical bytes into L->out: of the whole value (skip == NONE), or of a checked
- * envelope without its "hash" member (skip: that key's node).
+/* The canonical bytes into L->out (kept whole: the canonical() function), of the whole value
+ * (skip == NONE), or of a checked envelope without its "hash" member (skip: that key's node).
  * 0 ok, -1 out of memory, -2 an internal error. The output is never longer than the line plus 26 bytes per
  * double (a string's escapes in the output are never longer than they were in the
  * line, an integer never gains a digit, a double's text is at most 25 characters),
@@ -1350,6 +1462,7 @@ static int emit_envelope(Line *L)
 static int to_canonical(Line *L, uint32_t skip)
 {
     size_t want = L->len + 32 * L->dn + 64;
+    L->sink = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
         L->on = 0;
         if (GROW(L, out, ocap, want) < 0)
@@ -1486,6 +1599,8 @@ static int check_field(const Line *L, const FieldDef *f, const Node *v)
         return PV_PY;
     if (!node_is(L, v, f->types))
         return PV_BAD;
+    if (v->type == T_STR && (v->flags & S_LAZY) && (f->has_enum || f->has_max_length || f->has_hex))
+        return PV_PY; /* its bytes are not at hand: the Python validator judges the value */
     if (f->has_enum) {
         /* compile_field leaves to Python every enum where a number could equal an entry
          * (1 == True) or a value could be unhashable (an object or array type) */
@@ -1598,14 +1713,28 @@ static void finish_check(Line *L, EVP_MD_CTX *ctx)
     }
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    int r = to_canonical(L, L->key[K_HASH]);
-    if (r < 0) {
-        L->status = r == -1 ? ST_NOMEM : ST_INTERNAL;
+    /* the canonical form without "hash", fed to SHA-256 as it is written (never held whole) */
+    if (GROW(L, out, ocap, STREAM_BYTES) < 0) {
+        L->status = ST_NOMEM;
         return;
     }
-    if (!EVP_DigestInit_ex(ctx, g_md, NULL) || !EVP_DigestUpdate(ctx, L->out, L->on) ||
-        !EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
+    L->on = 0;
+    if (!EVP_DigestInit_ex(ctx, g_md, NULL)) {
         L->status = ST_BAD; /* never guess: the Python path decides */
+        return;
+    }
+    L->sink = ctx;
+    int r = emit_envelope(L);
+    if (r == 0)
+        r = feed_out(L);
+    L->sink = NULL;
+    L->on = 0;
+    if (r != 0) {
+        L->status = r == -1 ? ST_NOMEM : r == -2 ? ST_INTERNAL : ST_BAD;
+        return;
+    }
+    if (!EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32) {
+        L->status = ST_BAD;
         return;
     }
     static const char hexd[] = "0123456789abcdef";
@@ -1634,7 +1763,7 @@ static void stage_one(Line *L, EVP_MD_CTX *ctx, const Verifier *V)
     }
     if (V) {
         const Node *kn = &L->nodes[L->val[K_KIND]];
-        const KindEntry *k = kind_lookup(V, str_ptr(L, kn), kn->u.s.len);
+        const KindEntry *k = (kn->flags & S_LAZY) ? NULL : kind_lookup(V, str_ptr(L, kn), kn->u.s.len);
         if (!k || !k->known) {
             L->status = ST_BAD; /* UNKNOWN_KIND */
             return;
@@ -1664,6 +1793,65 @@ static int stage_doubles(Line *L)
 #define KC_MAXLEN 64
 static PyObject *g_kcache[KC_SIZE]; /* short ASCII keys and kinds, interned; GIL held */
 
+/* The code point of the valid UTF-8 sequence of k (1..4) bytes at p. */
+static inline uint32_t utf8_cp(const uint8_t *p, size_t k)
+{
+    switch (k) {
+    case 1:
+        return p[0];
+    case 2:
+        return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3Fu);
+    case 3:
+        return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3Fu);
+    default:
+        return ((uint32_t)(p[0] & 0x07) << 18) | ((uint32_t)(p[1] & 0x3F) << 12) | ((uint32_t)(p[2] & 0x3F) << 6) |
+               (p[3] & 0x3Fu);
+    }
+}
+
+static inline size_t utf8_len(uint8_t lead) { return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4; }
+
+/* A long non-ASCII string from validated UTF-8, sized once: PyUnicode_DecodeUTF8 would widen its
+ * buffer at the first wider character, holding both copies for a moment. */
+static PyObject *make_wide(const uint8_t *p, size_t n)
+{
+    size_t chars = 0;
+    uint32_t maxc = 0;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_len(p[i]);
+        if (k > n - i)
+            goto corrupt;
+        uint32_t cp = utf8_cp(p + i, k);
+        if (cp > maxc)
+            maxc = cp;
+        chars++;
+        i += k;
+    }
+    PyObject *u = PyUnicode_New((Py_ssize_t)chars, maxc);
+    if (!u)
+        return NULL;
+    int kind = PyUnicode_KIND(u);
+    void *data = PyUnicode_DATA(u);
+    size_t at = 0;
+    for (size_t i = 0; i < n && at < chars; at++) {
+        size_t k = utf8_len(p[i]);
+        if (k > n - i) {
+            Py_DECREF(u);
+            goto corrupt;
+        }
+        PyUnicode_WRITE(kind, data, at, utf8_cp(p + i, k));
+        i += k;
+    }
+    if (at != chars) {
+        Py_DECREF(u);
+        goto corrupt;
+    }
+    return u;
+corrupt:
+    PyErr_SetString(PyExc_SystemError, "ract_cli._core: corrupt string");
+    return NULL;
+}
+
 static PyObject *make_str(const uint8_t *p, size_t n, int ascii)
 {
     if (ascii) {
@@ -1672,7 +1860,82 @@ static PyObject *make_str(const uint8_t *p, size_t n, int ascii)
             memcpy(PyUnicode_1BYTE_DATA(s), p, n);
         return s;
     }
+    if (n > SCRATCH_CAP)
+        return make_wide(p, n);
     return PyUnicode_DecodeUTF8((const char *)p, (Py_ssize_t)n, "strict"); /* already validated */
+}
+
+/* An S_LAZY string: its token decoded twice (the parser validated it), first to size the str,
+ * then into it. */
+static PyObject *make_lazy(const Line *L, const Node *n)
+{
+    const uint8_t *s = L->src;
+    size_t len = L->len, chars = 0;
+    uint32_t maxc = 0;
+    PyObject *u = NULL;
+    int kind = 0, special = 0, ascii = 1;
+    void *data = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        size_t p = n->u.s.off, at = 0;
+        if (pass) {
+            if (!(u = PyUnicode_New((Py_ssize_t)chars, maxc)))
+                return NULL;
+            kind = PyUnicode_KIND(u);
+            data = PyUnicode_DATA(u);
+        }
+        for (;;) {
+            size_t q = plain_run(s, len, p), k;
+            if (q > p) {
+                if (!pass) {
+                    chars += q - p;
+                    if (maxc < 0x7F)
+                        maxc = 0x7F; /* an ASCII run: 127 rounds it up within its kind */
+                } else {
+                    if (q - p > chars - at)
+                        goto corrupt;
+                    if (kind == PyUnicode_1BYTE_KIND)
+                        memcpy((uint8_t *)data + at, s + p, q - p);
+                    else
+                        for (size_t j = p; j < q; j++)
+                            PyUnicode_WRITE(kind, data, at + (j - p), s[j]);
+                    at += q - p;
+                }
+                p = q;
+            }
+            if (p >= len)
+                goto corrupt;
+            uint8_t c = s[p], buf[4];
+            if (c == '"')
+                break;
+            if (c == '\\') {
+                if (!(k = decode_escape(s, len, &p, buf, &special, &ascii)))
+                    goto corrupt;
+            } else {
+                if (c < 0x80 || !(k = utf8_seq(s + p, len - p)))
+                    goto corrupt;
+                memcpy(buf, s + p, k);
+                p += k;
+            }
+            uint32_t cp = utf8_cp(buf, k);
+            if (!pass) {
+                chars++;
+                if (cp > maxc)
+                    maxc = cp;
+            } else {
+                if (at >= chars)
+                    goto corrupt;
+                PyUnicode_WRITE(kind, data, at, cp);
+                at++;
+            }
+        }
+        if (pass && at != chars)
+            goto corrupt;
+    }
+    return u;
+corrupt:
+    Py_XDECREF(u);
+    PyErr_SetString(PyExc_SystemError, "ract_cli._core: corrupt string");
+    return NULL;
 }
 
 /* A cheap hash of a short key: its length and first and last bytes. */
@@ -1755,6 +2018,8 @@ static PyObject *build_object(const Line *L, uint32_t ni, PyObject **hash_out)
         if (hash_out && vi == L->val[K_KIND]) {
             if (L->kind)
                 val = Py_NewRef(L->kind->name_obj);
+            else if (L->nodes[vi].flags & S_LAZY)
+                val = build(L, vi);
             else
                 val = make_cached(str_ptr(L, &L->nodes[vi]), L->nodes[vi].u.s.len, L->nodes[vi].flags & S_ASCII);
         } else
@@ -1794,6 +2059,8 @@ static PyObject *build(const Line *L, uint32_t ni)
     case T_DBL:
         return PyFloat_FromDouble(L->dbls[n->u.slot].v);
     case T_STR:
+        if (n->flags & S_LAZY)
+            return make_lazy(L, n);
         return make_str(str_ptr(L, n), n->u.s.len, n->flags & S_ASCII);
     case T_ARR: {
         PyObject *list = PyList_New(n->u.c.count);
@@ -1988,6 +2255,24 @@ static PyObject *line_result(Line *L, int full, Repeats *R)
         PyObject_GC_UnTrack(t); /* strings, an int and None: no cycle can pass through it */
     }
     return t;
+}
+
+/* A line given as a buffer other than bytes (a memoryview of a long line, never copied): it must be
+ * read-only and contiguous, so that nothing can change it while it is read. 0 ok, -1 exception set. */
+static int view_arg(PyObject *arg, Py_buffer *view)
+{
+    if (!PyObject_CheckBuffer(arg)) {
+        PyErr_Format(PyExc_TypeError, "expected bytes, not %.100s", Py_TYPE(arg)->tp_name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(arg, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (!view->readonly || view->len < 0) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "expected bytes or a read-only view of bytes");
+        return -1;
+    }
+    return 0;
 }
 
 static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
@@ -2341,11 +2626,22 @@ static PyObject *run_one(PyObject *arg, const Verifier *V, int full)
 {
     const uint8_t *p;
     size_t n;
-    if (bytes_arg(arg, &p, &n) < 0)
+    Py_buffer view = {0};
+    if (PyBytes_Check(arg)) {
+        p = (const uint8_t *)PyBytes_AS_STRING(arg);
+        n = (size_t)PyBytes_GET_SIZE(arg);
+    } else if (view_arg(arg, &view) < 0) {
         return NULL;
+    } else {
+        p = (const uint8_t *)view.buf;
+        n = (size_t)view.len;
+    }
     Workspace *ws = ws_get(); /* from the pool: a re-entrant call (GC, finalizer) gets its own */
-    if (!ws)
+    if (!ws) {
+        if (view.obj)
+            PyBuffer_Release(&view);
         return PyErr_NoMemory();
+    }
     Line *L = &ws->lines[0];
     L->src = p;
     L->len = n;
@@ -2362,6 +2658,8 @@ static PyObject *run_one(PyObject *arg, const Verifier *V, int full)
     repeats_clear(&R);
 done:
     ws_put(ws);
+    if (view.obj)
+        PyBuffer_Release(&view); /* after ws_put: the workspace no longer points into it */
     return res;
 }
 
@@ -2424,6 +2722,8 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
     PyObject *result = PyList_New(total);
     Repeats R = {NULL, NULL, NULL};
     Workspace *ws = NULL;
+    Py_buffer views[CHUNK_LINES]; /* the chunk's lines given as read-only views (not bytes) */
+    int nviews = 0;
     if (!result)
         goto fail;
     ws = ws_get();
@@ -2434,10 +2734,21 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
     for (Py_ssize_t i = 0; i < total;) {
         int k = 0;
         size_t bytes = 0;
+        while (nviews)
+            PyBuffer_Release(&views[--nviews]); /* the previous chunk is done with them */
         while (i + k < total && k < CHUNK_LINES && bytes < CHUNK_BYTES) {
             Line *L = &ws->lines[k];
-            if (bytes_arg(PyTuple_GET_ITEM(items, i + k), &L->src, &L->len) < 0)
-                goto fail;
+            PyObject *item = PyTuple_GET_ITEM(items, i + k);
+            if (PyBytes_Check(item)) {
+                L->src = (const uint8_t *)PyBytes_AS_STRING(item);
+                L->len = (size_t)PyBytes_GET_SIZE(item);
+            } else {
+                if (view_arg(item, &views[nviews]) < 0)
+                    goto fail;
+                L->src = (const uint8_t *)views[nviews].buf;
+                L->len = (size_t)views[nviews].len;
+                nviews++;
+            }
             bytes += L->len;
             k++;
         }
@@ -2483,12 +2794,16 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
     }
     repeats_clear(&R);
     ws_put(ws);
+    while (nviews)
+        PyBuffer_Release(&views[--nviews]);
     Py_DECREF(items);
     return result;
 fail:
     repeats_clear(&R);
     if (ws)
         ws_put(ws);
+    while (nviews)
+        PyBuffer_Release(&views[--nviews]);
     Py_XDECREF(result);
     Py_DECREF(items);
     return NULL;

@@ -1155,3 +1155,100 @@ def test_integers_of_every_length() -> None:
         if event is not None:
             for layout in ("sorted", "json-defaults"):
                 assert agree(lay_out(event, layout, rng), complete=True)
+
+
+# --- long lines: read in place, hashed as written, strings left undecoded (issue 15, item 8) ----------
+
+_LONG_UNITS = ("a", "é", "中", "😀", "\n", '"', "\\", "\x01", "/", "\ue000", "\x7f", "\u2028", "\t")
+
+
+def _long_text(rng: random.Random, size: int) -> str:
+    """About ``size`` characters: plain runs with escapes and non-ASCII characters between them."""
+    parts: list[str] = []
+    held = 0
+    while held < size:
+        parts.append(rng.choice(_LONG_UNITS) if rng.random() < 0.3 else "x" * rng.randint(1, 60))
+        held += len(parts[-1])
+    return "".join(parts)
+
+
+def _long_cases() -> Iterator[bytes]:
+    """Events with long strings, in every layout: past LAZY_STR (4 KiB), STREAM_BYTES (64 KiB) and
+    SCRATCH_CAP (1 MiB of decoded escapes) of _core.c, in unchecked and checked fields."""
+    rng = random.Random(12)
+    cases = [c for c in _VALID_CASES if c[1] in ("response.received", "step.committed", "tool.result", "run.started")]
+    for size, n in ((5_000, 4), (70_000, 4), (1_200_000, 2)):
+        for _, kind, payload in cases[:n]:
+            p = dict(payload)
+            p["blob"] = _long_text(rng, size)
+            p["many"] = [_long_text(rng, rng.randint(1, 300)) for _ in range(rng.randint(0, 30))]
+            p["preview"] = _long_text(rng, rng.choice([10, 150, 5000]))  # max_length 200 in response.received
+            if kind == "step.committed":
+                p["outcome"] = rng.choice(["COMMITTED", "COMMITTED\n" * 600])  # an enum field, long: refused
+            event = hashed_event(kind, p, rng)
+            for layout in ("sorted", "escapes", "json-defaults", "shuffled"):
+                yield lay_out(event, layout, rng)
+
+
+LONG_CASES = list(_long_cases())
+
+
+def test_long_strings_agree_with_the_python_path() -> None:
+    valid = 0
+    for body in LONG_CASES:
+        valid += agree(body, complete=True)
+        assert _core.canonical(body) == python_canonical(body)
+    assert 0 < valid < len(LONG_CASES)  # some too long for a checked field, most valid
+
+
+def test_a_view_is_read_as_its_bytes() -> None:
+    lines = LONG_CASES[::5] + fixture_lines()[:40] + list(hostile_variants(BASE[0]))[::9]
+    views = [memoryview(b) for b in lines]
+    for body, view in zip(lines, views, strict=True):
+        assert same_result(_core.check_line(view), _core.check_line(body))
+        for full in (False, True):
+            assert same_result(VERIFIER.check_line(view, full=full), VERIFIER.check_line(body, full=full))
+    for full in (False, True):
+        assert all(
+            same_result(a, b)
+            for a, b in zip(VERIFIER.check_lines(views, full=full), VERIFIER.check_lines(lines, full=full), strict=True)
+        )
+    longer = memoryview(b"x" + lines[0] + b"y")[1:-1]  # a view into the middle of a longer buffer
+    assert same_result(VERIFIER.check_line(longer, full=True), VERIFIER.check_line(lines[0], full=True))
+    for writable in (memoryview(bytearray(lines[0])), bytearray(lines[0])):
+        with pytest.raises(TypeError, match="read-only"):
+            VERIFIER.check_line(writable)
+        with pytest.raises(TypeError, match="read-only"):
+            VERIFIER.check_lines([lines[0], writable])
+    with pytest.raises((TypeError, BufferError)):
+        VERIFIER.check_line(memoryview(b"abcd")[::2])  # not contiguous
+
+
+def test_chain_mode_takes_a_long_line_as_a_view() -> None:
+    """A long line crosses as a view, is taken in C and returns nothing: no payload object is built."""
+    rng = random.Random(3)
+    kind, payload = next((k, p) for _, k, p in _VALID_CASES if k not in HANDLE_KINDS)
+    lines, prev = [], "0" * 64
+    for i in range(4):
+        blob = {"blob": _long_text(rng, 300_000)} if i == 2 else {}
+        event = hashed_event(kind, {**payload, **blob}, rng, prev_hash=prev, timestamp_ns=1_764_000_000_000_000_000 + i)
+        prev = event["hash"]
+        lines.append(lay_out(event, "sorted", rng))
+    views = [memoryview(b) for b in lines]
+    assert native_chain(views, 4).state() == reference_chain(lines).state()  # type: ignore[arg-type]
+    first = analyze_line(lines[0], fast=False).event
+    assert first is not None
+    chain = _core.Chain()
+    chain.expected_prev, chain.run_id, chain.prev_ts = first["hash"], first["run_id"], first["timestamp_ns"]
+    assert chain.ids.add(first["id"])
+    assert VERIFIER.check_lines(views[1:], chain=chain) == (3, [None, None, None])
+    assert chain.expected_prev == prev
+
+
+def test_streamed_hash_crosses_every_buffer_boundary() -> None:
+    """Strings whose escapes straddle the 64 KiB hashing buffer at every offset near its end."""
+    rng = random.Random(4)
+    for pad in range(65_520, 65_560, 3):
+        event = hashed_event("run.started", {"blob": "y" * pad + '"\\\n\x01é😀' * 3, "n": 1.5}, rng)
+        for layout in ("sorted", "escapes"):
+            assert agree(lay_out(event, layout, rng), complete=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import orjson
 
@@ -104,15 +104,18 @@ def canonical_bytes(value: object) -> bytes:
 def chain_hash(obj: Mapping[str, object], *, exact: bool = False) -> str:
     """SPEC §2.4: the SHA-256 hex of the canonical bytes of ``obj`` without its ``hash`` key.
 
-    ``exact=True`` builds the bytes with ``jcs_exact`` directly (the same bytes
-    for any parsed JSON value; the reader uses it where orjson's form is
-    already known not to be JCS). Raises ``CanonicalizationError`` (or
-    ``RecursionError`` for nesting too deep to serialize) like the functions
-    it calls.
+    ``exact=True`` hashes ``jcs_exact``'s bytes directly (the same bytes for
+    any parsed JSON value; the reader uses it where orjson's form is already
+    known not to be JCS, and for every line too long for a whole copy), fed to
+    SHA-256 in pieces as they are written: memory stays bounded (about
+    ``_PIECE_CHARS`` characters) however long the value. Raises
+    ``CanonicalizationError`` (or ``RecursionError`` for nesting too deep to
+    serialize) like the functions it calls.
     """
     unhashed = {k: v for k, v in obj.items() if k != "hash"}
-    canonical = jcs_exact(unhashed) if exact else canonical_bytes(unhashed)
-    return hashlib.sha256(canonical).hexdigest()
+    if exact:
+        return jcs_sha256(unhashed)
+    return hashlib.sha256(canonical_bytes(unhashed)).hexdigest()
 
 
 # --- the exact path ------------------------------------------------------
@@ -121,14 +124,46 @@ def chain_hash(obj: Mapping[str, object], *, exact: bool = False) -> str:
 def jcs_exact(value: object) -> bytes:
     """RFC 8785 serialization, with integers written as exact decimals."""
     parts: list[str] = []
-    _serialize(value, parts)
+    _serialize(value, parts, None)
     try:
         return "".join(parts).encode("utf-8")
     except UnicodeEncodeError as exc:  # lone surrogate in a string
         raise CanonicalizationError(f"string is not valid Unicode: {exc}") from None
 
 
-def _serialize(value: object, out: list[str]) -> None:
+#: A string longer than this many characters is escaped and written piece by piece, and a streamed
+#: hash (``jcs_sha256``) is fed after it; the pieces held between two feeds stay under about this size.
+_PIECE_CHARS = 1 << 20
+_FLUSH_CHARS = 1 << 12  # a string longer than this is fed to the hash at once
+_FLUSH_PARTS = 1 << 8  # parts held before a feed (each shorter than _FLUSH_CHARS, or a few bytes)
+
+
+def jcs_sha256(value: object) -> str:
+    """SHA-256 hex of ``jcs_exact(value)``, computed without ever holding those bytes whole.
+
+    The very bytes of ``jcs_exact`` (one serializer writes both), encoded and
+    hashed in pieces: what is held at a time is bounded by ``_PIECE_CHARS``
+    characters, whatever the size of ``value`` -- so hashing a line of tens of
+    megabytes costs no copy of it (issue 15, item 8).
+    """
+    digest = hashlib.sha256()
+    parts: list[str] = []
+
+    def feed() -> None:
+        digest.update("".join(parts).encode("utf-8"))
+        parts.clear()
+
+    try:
+        _serialize(value, parts, feed)
+        feed()
+    except UnicodeEncodeError:  # a lone surrogate: jcs_exact raises it, worded for the whole string
+        jcs_exact(value)
+        raise
+    return digest.hexdigest()
+
+
+def _serialize(value: object, out: list[str], feed: Callable[[], None] | None) -> None:
+    """Append the JCS text of ``value`` to ``out``; ``feed`` (streamed hashing): called to drain ``out``."""
     if value is None:
         out.append("null")
     elif value is True:
@@ -140,29 +175,56 @@ def _serialize(value: object, out: list[str]) -> None:
     elif type(value) is float:
         out.append(format_number(value))
     elif type(value) is str:
-        out.append(_quote(value))
+        if len(value) <= _FLUSH_CHARS:
+            out.append(_quote(value))
+        else:
+            _long_string(value, out, feed)
     elif type(value) is list or type(value) is tuple:
         out.append("[")
         for i, item in enumerate(value):
             if i:
                 out.append(",")
-            _serialize(item, out)
+            _serialize(item, out, feed)
+            if feed is not None and len(out) >= _FLUSH_PARTS:
+                feed()
         out.append("]")
     elif type(value) is dict:
+        ascii_keys = True
         for key in value:
             if type(key) is not str:
                 raise CanonicalizationError(f"object key must be a string, got {type(key).__name__}")
+            ascii_keys = ascii_keys and key.isascii()
         out.append("{")
-        # RFC 8785 §3.2.3: sort by UTF-16 code units.
-        for i, key in enumerate(sorted(value, key=_utf16_key)):
+        # RFC 8785 §3.2.3: sort by UTF-16 code units (for ASCII keys, the order of the strings).
+        for i, key in enumerate(sorted(value) if ascii_keys else sorted(value, key=_utf16_key)):
             if i:
                 out.append(",")
-            out.append(_quote(key))
+            if len(key) <= _FLUSH_CHARS:
+                out.append(_quote(key))
+            else:
+                _long_string(key, out, feed)
             out.append(":")
-            _serialize(value[key], out)
+            _serialize(value[key], out, feed)
+            if feed is not None and len(out) >= _FLUSH_PARTS:
+                feed()
         out.append("}")
     else:
         raise CanonicalizationError(f"{type(value).__name__} is not a JSON value")
+
+
+def _long_string(text: str, out: list[str], feed: Callable[[], None] | None) -> None:
+    """A quoted string of more than ``_FLUSH_CHARS`` characters, escaped ``_PIECE_CHARS`` at a time (escaping is
+    per character, so the pieces join to ``_quote(text)``), each piece fed to a streamed hash as it is made."""
+    out.append('"')
+    for start in range(0, len(text), _PIECE_CHARS):
+        piece = text[start : start + _PIECE_CHARS]
+        if len(_NEEDS_ESCAPE.findall(piece, 0, 4096)) > 64:  # dense with escapes: one C pass, no callbacks
+            out.append(piece.translate(_ESCAPE_TABLE))
+        else:
+            out.append(_NEEDS_ESCAPE.sub(_escape_char, piece))
+        if feed is not None:
+            feed()
+    out.append('"')
 
 
 def _utf16_key(key: str) -> bytes:
@@ -176,6 +238,10 @@ _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
 def _escape_char(match: re.Match[str]) -> str:
     ch = match.group()
     return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
+
+
+#: the same escapes as a ``str.translate`` table
+_ESCAPE_TABLE = {code: _ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in (*range(0x20), 0x22, 0x5C)}
 
 
 def _quote(text: str) -> str:

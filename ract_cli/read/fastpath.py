@@ -61,6 +61,10 @@ _EXPONENT = re.compile(rb"e[+-]").search
 _INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]").search
 _BIG_INT = re.compile(rb"[:,\[]-?(?:9\d{18}|\d{20,})[,}\]]").search
 _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
+#: Longer lines are not proven here (``read.line.BIG_LINE_BYTES``): the sorted dump this path compares
+#: against would be a second copy of the line, next to the parsed values and the line itself. The
+#: reference path judges them in bounded memory; the native core proves them without a copy.
+BIG_LINE_BYTES = 4 << 20
 
 
 # --- payload checks generated from the kind definitions ---------------------
@@ -155,12 +159,17 @@ _PAYLOAD_FROM = 150
 _PAYLOAD_BEFORE_END = 156
 
 
-def fast_analyze(body: bytes, schema_version: int) -> tuple[Event, str] | None:
+def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, str] | None:
     """``(event, hash)`` when the line is a fully valid event; else ``None`` (ask the reference path).
 
     Any key order and ``json.dumps``' default separators take this path: see
     ``_written_as_orjson_would`` for why such a line's orjson parse is exact.
+    A line longer than ``BIG_LINE_BYTES`` is left to the reference path.
     """
+    if len(body) > BIG_LINE_BYTES:
+        return None
+    if type(body) is not bytes:
+        body = bytes(body)
     try:
         obj = _loads(body)
     except orjson.JSONDecodeError:
@@ -252,9 +261,10 @@ def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] 
 # --- which core proves lines (SPEC §11) ---------------------------------------------
 
 
-def native_analyze(body: bytes, schema_version: int) -> tuple[Event, str] | None:
+def native_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, str] | None:
     """``fast_analyze``'s answer from the native core: parse, envelope, payload (from the same compiled
-    kinds table) and hash in C, for any layout; ``None`` hands the line to the Python path."""
+    kinds table) and hash in C, for any layout and length (a view of a long line is read in place, its
+    canonical form hashed as it is written); ``None`` hands the line to the Python path."""
     verifier = _NATIVE_VERIFIERS.get(schema_version) or _native_verifier(schema_version)
     found: tuple[Event, str] | None = verifier.check_line(body, full=True)
     return found
@@ -273,7 +283,7 @@ def _native_verifier(schema_version: int) -> Any:
 
 
 #: the function that proves lines now (``use_core`` chooses it; the reader calls it through this name)
-prove: Callable[[bytes, int], tuple[Event, str] | None] = fast_analyze
+prove: Callable[[bytes | memoryview, int], tuple[Event, str] | None] = fast_analyze
 
 
 def use_core(name: str) -> None:

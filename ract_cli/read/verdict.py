@@ -9,11 +9,13 @@ from collections.abc import Callable
 from ract_cli.read import fastpath
 from ract_cli.read.framing import _torn_tail_problem, split_line_ending
 from ract_cli.read.line import (
+    BIG_LINE_BYTES,
     MAX_LINE_NODES,
     LineResult,
     Problem,
     _too_many_nodes_problem,
     analyze_line,
+    line_body,
     too_many_nodes,
 )
 
@@ -59,11 +61,18 @@ def line_result(
         result = LineResult(None, None, [_too_many_nodes_problem()], parsed=False)
     else:
         if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
-            proven = fastpath.prove(raw[:-1], schema_version)  # the common case, inlined: a clean "\n" line
+            # the common case, inlined: a clean "\n" line (a huge one as a view: no copy of it)
+            body = raw[:-1] if len(raw) <= BIG_LINE_BYTES else memoryview(raw)[:-1]
+            proven = fastpath.prove(body, schema_version)
             if proven is not None:
                 return LineResult(proven[0], proven[1], [])
-        body, has_newline = split_line_ending(raw)
-        result = analyze(body, schema_version)
+            result, has_newline = analyze_line(body, schema_version, fast=False), True  # prove already said no
+        elif analyze is analyze_line:
+            view, has_newline = line_body(raw)
+            result = analyze_line(view, schema_version)
+        else:
+            plain, has_newline = split_line_ending(raw)
+            result = analyze(plain, schema_version)
     if not has_newline:
         if not result.parsed and result.problems[0].code in ("MALFORMED_LINE", "DUPLICATE_KEY"):
             # A last line cut short by a killed writer.
