@@ -113,7 +113,11 @@ def _edit(lines: list[bytes], rng: random.Random, kind: str, at: int | None = No
 EDITS = ("duplicate", "delete", "swap", "flip", "garbage", "blank", "crlf", "non_object")
 
 
-@settings(max_examples=int(os.environ.get("RACT_CHAIN_EXAMPLES", "30")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=int(os.environ.get("RACT_CHAIN_EXAMPLES", "30")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     seed=st.integers(0, 2**32 - 1),
     edits=st.lists(st.sampled_from(EDITS), min_size=0, max_size=6),

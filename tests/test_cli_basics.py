@@ -208,7 +208,10 @@ WORDING = [
     (["verify", "--schema-version", "0"], "Invalid value for '--schema-version': 0 is not in the range 1<=x<=9."),
     (["project", "--max-items", "0"], "Invalid value for '--max-items': 0 is not in the range x>=1."),
     (["project", "--max-line-bytes", "-5"], "Invalid value for '--max-line-bytes': -5 is not in the range x>=1."),
-    (["project", "--format", "yaml"], "Invalid value for '--format': 'yaml' is not one of 'text', 'json', 'markdown', 'html'."),
+    (
+        ["project", "--format", "yaml"],
+        "Invalid value for '--format': 'yaml' is not one of 'text', 'json', 'markdown', 'html'.",
+    ),
     (["verify", "--dialect", "foo"], "Invalid value for '--dialect': 'foo' is not one of 'auto', 'ract', 'raxol'."),
     (["replay", "--format", "csv"], "Invalid value for '--format': 'csv' is not one of 'text', 'jsonl'."),
     (["repair", "--max-line-bytes", "lots"], "Invalid value for '--max-line-bytes': 'lots' is not a valid integer."),
