@@ -283,13 +283,8 @@ def hostile(tmp_path_factory) -> Path:
     return path
 
 
-def on_a_terminal(*args: str) -> tuple[int, bytes]:
-    """Run ``ract`` with stdout on a pseudo-terminal; its exit code and everything it showed."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [*RACT, *args], stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"}
-    )
-    os.close(slave)
+def read_until_closed(master: int) -> list[bytes]:
+    """What a child wrote to its side of a pseudo-terminal, until it closes it (or 30 s of silence)."""
     chunks = []
     while True:
         ready, _, _ = select.select([master], [], [], 30)
@@ -302,6 +297,17 @@ def on_a_terminal(*args: str) -> tuple[int, bytes]:
         if not data:
             break
         chunks.append(data)
+    return chunks
+
+
+def on_a_terminal(*args: str) -> tuple[int, bytes]:
+    """Run ``ract`` with stdout on a pseudo-terminal; its exit code and everything it showed."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [*RACT, *args], stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"}
+    )
+    os.close(slave)
+    chunks = read_until_closed(master)
     code = proc.wait(timeout=60)
     os.close(master)
     return code, b"".join(chunks)
@@ -351,18 +357,7 @@ def stderr_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
         env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
     )
     os.close(slave)
-    shown = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed its side
-            break
-        if not data:
-            break
-        shown.append(data)
+    shown = read_until_closed(master)
     out = proc.stdout.read() if proc.stdout is not None else b""
     code = proc.wait(timeout=60)
     os.close(master)
