@@ -203,7 +203,7 @@ class _Workers:
         self.paths = paths
         self.filter = flt
         self.options = options
-        self.sizes = [parallel.file_size(p) for p in paths]
+        self.sizes = [log_size(p) for p in paths]
         self.queue = deque(i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES)
         self.pending: dict[int, Future[bytes]] = {}
         self.limit = 2 * options.jobs

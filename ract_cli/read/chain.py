@@ -11,6 +11,7 @@ from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import ERROR, Finding, error, exit_code_for, warning
 from ract_cli.format.json_types import Event
 from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.discovery import LOG_FILE_NAMES
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.idset import _IdSet
 from ract_cli.read.line import LineResult
@@ -303,7 +304,7 @@ class ChainState:
                 )
             return
         p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
-        if p.name in ("events.jsonl", "events.jsonl.gz") and self.run_id is not None and p.parent.name != self.run_id:
+        if p.name in LOG_FILE_NAMES and self.run_id is not None and p.parent.name != self.run_id:
             self.add(
                 warning(
                     "RUN_DIR_MISMATCH",

@@ -47,11 +47,6 @@ def is_compressed(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def is_stream(path: str | os.PathLike[str]) -> bool:
-    """Whether the log can only be read front to back once decoded (stdin, gzip): no seeking, no chunks."""
-    return is_stdin(path) or is_compressed(path)
-
-
 def log_size(path: str | os.PathLike[str]) -> int:
     """The bytes a progress bar counts for ``path``: 0 for stdin or a path that cannot be seen.
 

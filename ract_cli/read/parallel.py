@@ -35,7 +35,7 @@ from ract_cli.format.json_types import Event, Payload
 from ract_cli.read import fastpath
 from ract_cli.read.chain import ChainState
 from ract_cli.read.dialect import resolve_dialect
-from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
+from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
 from ract_cli.read.line import LineResult, Problem, has_record_shape
@@ -67,11 +67,6 @@ _PackedOther = tuple[int, Event | None, str | None, tuple[_PackedProblem, ...], 
 _PackedSkipped = tuple[int]
 #: one line as a worker sends it back: 10 items for a clean event, 5 for another line, 1 for a skipped one
 PackedLine = _PackedEvent | _PackedOther | _PackedSkipped
-
-
-def file_size(path: str | os.PathLike[str]) -> int:
-    """Bytes for planning work across processes (``files.log_size``: 0 for stdin or an unreadable path)."""
-    return log_size(path)
 
 
 def split_ranges(

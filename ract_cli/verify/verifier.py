@@ -17,8 +17,9 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.model import HEX64
 from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
+from ract_cli.read.files import log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.read.parallel import POOL_FAILURES, can_split, file_size, make_pool, scan_file
+from ract_cli.read.parallel import POOL_FAILURES, can_split, make_pool, scan_file
 
 if TYPE_CHECKING:
     from ract_cli.proofs.checkpoint import CheckpointReport
@@ -242,7 +243,7 @@ def verify_paths(
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     check_options(options, len(found.files) + len(found.findings))
     report = VerifyReport(findings=list(found.findings))
-    sizes = [file_size(p) for p in found.files]
+    sizes = [log_size(p) for p in found.files]
     total = sum(sizes)
     done = 0
 
