@@ -2085,8 +2085,23 @@ static PyObject *build(const Line *L, uint32_t ni)
     return NULL;
 }
 
-/* The payload with only the kind's keep keys, in the line's order. */
-static PyObject *build_kept(const Line *L, const KindEntry *k)
+/* Whether a payload key is one the kind keeps (keep) or documents (!keep). */
+static int key_wanted(const KindEntry *k, int keep, const uint8_t *kp, uint32_t kl)
+{
+    uint32_t n = keep ? k->nkeep : k->nfields;
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t len = keep ? k->keep[j].len : k->fields[j].nlen;
+        const char *s = keep ? k->keep[j].s : k->fields[j].name;
+        if (len == kl && memcmp(s, kp, kl) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* The payload with only the kind's keep keys (keep), or only its documented fields (!keep: all
+ * its Python validator reads, the fields and the invariants over them, so a huge undocumented
+ * value is never built just to be judged), in the line's order. */
+static PyObject *build_kept(const Line *L, const KindEntry *k, int keep)
 {
     const Node *n = &L->nodes[L->val[K_PAYLOAD]];
     PyObject *d = PyDict_New();
@@ -2097,9 +2112,9 @@ static PyObject *build_kept(const Line *L, const KindEntry *k)
         const Node *kn = &L->nodes[ki];
         const uint8_t *kp = str_ptr(L, kn);
         uint32_t kl = kn->u.s.len;
-        for (uint32_t j = 0; j < k->nkeep; j++) {
-            if (k->keep[j].len != kl || memcmp(k->keep[j].s, kp, kl) != 0)
-                continue;
+        do {
+            if ((kn->flags & S_LAZY) || !key_wanted(k, keep, kp, kl))
+                break; /* (a key left undecoded is longer than any name) */
             PyObject *key = make_cached(kp, kl, kn->flags & S_ASCII), *val = key ? build(L, kn->next) : NULL;
             int rc = val ? PyDict_SetItem(d, key, val) : -1;
             Py_XDECREF(key);
@@ -2108,8 +2123,7 @@ static PyObject *build_kept(const Line *L, const KindEntry *k)
                 Py_DECREF(d);
                 return NULL;
             }
-            break;
-        }
+        } while (0);
         ki = L->nodes[kn->next].next;
     }
     return d;
@@ -2205,7 +2219,7 @@ static PyObject *line_result(Line *L, int full, Repeats *R)
     }
     PyObject *payload = NULL;
     if (L->kind->want == 1 || L->need_py) {
-        payload = build_object(L, L->val[K_PAYLOAD], NULL);
+        payload = L->kind->want == 1 ? build_object(L, L->val[K_PAYLOAD], NULL) : build_kept(L, L->kind, 0);
         if (!payload)
             return NULL;
         if (L->need_py) {
@@ -2218,7 +2232,7 @@ static PyObject *line_result(Line *L, int full, Repeats *R)
         if (L->kind->want != 1)
             Py_CLEAR(payload);
     }
-    if (L->kind->want == 2 && !(payload = build_kept(L, L->kind)))
+    if (L->kind->want == 2 && !(payload = build_kept(L, L->kind, 1)))
         return NULL;
     PyObject *t = PyTuple_New(9);
     if (!t) {
@@ -2669,7 +2683,7 @@ static int resolve_python(Line *L)
 {
     if (L->status != ST_OK || !L->need_py)
         return 0;
-    PyObject *payload = build_object(L, L->val[K_PAYLOAD], NULL);
+    PyObject *payload = build_kept(L, L->kind, 0); /* what the validator reads, no more */
     if (!payload)
         return -1;
     int ok = python_verdict(L, payload);
@@ -2708,10 +2722,37 @@ static int chain_take(Chain *C, Line *L)
     return 1;
 }
 
+/* Lines 0..k-1 of the workspace (src and len set): parse, checks, canonical form and hash with
+ * the GIL released, then (GIL held) the doubles that need dtoa and the rest of their checks.
+ * 0 ok, -1 exception set. */
+static int stage_chunk(Workspace *ws, int k, const Verifier *V)
+{
+    int dbl = 0;
+    EVP_MD_CTX *ctx = ws->ctx;
+    Py_BEGIN_ALLOW_THREADS
+    for (int j = 0; j < k; j++) {
+        stage_one(&ws->lines[j], ctx, V);
+        dbl |= ws->lines[j].status == ST_NEED_DBL;
+    }
+    Py_END_ALLOW_THREADS
+    if (dbl) {
+        for (int j = 0; j < k; j++)
+            if (ws->lines[j].status == ST_NEED_DBL && stage_doubles(&ws->lines[j]) < 0)
+                return -1;
+        Py_BEGIN_ALLOW_THREADS
+        for (int j = 0; j < k; j++)
+            if (ws->lines[j].status == ST_READY)
+                finish_check(&ws->lines[j], ctx);
+        Py_END_ALLOW_THREADS
+    }
+    return 0;
+}
+
 /* A batch: the loop over the lines runs here, in chunks whose parse, checks, canonical
  * form and hash run with the GIL released. chain (Verifier mode only): see
  * Verifier.check_lines; *taken counts the lines taken in C. */
-static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *chain, Py_ssize_t *taken)
+static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *chain, Py_ssize_t *taken,
+                           Py_ssize_t compact_from)
 {
     int taking = chain != NULL;
     /* A tuple of our own: the caller's list may change while the GIL is released. */
@@ -2752,24 +2793,8 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
             bytes += L->len;
             k++;
         }
-        int dbl = 0;
-        EVP_MD_CTX *ctx = ws->ctx;
-        Py_BEGIN_ALLOW_THREADS
-        for (int j = 0; j < k; j++) {
-            stage_one(&ws->lines[j], ctx, V);
-            dbl |= ws->lines[j].status == ST_NEED_DBL;
-        }
-        Py_END_ALLOW_THREADS
-        if (dbl) {
-            for (int j = 0; j < k; j++)
-                if (ws->lines[j].status == ST_NEED_DBL && stage_doubles(&ws->lines[j]) < 0)
-                    goto fail;
-            Py_BEGIN_ALLOW_THREADS
-            for (int j = 0; j < k; j++)
-                if (ws->lines[j].status == ST_READY)
-                    finish_check(&ws->lines[j], ctx);
-            Py_END_ALLOW_THREADS
-        }
+        if (stage_chunk(ws, k, V) < 0)
+            goto fail;
         for (int j = 0; j < k; j++) {
             Line *L = &ws->lines[j];
             PyObject *r;
@@ -2782,10 +2807,10 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
                     r = L->kind->want ? line_result(L, 0, &R) : Py_NewRef(Py_None);
                 } else {
                     taking = 0; /* from here on the caller decides, line by line */
-                    r = line_result(L, 1, &R);
+                    r = line_result(L, compact_from < 0 || L->len < (size_t)compact_from, &R);
                 }
             } else
-                r = line_result(L, chain ? 1 : full, &R);
+                r = line_result(L, chain ? compact_from < 0 || L->len < (size_t)compact_from : full, &R);
             if (!r)
                 goto fail;
             PyList_SET_ITEM(result, i + j, r);
@@ -2826,7 +2851,7 @@ PyDoc_STRVAR(check_lines_doc,
 
 static PyObject *core_check_lines(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
-    return run_lines(arg, NULL, 1, NULL, NULL);
+    return run_lines(arg, NULL, 1, NULL, NULL, -1);
 }
 
 PyDoc_STRVAR(canonical_doc,
@@ -2935,7 +2960,8 @@ static PyObject *verifier_check_line(Verifier *V, PyObject *args, PyObject *kw)
 }
 
 PyDoc_STRVAR(v_check_lines_doc,
-             "check_lines(bodies: Sequence[bytes], *, full: bool = False, chain: Chain | None = None)\n\n"
+             "check_lines(bodies: Sequence[bytes], *, full: bool = False, chain: Chain | None = None,\n"
+             "            compact_from: int = -1)\n\n"
              "check_line over a batch -> list[tuple | None]: the parse, checks, canonical form and\n"
              "hash run in C with the GIL released (threads may check parts of one file in parallel).\n\n"
              "chain=Chain(...) -> (taken, results): the leading lines that take ChainState.feed's\n"
@@ -2944,17 +2970,20 @@ PyDoc_STRVAR(v_check_lines_doc,
              "in C, which updates the chain as that path does (ids, prev_ts, last_ts, events,\n"
              "expected_prev = the line's hash). results[i] for i < taken is the compact tuple for a\n"
              "payload kind, else None; from the first line not taken on, results[i] is what\n"
-             "check_line(body, full=True) gives, and the caller judges those lines itself.");
+             "check_line(body, full=True) gives, and the caller judges those lines itself; a line of\n"
+             "at least compact_from bytes (when given) comes back as the compact tuple instead (no\n"
+             "payload built beyond what a taken line carries: the bounded memory of a huge line).");
 
 static PyObject *verifier_check_lines(Verifier *V, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"", "full", "chain", NULL};
+    static char *names[] = {"", "full", "chain", "compact_from", NULL};
     PyObject *bodies, *chain = Py_None;
     int full = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pO", names, &bodies, &full, &chain))
+    Py_ssize_t compact_from = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$pOn", names, &bodies, &full, &chain, &compact_from))
         return NULL;
     if (chain == Py_None)
-        return run_lines(bodies, V, full, NULL, NULL);
+        return run_lines(bodies, V, full, NULL, NULL, -1);
     if (!PyObject_TypeCheck(chain, &ChainType)) {
         PyErr_SetString(PyExc_TypeError, "chain must be a ract_cli._core.Chain");
         return NULL;
@@ -2964,10 +2993,128 @@ static PyObject *verifier_check_lines(Verifier *V, PyObject *args, PyObject *kw)
         return NULL;
     }
     Py_ssize_t taken = 0;
-    PyObject *results = run_lines(bodies, V, 0, (Chain *)chain, &taken);
+    PyObject *results = run_lines(bodies, V, 0, (Chain *)chain, &taken, compact_from);
     if (!results)
         return NULL;
     return Py_BuildValue("(nN)", taken, results);
+}
+
+/* The next line of s[p, n) that chain mode may take: its body length, or -1 when it is not one
+ * (no newline, empty, not '{' first, "\r\n", a body longer than max_line). */
+static inline Py_ssize_t clean_line(const uint8_t *s, size_t n, size_t p, size_t max_line)
+{
+    const uint8_t *nl = p < n ? memchr(s + p, '\n', n - p) : NULL;
+    if (!nl)
+        return -1;
+    size_t len = (size_t)(nl - (s + p));
+    if (len == 0 || len > max_line || s[p] != '{' || s[p + len - 1] == '\r')
+        return -1;
+    return (Py_ssize_t)len;
+}
+
+/* One entry of check_block's found list: (index, offset, compact). NULL: exception set. */
+static PyObject *found_item(Py_ssize_t index, size_t offset, PyObject *compact)
+{
+    PyObject *t = PyTuple_New(3), *a = t ? PyLong_FromSsize_t(index) : NULL, *b = a ? PyLong_FromSize_t(offset) : NULL;
+    if (!b) {
+        Py_XDECREF(a);
+        Py_XDECREF(t);
+        Py_DECREF(compact);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, a);
+    PyTuple_SET_ITEM(t, 1, b);
+    PyTuple_SET_ITEM(t, 2, compact);
+    return t;
+}
+
+PyDoc_STRVAR(v_check_block_doc,
+             "check_block(block: bytes, start: int, *, chain: Chain, max_line: int)\n"
+             "    -> (stop, taken, last, found)\n\n"
+             "Chain mode over the lines of block from byte start on, framed in C: each line is taken\n"
+             "as check_lines(..., chain=) takes one, up to the first that is not taken or does not\n"
+             "look clean (no newline, empty, not '{' first, \"\\r\\n\", a body over max_line bytes).\n"
+             "stop: the offset of that line (len(block) when every line was taken); taken: the lines\n"
+             "taken; last: the offset of the last line taken (-1: none); found: (index, offset, compact)\n"
+             "for each taken line of a payload kind, index counting the lines from start. Chunks start\n"
+             "at one line and double, so a stop just after a resume costs one line's check.");
+
+static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"", "", "chain", "max_line", NULL};
+    PyObject *block, *chain = NULL;
+    Py_ssize_t start, max_line = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!n", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
+                                     &max_line))
+        return NULL;
+    const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(block);
+    size_t n = (size_t)PyBytes_GET_SIZE(block);
+    if (!chain || max_line < 0 || start < 0 || (size_t)start > n) {
+        PyErr_SetString(PyExc_ValueError, "check_block needs chain=, max_line >= 0 and 0 <= start <= len(block)");
+        return NULL;
+    }
+    Chain *C = (Chain *)chain;
+    PyObject *found = PyList_New(0);
+    Workspace *ws = found ? ws_get() : NULL;
+    Repeats R = {NULL, NULL, NULL};
+    if (!ws) {
+        if (found)
+            PyErr_NoMemory();
+        goto fail;
+    }
+    size_t pos = (size_t)start;
+    Py_ssize_t taken = 0, last = -1;
+    int chunk = 1, stopped = 0;
+    while (!stopped) {
+        int k = 0;
+        size_t p = pos, bytes = 0;
+        Py_ssize_t len;
+        while (k < chunk && bytes < CHUNK_BYTES && (len = clean_line(s, n, p, (size_t)max_line)) >= 0) {
+            ws->lines[k].src = s + p;
+            ws->lines[k].len = (size_t)len;
+            k++;
+            bytes += (size_t)len + 1;
+            p += (size_t)len + 1;
+        }
+        stopped = k < chunk && bytes < CHUNK_BYTES; /* (the line at p is not clean, or there is none) */
+        if (k == 0)
+            break;
+        if (stage_chunk(ws, k, V) < 0)
+            goto fail;
+        for (int j = 0; j < k; j++) {
+            Line *L = &ws->lines[j];
+            int t = resolve_python(L) < 0 ? -1 : chain_take(C, L);
+            if (t < 0)
+                goto fail;
+            if (!t) {
+                stopped = 1;
+                break;
+            }
+            if (L->kind->want) {
+                PyObject *r = line_result(L, 0, &R), *item = r ? found_item(taken, pos, r) : NULL;
+                int rc = item ? PyList_Append(found, item) : -1;
+                Py_XDECREF(item);
+                if (rc < 0)
+                    goto fail;
+            }
+            last = (Py_ssize_t)pos;
+            pos += L->len + 1;
+            taken++;
+        }
+        if (chunk < CHUNK_LINES)
+            chunk *= 2;
+    }
+    repeats_clear(&R);
+    ws_put(ws);
+    PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)pos, taken, last, found);
+    Py_DECREF(found);
+    return res;
+fail:
+    repeats_clear(&R);
+    if (ws)
+        ws_put(ws);
+    Py_XDECREF(found);
+    return NULL;
 }
 
 static PyObject *verifier_kinds(Verifier *V, PyObject *Py_UNUSED(ignored))
@@ -2997,6 +3144,8 @@ static PyMethodDef verifier_methods[] = {
     {"check_line", (PyCFunction)(void (*)(void))verifier_check_line, METH_VARARGS | METH_KEYWORDS, v_check_line_doc},
     {"check_lines", (PyCFunction)(void (*)(void))verifier_check_lines, METH_VARARGS | METH_KEYWORDS,
      v_check_lines_doc},
+    {"check_block", (PyCFunction)(void (*)(void))verifier_check_block, METH_VARARGS | METH_KEYWORDS,
+     v_check_block_doc},
     {"kinds", (PyCFunction)verifier_kinds, METH_NOARGS, "kinds() -> dict: how each kind is checked (for tests)."},
     {NULL, NULL, 0, NULL},
 };

@@ -21,6 +21,9 @@ Cases (``--mb`` sets the size of the value):
 * ``uescape``: ``json.dumps`` defaults (``\\uXXXX`` for every non-ASCII character, ``", "``):
   valid, but not in canonical layout, so the exact path runs;
 * ``strings``: an array of 60-character strings (fewer values than MAX_LINE_NODES);
+* ``many_strings``, ``many_keys``, ``many_objects``, ``many_floats``: as many values as
+  MAX_LINE_NODES lets through (strings in an array, members of one object, small objects, floats
+  that are not small integers), each as long as ``--mb`` allows;
 * ``tampered``: ``ascii`` with one byte of the string changed (HASH_MISMATCH);
 * ``nested``: a line of ``[0],`` arrays (more values than MAX_LINE_NODES: MALFORMED_LINE);
 * ``malformed``: ``ascii`` without the closing quote of the string (MALFORMED_LINE);
@@ -43,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, MAX_LINE_NODES
 
 RUN_ID = "a" * 32
 STARTED = {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "predicate_count": 1, "coverage_gate": 0.85}
@@ -106,6 +109,19 @@ def case_bytes(name: str, size: int, limit: int) -> bytes:
         return log_bytes(_fit("aé中😀", size, dumps=True), layout="dumps")
     if name == "strings":  # many short values (under MAX_LINE_NODES): one Python object each
         return log_bytes(["s" * 60] * (size // 63))
+    # as many values as the bound lets through (less a margin for the envelope), each as long as fits
+    if name == "many_strings":
+        count = MAX_LINE_NODES - 100
+        return log_bytes(["s" * max(1, size // count - 3)] * count)
+    if name == "many_keys":  # one object: a key and a value per member
+        count = MAX_LINE_NODES // 2 - 100
+        width = max(8, size // count - 6)
+        return log_bytes({f"{i:0{width}d}": i for i in range(count)})
+    if name == "many_objects":  # small objects of two members: five counted per object
+        count = MAX_LINE_NODES // 5 - 100
+        return log_bytes([{"name": "x" * max(1, size // count - 30), "n": i} for i in range(count)])
+    if name == "many_floats":  # numbers that are not small integers
+        return log_bytes([i * 1.000000001e100 for i in range(1, MAX_LINE_NODES - 100)])
     if name == "tampered":
         data = bytearray(log_bytes("x" * size))
         data[1000] = ord("y")
@@ -136,6 +152,10 @@ CASES = (
     "escape1",
     "uescape",
     "strings",
+    "many_strings",
+    "many_keys",
+    "many_objects",
+    "many_floats",
     "tampered",
     "nested",
     "malformed",

@@ -11,6 +11,8 @@ handles, on logs edited at random across batch boundaries.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import random
 from pathlib import Path
@@ -19,7 +21,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ract_cli.read import core
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read import chain_mode, core
+from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import write_benchmark_log
 
@@ -37,7 +42,8 @@ def verdict(reader: ChainReader) -> tuple[object, ...]:
         state.first_ts,
         state.last_ts,
         state.first_integrity_failure,
-        sorted((h.kind, h.event_id, h.line) for h in state.handles.open_handles()),
+        sorted((h.kind, h.event_id, h.line, h.offset, h.queue_key) for h in state.handles.open_handles()),
+        {h.event_id: h.event for h in state.handles.open_handles()},  # what each open keeps, payload and all
         state.handles.synthesized_closes,
         state.not_a_log,
     )
@@ -177,3 +183,47 @@ def test_a_clean_log_is_taken_whole_in_c(
     found, broken_at, _ = search(path, "tool.called", True)
     assert broken_at is None and found and all(event["kind"] == "tool.called" for *_, event in found)
     assert [raw for _, _, raw, _ in found] == [line for line in base_lines if b'"kind":"tool.called"' in line]
+
+
+def _with_blobs(lines: list[bytes], at: set[int], size: int) -> list[bytes]:
+    """``lines`` re-chained, the events at ``at`` carrying an undocumented ``blob`` of ``size`` bytes."""
+    out, prev = [], GENESIS_HASH
+    for i, line in enumerate(lines):
+        event = json.loads(line)
+        if i in at:
+            event["payload"]["blob"] = {"text": "x" * size + "\u00e9\U0001f600", "n": [i, 1.5, None]}
+        event["prev_hash"] = prev
+        event.pop("hash")
+        event["hash"] = prev = hashlib.sha256(jcs_exact(event)).hexdigest()
+        out.append(jcs_exact(event) + b"\n")
+    return out
+
+
+@pytest.mark.parametrize("kind", ("none", *EDITS))
+def test_long_lines_go_to_c_alone_and_agree(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Lines longer than BATCH_LINE_BYTES (the first line, opens, closes, kinds a search wants) are
+    checked in C as views, compact when C does not take them: the same verdict, handles and search."""
+    lines = base_lines[:300]
+    kinds = [json.loads(line)["kind"] for line in lines]
+    at = {0, kinds.index("tool.called"), kinds.index("tool.result"), kinds.index("process.reaped"), 150, 151}
+    lines = _with_blobs(lines, at, BATCH_LINE_BYTES + 10)
+    if kind != "none":
+        for where in sorted(at)[1:4]:  # an edit on a long line, or right next to one
+            _edit(lines, random.Random(where), kind, where)
+    path = tmp_path / kind / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines))
+    batched: list[int] = []
+    take = chain_mode.Batches.take
+    monkeypatch.setattr(
+        chain_mode.Batches, "take", lambda self, b: batched.extend(len(x[2]) for x in b) or take(self, b)
+    )
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    assert (chained[2] == 0) == (kind in ("none", "crlf"))
+    clean_long = [line for line in lines if len(line) > BATCH_LINE_BYTES and line[:1] == b"{" and b"\r" not in line]
+    assert clean_long and sum(size > BATCH_LINE_BYTES for size in batched) == len(clean_long)  # each went to C
+    for wanted in WANTED:
+        assert search(path, wanted, True) == search(path, wanted, False)

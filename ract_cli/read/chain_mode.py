@@ -1,7 +1,7 @@
 """The native core's chain mode: runs of clean lines verified and chained in C, in batches.
 
 ``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, no
-``\\r``, at most ``BATCH_LINE_BYTES``) and hands each batch to ``_core.Verifier.check_lines(...,
+``\\r``, not ``too_many_nodes``) and hands each batch to ``_core.Verifier.check_lines(...,
 chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
 (a valid event that links on, same run, clock not going back, a new id) and
 keeps the chain, the ids and the clock; for each taken open or close, and each
@@ -22,8 +22,8 @@ from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS, VALIDATORS
 from ract_cli.read import core
 from ract_cli.read.chain import ChainState
-from ract_cli.read.handles import HANDLE_KINDS
-from ract_cli.read.line import LineResult, has_record_shape
+from ract_cli.read.handles import HANDLE_PAYLOAD_KEYS
+from ract_cli.read.line import MAX_LINE_NODES, LineResult, has_record_shape
 from ract_cli.read.verdict import line_result
 
 #: one batched line: (line number, offset, raw bytes with their "\n")
@@ -31,10 +31,12 @@ Line = tuple[int, int, bytes]
 #: an event to hand out: (line number, offset, raw bytes, the event)
 Candidate = tuple[int, int, bytes, Event]
 
-#: lines and bytes per call into C, and the longest line batched (a longer one goes line by line)
+#: lines and bytes per call into C, and the longest line batched with others: a longer one is a batch
+#: of its own, handed to C as a view (no copy), once ``too_many_nodes`` has passed it (C does not
+#: count values; no line of at most MAX_LINE_NODES bytes can hold more)
 BATCH_LINES = 512
 BATCH_BYTES = 4 << 20
-BATCH_LINE_BYTES = 1 << 20
+BATCH_LINE_BYTES = min(1 << 20, MAX_LINE_NODES)
 
 
 class Batches:
@@ -65,7 +67,9 @@ class Batches:
         """
         state, chain, wanted = self.state, self.chain, self.wanted
         state.to_native(chain)
-        taken, results = self.verifier.check_lines([raw[:-1] for _, _, raw in batch], chain=chain)
+        bodies = [raw[:-1] if len(raw) <= BATCH_LINE_BYTES else memoryview(raw)[:-1] for _, _, raw in batch]
+        taken, results = self.verifier.check_lines(bodies, chain=chain, compact_from=BATCH_LINE_BYTES + 1)
+        del bodies
         out: list[Candidate] = []
         if taken:
             state.from_native(chain, batch[taken - 1][0])
@@ -81,11 +85,12 @@ class Batches:
         for i in range(taken, len(batch)):  # from the first line C did not take: ChainState decides
             line_no, start, raw = batch[i]
             proven = results[i]
-            result = (
-                LineResult(proven[0], proven[1], [])
-                if proven is not None
-                else line_result(raw, self.schema_version, self.max_line_bytes)
-            )
+            if proven is None:
+                result = line_result(raw, self.schema_version, self.max_line_bytes)
+            elif len(proven) == 9:  # a long valid line, compact: its payload only if a handle or wanted kind
+                result = LineResult(_event(proven), proven[7], [])
+            else:
+                result = LineResult(proven[0], proven[1], [])
             state.feed(result, line_no, start)
             if not state.saw_record:
                 state.saw_record = has_record_shape(raw, result)
@@ -113,6 +118,8 @@ class Batches:
             elif (earlier := self.where_trust_ends(failure)) is not None:
                 out.append(earlier)
         if event is not None and not (out and out[-1][0] == line_no):
+            if event["payload"] is None:  # a long line of a kind not asked for, compact: read it now
+                event = orjson.loads(raw)
             out.append((line_no, start, raw, event))
 
     def where_trust_ends(self, failure: int) -> Candidate | None:
@@ -132,6 +139,7 @@ KindTest = Callable[[str], bool]
 
 
 def _event(compact: tuple[Any, ...]) -> Event:
+    """The event of a compact result; its payload None when C built none (not a handle kind, not wanted)."""
     ident, run_id, step_id, parent_id, ts, kind, prev, stored, payload = compact
     return {
         "id": ident,
@@ -146,16 +154,20 @@ def _event(compact: tuple[Any, ...]) -> Event:
     }
 
 
-#: compiled verifiers, per (schema version, kinds whose payload comes back)
+#: compiled verifiers, per (schema version, kinds whose whole payload comes back)
 _VERIFIERS: dict[tuple[int, frozenset[str]], Any] = {}
 
 
 def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
-    kinds = HANDLE_KINDS | frozenset(k.name for k in KINDS if wanted is not None and wanted(k.name))
-    verifier = _VERIFIERS.get((schema_version, kinds))
+    wanted_kinds = frozenset(k.name for k in KINDS if wanted is not None and wanted(k.name))
+    verifier = _VERIFIERS.get((schema_version, wanted_kinds))
     if verifier is None:
         assert core.NATIVE is not None
-        verifier = _VERIFIERS[(schema_version, kinds)] = core.NATIVE.compile_kinds(
-            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=kinds
+        # a wanted kind's whole payload (None); of a handle kind, only what the tracker reads
+        payload_kinds: dict[str, frozenset[str] | None] = {kind: None for kind in wanted_kinds}
+        for kind, keys in HANDLE_PAYLOAD_KEYS.items():
+            payload_kinds.setdefault(kind, keys)
+        verifier = _VERIFIERS[(schema_version, wanted_kinds)] = core.NATIVE.compile_kinds(
+            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=payload_kinds
         )
     return verifier

@@ -73,6 +73,16 @@ def _kept(kind: str, event: Event) -> Event:
     return kept
 
 
+#: what ``HandleTracker.feed`` reads of a payload: its keys per handle kind (an open keeps its
+#: ``_KEPT_PAYLOAD_KEYS``; every one may name its queue, its open, or say it was synthesized). The
+#: native chain mode builds only these of a handle kind's payload: a huge undocumented value of an
+#: open is never built to be dropped (issue 15, item 8).
+_READ_KEYS = frozenset({"synthesized", "source_event_id", "tool", "provider", "intent_id", "milestone_id"})
+HANDLE_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
+    kind: _KEPT_PAYLOAD_KEYS.get(kind, frozenset()) | _READ_KEYS for kind in sorted(HANDLE_KINDS)
+}
+
+
 #: the FIFO queue family of each open and close that has one
 _QUEUE_FAMILY = {
     "tool.called": "tool",

@@ -180,24 +180,26 @@ def _too_deep_problem() -> Problem:
     return Problem("MALFORMED_LINE", f"nested deeper than {MAX_NESTING} levels of arrays and objects")
 
 
-#: The most values one line may hold: its ``,``, ``[`` and ``{`` bytes outside strings (issue 15, item 8).
-#: Parsing builds one Python object per value (~60-80 bytes each whatever its size in the line: a
-#: 24 MB line of ``[0],`` held 1.3 GiB), so without a bound the memory of one line is ~20x its
-#: bytes. A million is far above any real event (the payloads of the kinds table hold tens of
-#: values; a 1,536-float embedding ~1,500), and keeps a line's parsed tree under ~80 MB. More is
-#: MALFORMED_LINE, decided before any parse, the same by both cores.
-MAX_LINE_NODES = 1_000_000
-_STRUCTURAL = (b",", b"[", b"{")
+#: The most values and keys one line may hold: its ``,``, ``[``, ``{`` and ``:`` bytes outside strings
+#: (issue 15, item 8). Parsing builds Python objects per value and per key (~60-500 bytes each, a
+#: key costing most: its str, its dict slot, its sort entry for the canonical form, whatever its
+#: size in the line: a 24 MB line of ``[0],`` held 1.3 GiB), so without a bound the memory of one
+#: line is many times its bytes. Half a million is far above any real event (the payloads of the
+#: kinds table hold tens of values; a 1,536-float embedding ~1,500) and keeps the peak RSS of
+#: ``verify`` on any line within the default ``--max-line-bytes`` under 200 MB with either core
+#: (docs/security.md). More is MALFORMED_LINE, decided before any parse, the same by both cores.
+MAX_LINE_NODES = 500_000
+_STRUCTURAL = (b",", b"[", b"{", b":")
 #: a string, a run outside strings, a stray quote (possessive: a long string with many escapes is one
 #: step each, never a backtracking stack)
 _TOKEN = re.compile(rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"|[^"]++|"')
 
 
 def too_many_nodes(body: Body) -> bool:
-    """Whether a line holds more than ``MAX_LINE_NODES`` values (no parse; bounded extra memory).
+    """Whether a line holds more than ``MAX_LINE_NODES`` values and keys (no parse; bounded extra memory).
 
     A line of fewer bytes cannot (one byte per value at least); else the
-    bytes ``,``, ``[``, ``{`` are counted, and only when there are more than
+    bytes ``,``, ``[``, ``{``, ``:`` are counted, and only when there are more than
     the bound anywhere are those inside strings left out (a long string full
     of commas is one value), token by token, stopping once past it.
     """
@@ -218,7 +220,7 @@ def too_many_nodes(body: Body) -> bool:
 def _too_many_nodes_problem() -> Problem:
     return Problem(
         "MALFORMED_LINE",
-        f"line holds more than {MAX_LINE_NODES:,} values (bounded so that checking one line "
+        f"line holds more than {MAX_LINE_NODES:,} values and keys (bounded so that checking one line "
         "needs bounded memory; see docs/reader.md)",
     )
 

@@ -36,6 +36,7 @@ from ract_cli.read.line import (
     LogEvent,
     analyze_line,
     has_record_shape,
+    too_many_nodes,
 )
 from ract_cli.read.verdict import line_result, not_an_object
 
@@ -160,10 +161,10 @@ class ChainReader:
         append = batch.append
         for item in lines:
             raw = item[2]
-            # a line that looks clean ({ first, \n last, no \r, not huge) goes to the batch
+            # a line that looks clean ({ first, \n last, no \r, not too many values) goes to the batch
             if raw is not None and raw[:1] == b"{" and raw[-1:] == b"\n" and raw[-2:-1] != b"\r":
                 size = len(raw)
-                if size <= BATCH_LINE_BYTES:
+                if size <= BATCH_LINE_BYTES or not too_many_nodes(raw):  # (a long line goes to C as a view)
                     append(item)  # type: ignore[arg-type]  # raw is bytes here
                     held += size
                     if len(batch) < BATCH_LINES and held < BATCH_BYTES:
