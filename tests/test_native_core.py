@@ -40,6 +40,7 @@ from kind_examples import INVARIANT_INVALID, all_field_invalid_cases, all_valid_
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
+from ract_cli.format.model import ENVELOPE_ORDER
 from ract_cli.read.line import MAX_NESTING, analyze_line, parse_exact
 
 try:
@@ -56,7 +57,6 @@ FUZZ_DIR = DATA / "native-fuzz"
 LONG = os.environ.get("RACT_LONG") == "1"
 
 INTEGRITY = frozenset({"MALFORMED_LINE", "DUPLICATE_KEY", "ENVELOPE_ERROR", "HASH_MISMATCH", "LINE_TOO_LONG"})
-ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
 #: the open kinds of read/handles.py and their closes: the payloads the reader needs
 HANDLE_KINDS = frozenset(
     {

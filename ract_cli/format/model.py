@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 from ract_cli.format.json_types import Payload
 
-ENVELOPE_KEYS: frozenset[str] = frozenset(
-    {"id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash"}
-)
+#: the envelope's keys in the schema's field order (the order the runtime writes them in)
+ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+ENVELOPE_KEYS: frozenset[str] = frozenset(ENVELOPE_ORDER)
 GENESIS_HASH = "0" * 64
 MAX_TIMESTAMP_NS = 2**63  # exclusive
 HEX32 = re.compile(r"[0-9a-f]{32}")

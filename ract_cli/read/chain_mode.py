@@ -31,11 +31,9 @@ Line = tuple[int, int, bytes]
 #: an event to hand out: (line number, offset, raw bytes, the event)
 Candidate = tuple[int, int, bytes, Event]
 
-#: lines and bytes per call into C, and the longest line batched with others: a longer one is a batch
-#: of its own, handed to C as a view (no copy), once ``too_many_nodes`` has passed it (C does not
-#: count values; no line of at most MAX_LINE_NODES bytes can hold more)
-BATCH_LINES = 512
-BATCH_BYTES = 4 << 20
+#: the longest line C frames in a block: a longer one is handed to C alone, as a view (no copy),
+#: once ``too_many_nodes`` has passed it (C does not count values; no line of at most
+#: MAX_LINE_NODES bytes can hold more)
 BATCH_LINE_BYTES = min(1 << 20, MAX_LINE_NODES)
 
 
@@ -53,6 +51,43 @@ class Batches:
         self.verifier = _verifier(schema_version, wanted)
         self.last: Line | None = None  # the last line of the batch before
         self.last_out: int | None = None  # the line of the last event handed out
+
+    def take_block(
+        self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
+    ) -> tuple[int, int]:
+        """Let C take the lines of a block of ``framing.frame_blocks`` from byte ``pos`` (line ``line_no``) on.
+
+        ``offset``: the block's offset in the file; ``max_line``: the longest
+        body C frames. The events to hand out (``wanted`` kinds) go to ``out``.
+        Returns where C stopped (``len(data)``: at the end) and how many lines it took.
+        """
+        state, chain = self.state, self.chain
+        state.to_native(chain)
+        stop, taken, last, found = self.verifier.check_block(data, pos, chain=chain, max_line=max_line)
+        if taken:
+            state.from_native(chain, line_no + taken - 1)
+            feed_handle, index, wanted = state.handles.feed, data.index, self.wanted
+            for i, at, compact in found:  # an open, a close, or a kind the caller wants
+                if wanted is not None and wanted(compact[5]):
+                    raw = data[at : index(b"\n", at) + 1]
+                    event: Event = orjson.loads(raw)  # as ``_event_of`` reads it
+                    out.append((line_no + i, offset + at, raw, event))
+                    self.last_out = line_no + i
+                else:
+                    event = _event(compact)
+                feed_handle(event, line_no + i, offset + at)
+            self.last = (line_no + taken - 1, offset + last, data[last : index(b"\n", last) + 1])
+        return stop, taken
+
+    def _event_of(self, compact: tuple[Any, ...], raw: bytes) -> tuple[Event, bool]:
+        """The event of a compact result, and whether it is of a kind the caller wants: such an event is
+        read whole from its line (payload and all, keys in the line's order, as reading line by line
+        gives it); any other is the compact one (its payload only what the handle tracker reads)."""
+        wanted = self.wanted
+        if wanted is not None and wanted(compact[5]):
+            event: Event = orjson.loads(raw)  # a line C took or proved: one valid JSON object
+            return event, True
+        return _event(compact), False
 
     def take(self, batch: list[Line]) -> tuple[list[Candidate], int | None]:
         """Feed one batch; return the events to hand out, and where line-by-line reading must take over.
@@ -78,17 +113,17 @@ class Batches:
                 compact = results[i]
                 if compact is not None:  # an open, a close, or a kind the caller wants
                     line_no, start, raw = batch[i]
-                    event = _event(compact)
+                    event, handed = self._event_of(compact, raw)
                     feed_handle(event, line_no, start)
-                    if wanted is not None and wanted(event["kind"]):
+                    if handed:
                         out.append((line_no, start, raw, event))
         for i in range(taken, len(batch)):  # from the first line C did not take: ChainState decides
             line_no, start, raw = batch[i]
             proven = results[i]
             if proven is None:
                 result = line_result(raw, self.schema_version, self.max_line_bytes)
-            elif len(proven) == 9:  # a long valid line, compact: its payload only if a handle or wanted kind
-                result = LineResult(_event(proven), proven[7], [])
+            elif len(proven) == 9:  # a long valid line, compact: its payload only what the tracker reads
+                result = LineResult(self._event_of(proven, raw)[0], proven[7], [])
             else:
                 result = LineResult(proven[0], proven[1], [])
             state.feed(result, line_no, start)
@@ -154,7 +189,7 @@ def _event(compact: tuple[Any, ...]) -> Event:
     }
 
 
-#: compiled verifiers, per (schema version, kinds whose whole payload comes back)
+#: compiled verifiers, per (schema version, kinds the caller wants)
 _VERIFIERS: dict[tuple[int, frozenset[str]], Any] = {}
 
 
@@ -163,10 +198,10 @@ def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
     verifier = _VERIFIERS.get((schema_version, wanted_kinds))
     if verifier is None:
         assert core.NATIVE is not None
-        # a wanted kind's whole payload (None); of a handle kind, only what the tracker reads
-        payload_kinds: dict[str, frozenset[str] | None] = {kind: None for kind in wanted_kinds}
-        for kind, keys in HANDLE_PAYLOAD_KEYS.items():
-            payload_kinds.setdefault(kind, keys)
+        # of a handle kind only the payload keys the tracker reads; a wanted kind's event is read from its
+        # line (``_event_of``), so C builds no more of it
+        payload_kinds = {kind: HANDLE_PAYLOAD_KEYS.get(kind, frozenset()) for kind in wanted_kinds}
+        payload_kinds.update(HANDLE_PAYLOAD_KEYS)
         verifier = _VERIFIERS[(schema_version, wanted_kinds)] = core.NATIVE.compile_kinds(
             KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=payload_kinds
         )

@@ -34,6 +34,22 @@ def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
     return raw, False
 
 
+def within_limit(raw: bytes, max_line_bytes: int) -> bytes | None:
+    """``raw`` as ``LineFramer`` yields it: ``None`` when its body is longer than ``max_line_bytes``."""
+    return None if len(raw) > max_line_bytes and len(split_line_ending(raw)[0]) > max_line_bytes else raw
+
+
+def lines_of(
+    data: bytes, pos: int, line_no: int, offset: int, max_line_bytes: int
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """The lines of a block of ``frame_blocks`` from byte ``pos`` on (line ``line_no``), as ``LineFramer`` yields them."""
+    size = len(data)
+    while pos < size:
+        end = data.index(b"\n", pos) + 1
+        yield line_no, offset + pos, within_limit(data[pos:end], max_line_bytes)
+        pos, line_no = end, line_no + 1
+
+
 def _torn_tail_problem(raw: bytes) -> Problem:
     return Problem("TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")
 
@@ -122,35 +138,37 @@ class LineFramer:
                 return skipped
 
 
-PREFILTER_BLOCK_BYTES = 1 << 20
+#: bytes per read of the block framings (``frame_blocks``; the prefilter of ``grep --no-verify``)
+BLOCK_BYTES = PREFILTER_BLOCK_BYTES = 1 << 20
 
 
-def _frame_prefiltered(
-    framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES
-) -> Iterator[tuple[int, int, bytes | None]]:
-    """``LineFramer`` with needles, block by block: lines holding no needle are never looked at one by one.
+def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[tuple[int, int, bytes | None, bool]]:
+    """``LineFramer``'s framing, a block of lines at a time, for the native chain mode.
 
-    Reads ``block_size`` bytes at a time and jumps from needle to needle
-    (``bytes.find``), counting the newlines it skips, so line numbers and
-    offsets are those of the line-by-line framing. Memory: one block plus the
-    line being assembled, which is cut off (as over-long) past
-    ``max_line_bytes``. Yields a line holding a needle, the last line when it
-    lacks ``\n``, and over-long lines (``None``).
+    Yields ``(line_no, offset, data, True)`` for a block: ``data`` holds one or
+    more complete lines (each ending in ``\\n``), the first of them line
+    ``line_no`` at byte ``offset`` -- a line in it may still be longer than
+    ``max_line_bytes``: the reader judges each line it looks at. And
+    ``(line_no, offset, raw, False)`` for one line as ``LineFramer`` yields it:
+    ``None`` for a line longer than ``max_line_bytes`` that no block holds (it
+    is skipped, never held whole), a line that took several reads (so that it
+    is never copied out of a block), or the last line, without its ``\\n``.
+    Memory: one block plus the line being assembled. Read errors, ``end`` and
+    ``lines`` are left in ``framer`` as ``LineFramer`` leaves them.
     """
-    f, limit, needles = framer.f, framer.max_line_bytes, framer.needles
-    assert needles is not None
+    f, limit = framer.f, framer.max_line_bytes
     buf = b""  # always starts at a line start (file offset ``base``)
     base = 0
     line_no = 0  # lines before ``buf``
     skipping = False  # inside an over-long line already reported: drop bytes up to its newline
-    parts: list[bytes] = []  # blocks of a long line without a newline yet (joined once: linear, not quadratic)
+    parts: list[bytes] = []  # blocks of a long line without a newline yet (joined once)
     held = 0  # bytes in ``buf`` + ``parts``
     while True:
         try:
             chunk = f.read(block_size)
         except OSError as exc:
             framer.read_error = f"read failed: {exc.strerror or exc}"
-            framer.error_line, framer.error_offset = line_no + 1, base + held
+            framer.error_line, framer.error_offset = line_no + 1, base
             return
         eof = not chunk
         if not skipping and not eof and buf and b"\n" not in chunk:
@@ -159,56 +177,88 @@ def _frame_prefiltered(
             if held <= limit + 2:
                 continue
             line_no += 1  # no newline yet and already over the limit
-            yield line_no, base, None
+            yield line_no, base, None, False
             base += held
             buf, parts, held, skipping = b"", [], 0, True
             continue
-        if parts:
-            buf = b"".join([buf, *parts])
-            parts = []
-        if skipping:
-            nl = chunk.find(b"\n")
-            if nl < 0:
-                base += len(chunk)
-                if chunk:
-                    continue
-                framer.end, framer.lines = base, line_no
-                return
-            base += nl + 1
-            chunk = chunk[nl + 1 :]
-            skipping = False
-        buf = buf + chunk if buf else chunk
-        held = len(buf)
+        if parts and eof:
+            buf, parts = b"".join([buf, *parts]), []
+        elif parts:  # a line read in several pieces, whole at last: yielded alone (held once, never twice)
+            nl = chunk.index(b"\n") + 1
+            line = b"".join([buf, *parts, chunk[:nl]])
+            parts, buf = [], chunk[nl:]
+            size = len(line)
+            yield line_no + 1, base, within_limit(line, limit), False
+            line = b""
+            line_no += 1
+            base += size
+        else:
+            if skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    base += len(chunk)
+                    if chunk:
+                        continue
+                    framer.end, framer.lines = base, line_no
+                    return
+                base += nl + 1
+                chunk = chunk[nl + 1 :]
+                skipping = False
+            buf = buf + chunk if buf else chunk
         end = buf.rfind(b"\n") + 1  # [0, end) holds complete lines only
-        pos = 0
-        hits = [buf.find(n, 0, end) for n in needles]
+        if end:
+            lines = buf.count(b"\n", 0, end)
+            block, buf = (buf, b"") if end == len(buf) else (buf[:end], buf[end:])
+            yield line_no + 1, base, block, True
+            block = b""
+            line_no += lines
+            base += end
+        held = len(buf)
+        if eof:  # what is left is a last line without its newline
+            framer.end, framer.lines = base + held, line_no + (1 if buf else 0)
+            if buf:
+                yield line_no + 1, base, None if held > limit else buf, False
+            return
+        if held > limit + 2:  # no newline yet and already over the limit
+            line_no += 1
+            yield line_no, base, None, False
+            base += held
+            buf, held = b"", 0
+            skipping = True
+
+
+def _frame_prefiltered(
+    framer: LineFramer, block_size: int = PREFILTER_BLOCK_BYTES
+) -> Iterator[tuple[int, int, bytes | None]]:
+    """``LineFramer`` with needles, block by block: lines holding no needle are never looked at one by one.
+
+    Jumps from needle to needle in each block of ``frame_blocks`` (``bytes.find``),
+    counting the newlines it skips, so line numbers and offsets are those of the
+    line-by-line framing. Yields a line holding a needle, the last line when it
+    lacks ``\\n``, and over-long lines (``None``).
+    """
+    limit, needles = framer.max_line_bytes, framer.needles
+    assert needles is not None
+    for first, base, data, is_block in frame_blocks(framer, block_size):
+        if not is_block or data is None:
+            if data is None or data[-1:] != b"\n" or any(n in data for n in needles):
+                yield first, base, data
+            continue
+        line_no = first - 1  # lines before ``pos``
+        pos, end = 0, len(data)
+        hits = [data.find(n) for n in needles]
         while True:
             hit = min((h for h in hits if h >= 0), default=-1)
             if hit < 0:
                 break
-            start = buf.rfind(b"\n", pos, hit) + 1 or pos  # 0: no newline between pos and the hit
-            stop = buf.find(b"\n", hit) + 1
-            line_no += buf.count(b"\n", pos, start) + 1
-            raw = buf[start:stop]
+            start = data.rfind(b"\n", pos, hit) + 1 or pos  # 0: no newline between pos and the hit
+            stop = data.find(b"\n", hit) + 1
+            line_no += data.count(b"\n", pos, start) + 1
+            raw = data[start:stop]
             too_long = len(raw) > limit + 1 and len(split_line_ending(raw)[0]) > limit
             yield line_no, base + start, None if too_long else raw
             pos = stop
-            hits = [h if h >= pos or h < 0 else buf.find(n, pos, end) for h, n in zip(hits, needles, strict=True)]
-        line_no += buf.count(b"\n", pos, end)
-        base += end
-        buf = buf[end:]
-        held = len(buf)
-        if eof:  # what is left is a last line without its newline
-            framer.end, framer.lines = base + len(buf), line_no + (1 if buf else 0)
-            if buf:
-                yield line_no + 1, base, None if len(buf) > limit else buf
-            return
-        if held > limit + 2:  # no newline yet and already over the limit
-            line_no += 1
-            yield line_no, base, None
-            base += held
-            buf, held = b"", 0
-            skipping = True
+            hits = [h if h >= pos or h < 0 else data.find(n, pos, end) for h, n in zip(hits, needles, strict=True)]
 
 
 @dataclass(slots=True)

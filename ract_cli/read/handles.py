@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS_BY_NAME
+from ract_cli.format.model import ENVELOPE_ORDER
 
 #: open kind -> close kind that repair synthesizes for it (SPEC §4)
 CLOSE_FOR_OPEN: dict[str, str] = {
@@ -66,9 +67,10 @@ def _kept(kind: str, event: Event) -> Event:
     events (tool arguments, free-form dicts, undocumented keys) would let it
     grow memory far beyond the log's own line sizes.
     """
-    kept = dict(event)
-    payload = kept.pop("payload", None)
+    payload = event.get("payload")
     keep = _KEPT_PAYLOAD_KEYS[kind]
+    # the envelope in the schema's order, whatever the line's (or the native core's compact form's)
+    kept = {k: event[k] for k in ENVELOPE_ORDER if k in event}
     kept["payload"] = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
     return kept
 

@@ -35,7 +35,6 @@ Body: TypeAlias = bytes | memoryview
 _SORT = orjson.OPT_SORT_KEYS
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _HASH_PREFIX = b'{"hash":"'  # sorted keys put "hash" first in a valid envelope
-_ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
 
 
 @dataclass(slots=True)

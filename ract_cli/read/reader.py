@@ -16,7 +16,7 @@ the reader calls its interface and never imports a dialect.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -25,10 +25,10 @@ from ract_cli.findings import ERROR, Finding, error
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
-from ract_cli.read.chain_mode import BATCH_BYTES, BATCH_LINE_BYTES, BATCH_LINES, Batches, KindTest
+from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
-from ract_cli.read.framing import LineFramer
+from ract_cli.read.framing import LineFramer, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.line import (
     DEFAULT_MAX_LINE_BYTES,
@@ -131,68 +131,81 @@ class ChainReader:
 
     def _batched(
         self,
-        lines: Iterator[tuple[int, int, bytes | None]],
+        frames: Iterator[tuple[int, int, bytes | None, bool]],
         batches: Batches,
         out: list[_Pending],
         progress: Callable[[int], None] | None,
     ) -> Iterator[tuple[int, int, bytes | None]]:
-        """The framed lines minus the runs chain mode feeds itself; their events to hand out go to ``out``.
+        """The framed lines minus those chain mode takes in C; the events it hands out go to ``out``.
 
-        Once trust has ended in a search for ``wanted`` kinds, every later line
-        is yielded (read line by line, every event handed out), so a caller that
-        stops at the first untrusted event stops where it would without batches.
+        ``frames`` are ``framing.frame_blocks``': C frames each block and takes
+        its lines up to the first it does not take; that line is yielded, as
+        ``LineFramer`` would yield it, and C goes on after it. A clean line
+        longer than ``BATCH_LINE_BYTES`` goes to C alone, as a view. Once trust
+        has ended in a search for ``wanted`` kinds, every later line is yielded
+        (read line by line, every event handed out), so a caller that stops at
+        the first untrusted event stops where it would without chain mode.
         """
-        state, searching = self.state, batches.wanted is not None
-        batch: list[tuple[int, int, bytes]] = []
-        held, next_report = 0, _PROGRESS_EVERY
-
-        def flush() -> list[tuple[int, int, bytes]] | None:
-            nonlocal batch, held, next_report
-            taken, stop = batches.take(batch)
-            out.extend(taken)
-            rest = batch[stop:] if stop is not None else None
-            state.lines = batch[-1][0] if stop is None else batch[stop - 1][0]
-            if progress is not None and batch[-1][1] >= next_report:
-                progress(batch[-1][1])
-                next_report = batch[-1][1] + _PROGRESS_EVERY
-            batch, held = [], 0
-            return rest
-
-        append = batch.append
-        for item in lines:
-            raw = item[2]
-            # a line that looks clean ({ first, \n last, no \r, not too many values) goes to the batch
-            if raw is not None and raw[:1] == b"{" and raw[-1:] == b"\n" and raw[-2:-1] != b"\r":
-                size = len(raw)
-                if size <= BATCH_LINE_BYTES or not too_many_nodes(raw):  # (a long line goes to C as a view)
-                    append(item)  # type: ignore[arg-type]  # raw is bytes here
-                    held += size
-                    if len(batch) < BATCH_LINES and held < BATCH_BYTES:
-                        continue
-                    rest = flush()
-                    if rest is not None:
-                        yield from rest
-                        yield from lines
-                        return
-                    append = batch.append
-                    continue
-            if batch:
-                rest = flush()
-                append = batch.append
-                if rest is not None:
-                    yield from rest
-                    yield item
-                    yield from lines
+        state, searching, limit = self.state, batches.wanted is not None, self.max_line_bytes
+        max_line = min(BATCH_LINE_BYTES - 1, limit)  # (of a body: the line without its "\n")
+        next_report = _PROGRESS_EVERY
+        for line_no, start, data, is_block in frames:
+            if not is_block or data is None:  # an over-long line, a long one, or the last one (no "\n")
+                if not self._take_long(batches, (line_no, start, data), out):
+                    yield line_no, start, data
+                if searching and state.first_integrity_failure is not None:
+                    yield from self._trust_ended(batches, out, (), frames)
                     return
-            yield item
-            failure = state.first_integrity_failure
-            if searching and failure is not None:  # trust ended on a line read line by line
-                if (earlier := batches.where_trust_ends(failure)) is not None:
-                    out.append(earlier)
-                yield from lines  # no batch after it
-                return
-        if batch and (rest := flush()) is not None:
-            yield from rest
+                continue
+            pos, size = 0, len(data)
+            while True:
+                pos, taken = batches.take_block(data, pos, line_no, start, max_line, out)
+                line_no += taken
+                state.lines = line_no - 1
+                if pos == size:
+                    break
+                end = data.index(b"\n", pos) + 1
+                item = (line_no, start + pos, within_limit(data[pos:end], limit))
+                pos, line_no = end, line_no + 1
+                if not self._take_long(batches, item, out):
+                    yield item
+                if searching and state.first_integrity_failure is not None:
+                    yield from self._trust_ended(batches, out, lines_of(data, pos, line_no, start, limit), frames)
+                    return
+            if progress is not None and start + size >= next_report:
+                progress(start + size)
+                next_report = start + size + _PROGRESS_EVERY
+
+    def _take_long(self, batches: Batches, item: tuple[int, int, bytes | None], out: list[_Pending]) -> bool:
+        """Give C a clean line longer than ``BATCH_LINE_BYTES`` (within the limit, not too many values), alone."""
+        raw = item[2]
+        if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-2:-1] == b"\r":
+            return False
+        if too_many_nodes(raw):  # (C does not count values)
+            return False
+        taken, _ = batches.take([item])  # type: ignore[list-item]  # raw is bytes here
+        out.extend(taken)
+        self.state.lines = item[0]
+        return True
+
+    def _trust_ended(
+        self,
+        batches: Batches,
+        out: list[_Pending],
+        rest: Iterable[tuple[int, int, bytes | None]],
+        frames: Iterator[tuple[int, int, bytes | None, bool]],
+    ) -> Iterator[tuple[int, int, bytes | None]]:
+        """A search: trust ended on a line read line by line; every line from here on is read so."""
+        failure = self.state.first_integrity_failure
+        assert failure is not None
+        if (earlier := batches.where_trust_ends(failure)) is not None:
+            out.append(earlier)
+        yield from rest
+        for line_no, start, data, is_block in frames:
+            if is_block and data is not None:
+                yield from lines_of(data, 0, line_no, start, self.max_line_bytes)
+            else:
+                yield line_no, start, data
 
     def _release(self, make_event: type[LogEvent], pending: _Pending) -> LogEvent:
         line_no, start, raw, event = pending
@@ -223,7 +236,7 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
-        framed = framer if batches is None else self._batched(iter(framer), batches, out, progress)
+        framed = framer if batches is None else self._batched(frame_blocks(framer), batches, out, progress)
         for line_no, start, raw in framed:
             if out:
                 for candidate in out:
