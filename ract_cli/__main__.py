@@ -2,6 +2,6 @@
 
 import sys
 
-from ract_cli.cli.app import main
+from ract_cli.cli.launch import main
 
 sys.exit(main())

@@ -132,6 +132,40 @@ def test_version_subprocess_wins_over_a_command() -> None:
     assert proc.stdout.decode() == f"ract {importlib.metadata.version('ract-cli')} (core: {core})\n"
 
 
+def _imported_by(argv: list[str]) -> tuple[int, str, set[str]]:
+    """(exit code, stdout, the top-level modules imported) of the ``ract`` entry point run on ``argv``, fresh."""
+    import subprocess
+    import sys
+
+    script = (
+        "import io, contextlib, sys\n"
+        "from ract_cli.cli.launch import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        f"    code = main({argv!r})\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules}), out.getvalue(), sep='\\n', end='')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-800:]
+    code, modules, out = proc.stdout.split("\n", 2)
+    return int(code), out, set(eval(modules))
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_a_lone_version_imports_neither_typer_nor_rich(flag: str) -> None:
+    """Start-up (issue 14): ``ract --version`` answers before the CLI is imported, and says the same."""
+    code, out, modules = _imported_by([flag])
+    assert (code, out) == (0, f"ract {importlib.metadata.version('ract-cli')} (core: {core_name()})\n")
+    assert not modules & {"typer", "click", "rich", "importlib_metadata"}, modules
+
+
+def test_a_quiet_verify_does_not_import_rich() -> None:
+    """``-q`` prints nothing: the consoles (and rich) are made only once something is printed."""
+    code, out, modules = _imported_by(["trace", "verify", "-q", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
+    assert (code, out) == (0, "")
+    assert "rich" not in modules and "typer" in modules
+
+
 def test_version_is_listed_in_help(capsys) -> None:
     code, out, _ = run_main(capsys, "--help")
     assert code == 0 and "-V, --version" in out

@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 
 from ract_cli.cli.completion import completion_request
+from ract_cli.cli.launch import version_line
 from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
@@ -30,7 +31,6 @@ from ract_cli.cli.render import (
     stdout_closed,
 )
 from ract_cli.errors import EXIT_CODE_MEANINGS, RactError
-from ract_cli.read.core import core_name
 
 EPILOG = "Exit codes (the lowest non-zero code among all findings wins):\n\n" + "\n\n".join(
     f"{int(code)} {code.name}: {meaning}" for code, meaning in EXIT_CODE_MEANINGS.items()
@@ -54,21 +54,9 @@ trace_app = typer.Typer(
 app.add_typer(trace_app, name="trace")
 
 
-def version() -> str:
-    """The installed distribution's version (``ract_cli.__version__`` when run from a bare source tree)."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("ract-cli")
-    except metadata.PackageNotFoundError:
-        from ract_cli import __version__
-
-        return __version__
-
-
 def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"ract {version()} (core: {core_name()})")  # SPEC §11: which per-line core runs
+    if value:  # (``launch.main`` answers a lone --version itself; this is --version among other words)
+        typer.echo(version_line())  # SPEC §11: which per-line core runs
         raise typer.Exit(0)
 
 

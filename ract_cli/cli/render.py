@@ -10,6 +10,7 @@ forged log can never paint a fake PASS.
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import re
@@ -20,16 +21,15 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import orjson
-from rich.console import Console
-from rich.markup import escape as _escape_markup
-from rich.segment import Segment
 
 from ract_cli.errors import ExitCode, RactError
 from ract_cli.findings import Finding
 from ract_cli.format.text import UNSAFE, escape_unsafe
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.progress import TaskID
+    from rich.segment import Segment
 
 
 def clean(text: object) -> str:
@@ -90,7 +90,9 @@ def clean_json(text: str) -> str:
 
 def markup_safe(text: object) -> str:
     """``clean`` plus rich-markup escaping: safe inside a markup string."""
-    return _escape_markup(clean(text))
+    from rich.markup import escape
+
+    return escape(clean(text))
 
 
 def explain_failure(command: str, exc: RactError, *, quiet: bool = False) -> int:
@@ -149,59 +151,65 @@ def show_refusal(console: Console, command: str, message: str, findings: Sequenc
 BROKEN_PIPE_EXIT = 141
 
 
-class _CiSafeConsole(Console):
-    """A console whose every line is ``ci_safe``: nothing it prints can be read as a workflow command."""
+@functools.cache
+def _consoles() -> tuple[type[Console], type[Console]]:
+    """The stderr and stdout console classes, made on first use: rich is imported only once something
+    is printed through it (``-q`` runs never import it: start-up, issue 14)."""
+    from rich.console import Console
 
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        return ci_safe(super()._render_buffer(buffer))
+    class _CiSafeConsole(Console):
+        """A console whose every line is ``ci_safe``: nothing it prints can be read as a workflow command."""
 
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            return ci_safe(super()._render_buffer(buffer))
 
-class _StderrConsole(_CiSafeConsole):
-    """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED).
+    class _StderrConsole(_CiSafeConsole):
+        """stderr: when its reader is gone, say nothing more (rich would exit 1, which means TAMPERED).
 
-    A line printed while a progress bar is on the terminal is printed above it (``above_progress``).
-    """
+        A line printed while a progress bar is on the terminal is printed above it (``above_progress``).
+        """
 
-    def _write_buffer(self) -> None:
-        if _BAR is None or self._buffer_index or not self._buffer:
-            super()._write_buffer()
-            return
-        with above_progress(stdout=False):
-            super()._write_buffer()
+        def _write_buffer(self) -> None:
+            if _BAR is None or self._buffer_index or not self._buffer:
+                super()._write_buffer()
+                return
+            with above_progress(stdout=False):
+                super()._write_buffer()
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        _to_devnull(2)  # the interpreter's last flush of stderr must not fail either
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _to_devnull(2)  # the interpreter's last flush of stderr must not fail either
 
+    class _StdoutConsole(_CiSafeConsole):
+        """stdout: a reader that went away surfaces as ``BrokenPipeError`` for the command to handle.
 
-class _StdoutConsole(_CiSafeConsole):
-    """stdout: a reader that went away surfaces as ``BrokenPipeError`` for the command to handle.
+        rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3). What it prints
+        while a progress bar is on the same terminal goes above the bar (``above_progress``).
+        """
 
-    rich's own ``on_broken_pipe`` raises ``SystemExit(1)``, and 1 is TAMPERED (SPEC §3). What it prints
-    while a progress bar is on the same terminal goes above the bar (``above_progress``).
-    """
+        def _write_buffer(self) -> None:
+            if _BAR is None or self._buffer_index or not self._buffer:
+                super()._write_buffer()
+                return
+            with above_progress():
+                super()._write_buffer()
 
-    def _write_buffer(self) -> None:
-        if _BAR is None or self._buffer_index or not self._buffer:
-            super()._write_buffer()
-            return
-        with above_progress():
-            super()._write_buffer()
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "Broken pipe")
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+    return _StderrConsole, _StdoutConsole
 
 
 def stderr_console(*, quiet: bool = False) -> Console:
     """Verdicts, warnings and progress go to stderr."""
     # emoji=False: "path:100: CODE" must never turn into a 💯 (rich reads :100: as an emoji code)
-    return _StderrConsole(stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
+    return _consoles()[0](stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
 
 
 def stdout_console(*, width: int | None = None, soft_wrap: bool = True) -> Console:
     """Data (tables, reports) goes to stdout; a closed pipe raises ``BrokenPipeError`` (see ``_StdoutConsole``)."""
-    return _StdoutConsole(highlight=False, soft_wrap=soft_wrap, emoji=False, width=width)
+    return _consoles()[1](highlight=False, soft_wrap=soft_wrap, emoji=False, width=width)
 
 
 def stdout_closed() -> bool:
@@ -311,6 +319,7 @@ class _Bar:
     """
 
     def __init__(self, label: str) -> None:
+        from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
         # a plain console (not _StderrConsole): it only renders the line, which this class writes itself

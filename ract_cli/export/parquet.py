@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ract_cli import __version__
 from ract_cli.errors import LogIOError, UsageError
 from ract_cli.export.result import ExportResult
 from ract_cli.export.rows import (
@@ -267,20 +268,11 @@ def _install(staging: Path, out: Path, marker: dict[str, Any]) -> None:
     os.replace(tmp, out / MARKER)
 
 
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("ract-cli")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _marker(result: StageResult) -> dict[str, Any]:
     return {
         "format": "parquet",
         "layout_version": LAYOUT_VERSION,
-        "written_by": f"ract {_version()}",
+        "written_by": f"ract {__version__}",
         "written_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "exit_code": int(result.exit_code),
         "counts": result.counts,

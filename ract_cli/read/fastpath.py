@@ -13,12 +13,13 @@ verdict: ``tests/test_parallel.py`` checks both paths agree.
 Why each shortcut is exact:
 
 * ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``, or the
-  unsorted dump equals the line up to ``", "``/``": "`` separators: the line
-  is orjson's own compact form of its values in some key order (no duplicate
-  keys, no foreign whitespace or escapes), so the sorted dump is its
-  canonical form. orjson parses integers outside
-  [-2^63, 2^64) as floats, which never dump back to the same integer token,
-  so such lines leave the fast path here.
+  unsorted dump equals the line up to ``", "``/``": "`` separators, or
+  ``json.dumps`` of the values is the line (``\\u`` escapes and all): the line
+  is orjson's or ``json.dumps``' own form of its values in some key order (no
+  duplicate keys, no foreign whitespace or escapes, numbers spelled as the
+  values parsed round-trip), so the sorted dump is its canonical form. orjson
+  parses integers outside [-2^63, 2^64) as floats, which never dump back to
+  the same integer token, so such lines leave the fast path here.
 * orjson's form equals JCS unless a number token has an exponent, is an
   integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
   characters; each of those sends the line to the reference path.
@@ -36,7 +37,9 @@ Why each shortcut is exact:
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -49,6 +52,7 @@ from ract_cli.format.kinds import KINDS, VALIDATORS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
 from ract_cli.read import core
 
+_json_dumps = json.dumps
 _loads = orjson.loads
 _dumps = orjson.dumps
 _SORT = orjson.OPT_SORT_KEYS
@@ -133,7 +137,12 @@ def compile_fast_check(kind: KindDef) -> FastCheck:
     return cast(FastCheck, env["check"])  # the function the source above defines
 
 
-FAST_CHECKS: dict[str, FastCheck] = {k.name: compile_fast_check(k) for k in KINDS}
+@functools.cache
+def fast_checks() -> dict[str, FastCheck]:
+    """Every kind's fast check, compiled on first use (~13 ms: a run on the native core never needs them)."""
+    return {k.name: compile_fast_check(k) for k in KINDS}
+
+
 _CHECKS_BY_VERSION: dict[int, dict[str, FastCheck]] = {}
 
 
@@ -142,7 +151,7 @@ def checks_for_version(schema_version: int) -> dict[str, FastCheck]:
     checks = _CHECKS_BY_VERSION.get(schema_version)
     if checks is None:
         vocabulary = kinds_for_version(schema_version)
-        checks = _CHECKS_BY_VERSION[schema_version] = {k: c for k, c in FAST_CHECKS.items() if k in vocabulary}
+        checks = _CHECKS_BY_VERSION[schema_version] = {k: c for k, c in fast_checks().items() if k in vocabulary}
     return checks
 
 
@@ -190,6 +199,18 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
         return None
 
 
+_NON_ASCII = re.compile("[^\x00-\x7f]")
+
+
+def _u_escape(m: re.Match[str]) -> str:
+    """A non-ASCII character as ``json.dumps`` writes it: ``\\uXXXX``, or a surrogate pair past U+FFFF."""
+    code = ord(m.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, separators aside.
 
@@ -204,7 +225,20 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
         return True
-    return len(body) > len(plain) and body.replace(b", ", b",").replace(b": ", b":") == plain
+    squeezed = body.replace(b", ", b",").replace(b": ", b":") if len(body) > len(plain) else None
+    if squeezed == plain:
+        return True
+    if not plain.isascii() and body.isascii():  # orjson's text with each non-ASCII character \u-escaped
+        plain = _NON_ASCII.sub(_u_escape, plain.decode()).encode()
+        if plain == body or squeezed == plain:
+            return True
+    # ``json.dumps``' defaults write each non-ASCII character as a ``\\u`` escape (orjson writes it raw),
+    # and a ", " inside a string defeats the replace above: a line that is exactly ``json.dumps``' text
+    # of its values is exact in the same way (numbers in Python's round-trip spelling of the values
+    # parsed, no member dropped). Only lines that would take the reference path pay for the try.
+    compact = b'", "' not in body and b'": ' not in body
+    text = _json_dumps(obj, separators=(",", ":") if compact else None, ensure_ascii=body.isascii())
+    return text.encode() == body
 
 
 def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
