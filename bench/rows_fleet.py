@@ -131,6 +131,30 @@ def _rows_for(ctx, runs: int, repeat: int) -> list[dict]:
         rows.append(ctx.row(f"  FAILED: {exc}", events, float("inf")))
         return rows
 
+    # issue 14: a verified fleet at least 2x faster than jq's unverified scan; --jobs 2 never slower
+    verify = {jobs: [*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(root)] for jobs in (1, 2)}
+    verify_s = {jobs: _measure(argv, repeat) for jobs, argv in verify.items()}
+    for jobs, (seconds, rss) in verify_s.items():
+        rows.append(
+            ctx.row(
+                f"  ract trace verify -q --jobs {jobs} ({rss:.0f} MB RSS)",
+                events,
+                seconds,
+                ratio=jq_s / seconds,
+                ratio_of="jq",
+                target=2.0,
+            )
+        )
+    rows.append(
+        ctx.row(
+            "  verify -q: --jobs 2 vs --jobs 1 (never slower)",
+            events,
+            verify_s[2][0],
+            ratio=verify_s[1][0] / verify_s[2][0],
+            ratio_of="--jobs 1",
+            target=1.0,
+        )
+    )
     sql_logs_s = {jobs: _measure(argv, repeat) for jobs, argv in sql_logs.items()}
     export_s = {jobs: _measure(argv, repeat) for jobs, argv in export.items()}
     sql_export_s, sql_export_rss = _measure(sql_export, repeat)

@@ -241,6 +241,54 @@ def test_a_large_log_through_verify_file_with_jobs(tmp_path: Path, monkeypatch) 
     assert [f["exit_code"] for f in many["files"]] == [1, 4, 0] and many["exit_code"] == 1
 
 
+def test_many_small_files_go_to_the_pool_in_tasks_a_window_at_a_time(tmp_path: Path, monkeypatch) -> None:
+    """``--jobs`` over many runs: files in tasks of several, never more than a window of tasks waiting for
+    the main process, and the report of one job, file for file (tampered and torn runs among them)."""
+    from ract_cli.verify import verifier
+
+    for i in range(23):
+        path = tmp_path / f"run{i:02d}" / "events.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(FIXTURE_PATHS[("completed", "tampered", "interrupted")[i % 3]].read_bytes())
+
+    class Counting:
+        """The real pool, counting tasks submitted and not yet taken back."""
+
+        def __init__(self, jobs: int) -> None:
+            self.pool, self.waiting, self.most, self.sizes = parallel.make_pool(jobs), 0, 0, []
+
+        def __enter__(self) -> Counting:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.pool.shutdown()
+
+        def submit(self, fn, paths, options):  # type: ignore[no-untyped-def]
+            self.sizes.append(len(paths))
+            self.waiting += 1
+            self.most = max(self.most, self.waiting)
+            future = self.pool.submit(fn, paths, options)
+            real_result = future.result
+
+            def result() -> object:
+                self.waiting -= 1
+                return real_result()
+
+            future.result = result  # type: ignore[method-assign]
+            return future
+
+    pools: list[Counting] = []
+    monkeypatch.setattr(verifier, "make_pool", lambda jobs: pools.append(Counting(jobs)) or pools[-1])
+    monkeypatch.setattr(verifier, "TASK_FILES", 3)
+    many = verify_paths([tmp_path], VerifyOptions(jobs=2))
+    one = verify_paths([tmp_path], VerifyOptions(jobs=1))
+    assert many.to_dict() == one.to_dict() and many.exit_code == 1 and len(many.files) == 23
+    (pool,) = pools
+    assert pool.sizes == [3] * 7 + [2]  # 23 files in tasks of 3
+    assert pool.most <= verifier.TASKS_AHEAD * 2 + 1 < len(pool.sizes)  # a window, not every task at once
+    assert verifier._tasks([0, 1, 2], [verifier.TASK_BYTES, 1, 1]) == [[0], [1, 2]]  # and about TASK_BYTES
+
+
 def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=2000)

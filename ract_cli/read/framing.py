@@ -161,8 +161,9 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
     base = 0
     line_no = 0  # lines before ``buf``
     skipping = False  # inside an over-long line already reported: drop bytes up to its newline
-    parts: list[bytes] = []  # blocks of a long line without a newline yet (joined once)
-    held = 0  # bytes in ``buf`` + ``parts``
+    # a line longer than a read, as it is assembled: one growing buffer (a list of reads joined at the end
+    # left their memory in the heap, counted in the peak RSS while the line was checked)
+    long: bytearray | None = None
     while True:
         try:
             chunk = f.read(block_size)
@@ -172,21 +173,23 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
             return
         eof = not chunk
         if not skipping and not eof and buf and b"\n" not in chunk:
-            parts.append(chunk)  # still inside the line begun in ``buf``
-            held += len(chunk)
-            if held <= limit + 2:
+            if long is None:
+                long = bytearray(buf)  # still inside the line begun in ``buf``
+            long += chunk
+            if len(long) <= limit + 2:
                 continue
             line_no += 1  # no newline yet and already over the limit
             yield line_no, base, None, False
-            base += held
-            buf, parts, held, skipping = b"", [], 0, True
+            base += len(long)
+            buf, long, skipping = b"", None, True
             continue
-        if parts and eof:
-            buf, parts = b"".join([buf, *parts]), []
-        elif parts:  # a line read in several pieces, whole at last: yielded alone (held once, never twice)
+        if long is not None and eof:
+            buf, long = bytes(long), None
+        elif long is not None:  # a line read in several pieces, whole at last: yielded alone (never in a block)
             nl = chunk.index(b"\n") + 1
-            line = b"".join([buf, *parts, chunk[:nl]])
-            parts, buf = [], chunk[nl:]
+            long += memoryview(chunk)[:nl]
+            line, long = bytes(long), None
+            buf = chunk[nl:]
             size = len(line)
             yield line_no + 1, base, within_limit(line, limit), False
             line = b""
