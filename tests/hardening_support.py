@@ -313,7 +313,7 @@ def chain_events(events: list[dict]) -> bytes:
 
 def log_events(data: bytes) -> list[dict]:
     """The events of a (valid) log's bytes, parsed with exact integers."""
-    from ract_cli.read.line import parse_exact
+    from ract_cli.read.json_rules import parse_exact
 
     return [parse_exact(line) for line in data.splitlines()]
 

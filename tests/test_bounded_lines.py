@@ -21,7 +21,7 @@ import pytest
 
 from ract_cli.dialects import ChainReader
 from ract_cli.read import parallel, reader
-from ract_cli.read.line import MAX_LINE_NODES, too_many_nodes
+from ract_cli.read.json_rules import MAX_LINE_NODES, too_many_nodes
 from ract_cli.read.reader import not_an_object
 from ract_cli.verify.verifier import VerifyOptions, verify_file
 
@@ -285,7 +285,7 @@ import math  # noqa: E402
 import random  # noqa: E402
 
 from ract_cli.format import canonical  # noqa: E402
-from ract_cli.read import fastpath  # noqa: E402
+from ract_cli.read import fastpath, json_rules, long_line  # noqa: E402
 from ract_cli.read import line as line_mod  # noqa: E402
 from ract_cli.read.framing import split_line_ending  # noqa: E402
 from ract_cli.read.line import BIG_LINE_BYTES, analyze_line, line_body  # noqa: E402
@@ -474,7 +474,7 @@ def _verdict(body: bytes | memoryview) -> tuple[object, ...]:
 
 
 def test_the_long_line_path_gives_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With every threshold at its smallest, every line takes the long-line path (``_parse_big``: no
+    """With every threshold at its smallest, every line takes the long-line path (``long_line.parse_big``: no
     dump, the exactness scan, every string cut and decoded apart, pieces of one byte or a few), as
     bytes and as a view: each verdict must be the short-line path's, finding for finding."""
     corpus = _corpus()
@@ -482,8 +482,8 @@ def test_the_long_line_path_gives_the_same_verdicts(monkeypatch: pytest.MonkeyPa
     for big_string, piece in ((0, 1), (3, 7)):
         monkeypatch.setattr(line_mod, "BIG_LINE_BYTES", -1)
         monkeypatch.setattr(fastpath, "BIG_LINE_BYTES", -1)
-        monkeypatch.setattr(line_mod, "_BIG_STRING", big_string)
-        monkeypatch.setattr(line_mod, "_PIECE_BYTES", piece)
+        monkeypatch.setattr(long_line, "_BIG_STRING", big_string)
+        monkeypatch.setattr(json_rules, "_PIECE_BYTES", piece)
         for body, want in zip(corpus, expected, strict=True):
             for given in (body, memoryview(body)):
                 got = _verdict(given)

@@ -54,7 +54,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ract_cli.findings import FINDING_CODES
-from ract_cli.read.line import MAX_NESTING, analyze_line
+from ract_cli.read.json_rules import MAX_NESTING
+from ract_cli.read.line import analyze_line
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import fixture_path
 from ract_cli.verify.verifier import VerifyOptions, verify_file

@@ -41,7 +41,8 @@ from kind_examples import INVARIANT_INVALID, all_field_invalid_cases, all_valid_
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from ract_cli.format.model import ENVELOPE_ORDER
-from ract_cli.read.line import MAX_NESTING, analyze_line, parse_exact
+from ract_cli.read.json_rules import MAX_NESTING, parse_exact
+from ract_cli.read.line import analyze_line
 
 try:
     from ract_cli import _core

@@ -14,7 +14,7 @@ from ract_cli.format.model import GENESIS_HASH
 from ract_cli.read.discovery import LOG_FILE_NAMES
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.idset import _IdSet
-from ract_cli.read.line import LineResult
+from ract_cli.read.json_rules import LineResult
 
 
 class Where(TypedDict):

@@ -23,7 +23,8 @@ from ract_cli.format.kinds import KINDS, VALIDATORS
 from ract_cli.read import core
 from ract_cli.read.chain import ChainState
 from ract_cli.read.handles import HANDLE_PAYLOAD_KEYS
-from ract_cli.read.line import MAX_LINE_NODES, LineResult, has_record_shape
+from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
+from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result
 
 #: one batched line: (line number, offset, raw bytes with their "\n")

@@ -22,7 +22,8 @@ from ract_cli.errors import UsageError
 from ract_cli.read.chain import ChainState
 from ract_cli.read.files import open_log
 from ract_cli.read.framing import split_line_ending
-from ract_cli.read.line import LineResult, LogEvent, analyze_line
+from ract_cli.read.json_rules import LineResult
+from ract_cli.read.line import LogEvent, analyze_line
 
 #: every name ``--dialect`` takes; "auto" picks one per file from its first record
 DIALECTS = ("auto", "ract", "raxol")

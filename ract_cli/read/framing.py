@@ -12,8 +12,7 @@ import orjson
 
 from ract_cli.format.json_types import JSONObject
 from ract_cli.read.files import TRUNCATED_MESSAGE, open_log, truncated
-from ract_cli.read.line import (
-    DEFAULT_MAX_LINE_BYTES,
+from ract_cli.read.json_rules import (
     MAX_LINE_NODES,
     Problem,
     _describe_json_error,
@@ -22,6 +21,7 @@ from ract_cli.read.line import (
     too_deep,
     too_many_nodes,
 )
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 
 def split_line_ending(raw: bytes) -> tuple[bytes, bool]:

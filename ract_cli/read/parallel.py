@@ -38,7 +38,8 @@ from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
-from ract_cli.read.line import LineResult, Problem, has_record_shape
+from ract_cli.read.json_rules import LineResult, Problem
+from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
 
 if TYPE_CHECKING:

@@ -30,14 +30,8 @@ from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
 from ract_cli.read.framing import LineFramer, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
-from ract_cli.read.line import (
-    DEFAULT_MAX_LINE_BYTES,
-    LineResult,
-    LogEvent,
-    analyze_line,
-    has_record_shape,
-    too_many_nodes,
-)
+from ract_cli.read.json_rules import LineResult, too_many_nodes
+from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)

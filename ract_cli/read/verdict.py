@@ -8,16 +8,8 @@ from collections.abc import Callable
 
 from ract_cli.read import fastpath
 from ract_cli.read.framing import _torn_tail_problem, split_line_ending
-from ract_cli.read.line import (
-    BIG_LINE_BYTES,
-    MAX_LINE_NODES,
-    LineResult,
-    Problem,
-    _too_many_nodes_problem,
-    analyze_line,
-    line_body,
-    too_many_nodes,
-)
+from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult, Problem, _too_many_nodes_problem, too_many_nodes
+from ract_cli.read.line import BIG_LINE_BYTES, analyze_line, line_body
 
 
 def not_an_object(raw: bytes) -> bool:

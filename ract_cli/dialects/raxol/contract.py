@@ -10,7 +10,7 @@ from typing import Any, TypeGuard
 
 from ract_cli.findings import WARNING
 from ract_cli.read.dialect import DIALECTS as DIALECTS  # re-exported: the one list is read.dialect's
-from ract_cli.read.line import Problem
+from ract_cli.read.json_rules import Problem
 
 #: v0 vocabulary, family ``loop``: type -> payload keys the reference lists.
 LOOP_TYPES: dict[str, tuple[str, ...]] = {

@@ -23,7 +23,7 @@ from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.format.model import GENESIS_HASH
 from ract_cli.format.text import short
 from ract_cli.read.chain import ChainState, Where
-from ract_cli.read.line import LineResult, Problem
+from ract_cli.read.json_rules import LineResult, Problem
 
 # --- across records ------------------------------------------------------
 
