@@ -17,7 +17,8 @@ truncations, escapes, deep nesting, number spellings, duplicate keys) or a valid
 re-serialized in a random layout. Every input goes through the oracle of
 ``tests/test_native_core.py`` (``agree``: native vs the pure-Python verdict, and
 ``canonical`` vs the Python canonical form); batches go through ``check_lines`` vs
-``check_line``, and chained logs with faults through chain mode vs line by line. Before an input runs, the child copies it into a shared memory page, so
+``check_line``, and chained logs with faults through chain mode (``check_lines(chain=)`` and
+``check_block``) vs line by line. Before an input runs, the child copies it into a shared memory page, so
 when the child dies (a sanitizer abort, a segfault) the parent saves the input that
 killed it. Every failure is saved under ``tests/data/native-fuzz/crashes/`` (named by
 the SHA-256 of its bytes), and ``tests/test_native_core.py`` replays every file there.
@@ -296,6 +297,11 @@ def child(args: argparse.Namespace) -> int:
                     got = oracle.native_chain(lines, size).state()  # type: ignore[attr-defined]
                     if got != oracle.reference_chain(lines).state():  # type: ignore[attr-defined]
                         raise AssertionError(f"chain mode (batches of {size}) differs from line by line")
+                flat = b"\n".join(lines).split(b"\n")  # (a mutant may hold a newline: the block frames it)
+                for max_line in (1 << 20, rng.randrange(1, 400)):
+                    got = oracle.block_chain(flat, max_line).state()  # type: ignore[attr-defined]
+                    if got != oracle.reference_chain(flat).state():  # type: ignore[attr-defined]
+                        raise AssertionError(f"check_block (max_line {max_line}) differs from line by line")
             except (Exception, oracle.pytest.fail.Exception) as exc:  # type: ignore[attr-defined]
                 failures += 1
                 path = save(b"\n".join(lines), "chain", crashes)

@@ -868,6 +868,7 @@ def test_fuzz_files_replay(path: Path) -> None:
         expected = reference_chain(lines).state()
         for batch in (1, 3, 64):
             assert native_chain(lines, batch).state() == expected
+        assert block_chain(lines).state() == expected
 
 
 def test_fuzz_dirs_exist() -> None:
@@ -1004,6 +1005,46 @@ def native_chain(lines: list[bytes], batch: int, verifier: object = VERIFIER) ->
     return mini
 
 
+def block_chain(lines: list[bytes], max_line: int = 1 << 20, verifier: object = VERIFIER) -> MiniChain:
+    """What the reader does with a block (``Verifier.check_block``): C frames and takes lines up to the
+    first it does not take (or that is not clean, or longer than ``max_line``), that line is judged
+    line by line, and C goes on after it. ``lines`` must hold no "\\n"."""
+    data = b"".join(line + b"\n" for line in lines)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    chain = _core.Chain()
+    mini = MiniChain(chain.ids)
+    i = 0
+    while i < len(lines):
+        chain.expected_prev, chain.run_id = mini.expected_prev, mini.run_id
+        chain.prev_ts, chain.last_ts, chain.events = mini.prev_ts, mini.last_ts, mini.events
+        stop, taken, last, found = verifier.check_block(data, starts[i], chain=chain, max_line=max_line)  # type: ignore[attr-defined]
+        assert stop == starts[i + taken] and last == (starts[i + taken - 1] if taken else -1)
+        mini.expected_prev, mini.prev_ts, mini.last_ts, mini.events = (
+            chain.expected_prev,
+            chain.prev_ts,
+            chain.last_ts,
+            chain.events,
+        )
+        at = {index: (offset, compact) for index, offset, compact in found}
+        for j in range(taken):
+            ref = analyze_line(lines[i + j], fast=False)
+            assert not ref.problems and len(lines[i + j]) <= max_line
+            if ref.event["kind"] in HANDLE_KINDS:
+                assert at[j][0] == starts[i + j]
+                check_compact(at[j][1], ref.event, ref.stored_hash, verifier)
+            else:
+                assert j not in at
+            mini.fed.append((i + j, ref.event["kind"]))
+        i += taken
+        if i < len(lines):  # the line C did not take: line by line
+            ref = analyze_line(lines[i], fast=False)
+            mini.feed(i, ref.event, ref.stored_hash, [p.code for p in ref.problems])
+            i += 1
+    return mini
+
+
 def make_chain(n: int, rng: random.Random, faults: dict[int, str]) -> list[bytes]:
     """A chained log of n events in random layouts, with faults at the given positions."""
     lines: list[bytes] = []
@@ -1055,6 +1096,8 @@ def test_chain_mode_equals_line_by_line(batch: int) -> None:
         expected = reference_chain(lines)
         got = native_chain(lines, batch)
         assert got.state() == expected.state(), (batch, trial, faults)
+        # the block framing: every line within max_line, or the longer ones left to Python
+        assert block_chain(lines, max_line=batch * 40).state() == expected.state(), (batch, trial, faults)
 
 
 def test_chain_mode_fixtures() -> None:
@@ -1063,6 +1106,7 @@ def test_chain_mode_fixtures() -> None:
         expected = reference_chain(lines)
         for batch in (1, 5, 4096):
             assert native_chain(lines, batch).state() == expected.state(), (path, batch)
+        assert block_chain(lines).state() == expected.state(), path
 
 
 def test_chain_mode_takes_most_of_a_clean_log() -> None:

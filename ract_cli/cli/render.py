@@ -24,7 +24,7 @@ import orjson
 
 from ract_cli.errors import ExitCode, RactError
 from ract_cli.findings import Finding
-from ract_cli.format.text import UNSAFE, escape_unsafe
+from ract_cli.format.text import UNSAFE, escape_unsafe, json_escape
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -74,18 +74,10 @@ def line_safe_path(path: str) -> bytes:
     return ci_safe(clean(path)).encode("utf-8", "backslashreplace")
 
 
-def _json_escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
 def clean_json(text: str) -> str:
     """Serialized JSON for a terminal: what ``clean`` escapes, written as JSON ``\\u`` escapes instead
     (surrogate pairs past U+FFFF), so it is still JSON, with the same values."""
-    return UNSAFE.sub(_json_escape, text)
+    return UNSAFE.sub(json_escape, text)
 
 
 def markup_safe(text: object) -> str:

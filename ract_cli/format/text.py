@@ -92,6 +92,15 @@ def visible_escape(match: re.Match[str]) -> str:
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+def json_escape(match: re.Match[str]) -> str:
+    """One matched character as a JSON ``\\uXXXX`` escape (``json.dumps``' form): a surrogate pair past U+FFFF."""
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
 def escape_unsafe(text: str) -> str:
     """``text`` with every ``UNSAFE`` character shown as its escape: ``\\x1b``, ``\\u200b``, ``\\U000e0041``."""
     return UNSAFE.sub(visible_escape, text)

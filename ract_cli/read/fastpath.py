@@ -50,6 +50,7 @@ from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS, VALIDATORS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
+from ract_cli.format.text import json_escape
 from ract_cli.read import core
 
 _json_dumps = json.dumps
@@ -202,15 +203,6 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
 _NON_ASCII = re.compile("[^\x00-\x7f]")
 
 
-def _u_escape(m: re.Match[str]) -> str:
-    """A non-ASCII character as ``json.dumps`` writes it: ``\\uXXXX``, or a surrogate pair past U+FFFF."""
-    code = ord(m.group())
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    code -= 0x10000
-    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
-
-
 def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, separators aside.
 
@@ -229,7 +221,7 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     if squeezed == plain:
         return True
     if not plain.isascii() and body.isascii():  # orjson's text with each non-ASCII character \u-escaped
-        plain = _NON_ASCII.sub(_u_escape, plain.decode()).encode()
+        plain = _NON_ASCII.sub(json_escape, plain.decode()).encode()
         if plain == body or squeezed == plain:
             return True
     # ``json.dumps``' defaults write each non-ASCII character as a ``\\u`` escape (orjson writes it raw),
