@@ -50,6 +50,12 @@ def lines_of(
         pos, line_no = end, line_no + 1
 
 
+def cut_archive(f: BinaryIO, torn: bool) -> Problem | None:
+    """TORN_TAIL for a gzip log cut short, even when the cut fell between two lines (docs/reader.md), unless
+    the last line already was a torn tail (``torn``); its place is line ``framer.lines + 1`` at ``framer.end``."""
+    return Problem("TORN_TAIL", TRUNCATED_MESSAGE) if not torn and truncated(f) else None
+
+
 def _torn_tail_problem(raw: bytes) -> Problem:
     return Problem("TORN_TAIL", f"last line ({len(raw)} bytes, no newline) does not parse: torn tail")
 
@@ -334,5 +340,5 @@ def iter_lines_unverified(
             yield RawLine(
                 framer.error_line or 1, framer.error_offset or 0, b"", None, Problem("IO_ERROR", framer.read_error)
             )
-        elif truncated(handle) and not torn:  # a cut gzip archive, cut between two lines
-            yield RawLine(framer.lines + 1, framer.end, b"", None, Problem("TORN_TAIL", TRUNCATED_MESSAGE))
+        elif (cut := cut_archive(handle, torn)) is not None:
+            yield RawLine(framer.lines + 1, framer.end, b"", None, cut)

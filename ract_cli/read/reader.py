@@ -27,8 +27,8 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
-from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, source_offset, truncated
-from ract_cli.read.framing import LineFramer, frame_blocks, lines_of, within_limit
+from ract_cli.read.files import is_decoded, open_log, source_offset
+from ract_cli.read.framing import LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
@@ -285,11 +285,10 @@ class ChainReader:
                     offset=framer.error_offset,
                 )
             )
-        elif truncated(f) and not (result is not None and any(p.code == "TORN_TAIL" for p in result.problems)):
-            # a cut gzip archive is a torn tail even when the cut fell between two lines
-            state.add(
-                error("TORN_TAIL", TRUNCATED_MESSAGE, path=self.display_path, line=framer.lines + 1, offset=framer.end)
-            )
+        elif (
+            cut := cut_archive(f, result is not None and any(p.code == "TORN_TAIL" for p in result.problems))
+        ) is not None:
+            state.add(error(cut.code, cut.message, path=self.display_path, line=framer.lines + 1, offset=framer.end))
 
 
 _PROGRESS_EVERY = 4 << 20  # bytes between two calls of ChainReader.progress
