@@ -338,6 +338,77 @@ def hang_guard(seconds: float, what: object = ""):
         signal.signal(signal.SIGALRM, previous)
 
 
+def on_pty(
+    command: list[str],
+    *,
+    stdin: bool = False,
+    stdout: bool = True,
+    stderr: bool = True,
+    size: tuple[int, int] | None = (200, 60),
+    raw: bool = True,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    timeout: float = 60,
+) -> tuple[int, bytes, bytes]:
+    """Run ``command`` with some of its standard streams on one pseudo-terminal: the tests' one pty harness.
+
+    ``stdin``/``stdout``/``stderr``: which streams are on the terminal (stdin is otherwise
+    /dev/null, stdout a pipe read alongside, stderr a pipe). ``size``: (columns, rows) set on the
+    terminal, or None; ``raw``: output post-processing off, so a bare ``\\r`` in what is shown
+    is the program's own. Returns (exit code, what stdout's pipe got, what the terminal showed),
+    read until every writer of each is gone; a run past ``timeout`` is a hang (AssertionError).
+    """
+    master, slave = os.openpty()
+    if raw:
+        attrs = termios.tcgetattr(slave)
+        attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    if size is not None:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+    proc = subprocess.Popen(
+        command,
+        stdin=slave if stdin else subprocess.DEVNULL,
+        stdout=slave if stdout else subprocess.PIPE,
+        stderr=slave if stderr else subprocess.PIPE,
+        env=env,
+        cwd=cwd or ROOT,
+        close_fds=True,
+        start_new_session=True,
+    )
+    os.close(slave)
+    shown, out = bytearray(), bytearray()
+    reading = {master: shown}
+    if proc.stdout is not None:
+        reading[proc.stdout.fileno()] = out
+    deadline = time.monotonic() + timeout
+    try:
+        while reading:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"hang on a terminal: {command}")
+            ready, _, _ = select.select(list(reading), [], [], 0.2)
+            for fd in ready:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except OSError:  # EIO: every writer of the terminal is gone
+                    chunk = b""
+                if chunk:
+                    reading[fd] += chunk
+                else:
+                    del reading[fd]
+            if not ready and proc.poll() is not None and master in reading:
+                if not select.select([master], [], [], 0.05)[0]:
+                    del reading[master]  # exited, nothing left to drain (the pty may not say EOF)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    code = proc.wait(timeout=30)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    return code, bytes(out), bytes(shown)
+
+
 def run_on_pty(
     argv: list[str],
     *,
@@ -352,44 +423,9 @@ def run_on_pty(
     The terminal is ``columns`` x ``rows``; ``columns_env=False`` leaves COLUMNS/LINES out of the
     environment, so the program must take its width from the terminal itself.
     """
-    master, slave = os.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST  # no \n -> \r\n translation: a \r in the output is the program's
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "TERM", "COLUMNS", "LINES")}
     env.update(TERM="xterm-256color", FORCE_COLOR="1")
     if columns_env:
         env.update(COLUMNS=str(columns), LINES=str(rows))
-    proc = subprocess.Popen(
-        [RACT, *argv],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        cwd=cwd or ROOT,
-        close_fds=True,
-        start_new_session=True,
-    )
-    os.close(slave)
-    out = bytearray()
-    deadline = time.monotonic() + timeout
-    try:
-        while True:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"hang on a terminal: {argv}")
-            if select.select([master], [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:  # EIO: every writer of the pty is gone
-                    break
-                if not chunk:
-                    break
-                out += chunk
-            elif proc.poll() is not None and not select.select([master], [], [], 0.05)[0]:
-                break  # exited, and nothing left to drain
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    return proc.wait(timeout=30), bytes(out)
+    code, _, shown = on_pty([RACT, *argv], stdin=True, size=(columns, rows), env=env, cwd=cwd, timeout=timeout)
+    return code, shown

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pty
 import shutil
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hardening_support import on_pty
 
 from ract_cli.cli.app import main
 from ract_cli.format.canonical import jcs_exact
@@ -402,23 +402,9 @@ def _hostile_log(tmp_path: Path) -> Path:
 
 def _on_a_terminal(*args: str) -> tuple[int, str]:
     """Run ract with stdout on a pseudo-terminal; return (exit code, what the terminal received)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [*RACT, *args], stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"}
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    proc.wait(timeout=60)
-    os.close(master)
-    return proc.returncode, b"".join(chunks).decode("utf-8", "replace")
+    env = {**os.environ, "COLUMNS": "200", "TERM": "xterm"}
+    code, _, shown = on_pty([*RACT, *args], stderr=False, size=None, raw=False, env=env)
+    return code, shown.decode("utf-8", "replace")
 
 
 def _painted(shown: str) -> bool:

@@ -13,22 +13,18 @@ last section holds what repair refuses (standard input, gzip archives).
 
 from __future__ import annotations
 
-import fcntl
 import gzip
 import os
 import re
-import select
 import shutil
-import struct
 import subprocess
 import sys
-import termios
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hardening_support import on_pty
 
 from ract_cli.cli.app import main
 from ract_cli.cli.render import PROGRESS_MIN_BYTES
@@ -95,49 +91,16 @@ def on_terminal(argv: list[str], *, cwd: Path, stdout_too: bool = False) -> Run:
 
     The terminal's bytes are read until every writer of it is gone; stdout (a pipe) is read alongside.
     """
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    proc = subprocess.Popen(
+    code, out, shown = on_pty(
         [sys.executable, "-m", "ract_cli", *argv],
-        stdin=subprocess.DEVNULL,
-        stdout=slave if stdout_too else subprocess.PIPE,
-        stderr=slave,
+        stdout=stdout_too,
+        size=(120, 40),
+        raw=False,
         env=_env(),
         cwd=cwd,
-        close_fds=True,
-        start_new_session=True,
+        timeout=TIMEOUT,
     )
-    os.close(slave)
-    shown, out = bytearray(), bytearray()
-    open_fds = {master: shown}
-    if proc.stdout is not None:
-        open_fds[proc.stdout.fileno()] = out
-    deadline = time.monotonic() + TIMEOUT
-    try:
-        while open_fds:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no end within {TIMEOUT}s: {argv}")
-            ready, _, _ = select.select(list(open_fds), [], [], 0.2)
-            for fd in ready:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except OSError:  # EIO: every writer of the terminal is gone
-                    chunk = b""
-                if chunk:
-                    open_fds[fd] += chunk
-                else:
-                    del open_fds[fd]
-            if not ready and proc.poll() is not None and master in open_fds:
-                if not select.select([master], [], [], 0.05)[0]:
-                    del open_fds[master]  # exited, nothing left to drain (the pty may not say EOF)
-    finally:
-        os.close(master)
-        if proc.poll() is None:
-            proc.kill()
-    code = proc.wait(timeout=30)
-    if proc.stdout is not None:
-        proc.stdout.close()
-    return Run(code, bytes(out), bytes(shown))
+    return Run(code, out, shown)
 
 
 def on_pipes(argv: list[str], *, cwd: Path) -> Run:

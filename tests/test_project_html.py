@@ -15,16 +15,15 @@ import itertools
 import json
 import os
 import re
-import select
 import shutil
 import struct
 import subprocess
 import sys
-import time
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hardening_support import on_pty
 
 from ract_cli.format.text import escape_unsafe
 from ract_cli.project import project_paths
@@ -423,41 +422,9 @@ def test_html_is_never_the_default() -> None:
 
 def _stderr_on_pty(argv: list[str], timeout: float = 120) -> tuple[int, bytes, bytes]:
     """Run ract with stderr on a pseudo-terminal and stdout a pipe: (exit code, stdout, what the terminal got)."""
-    import fcntl
-    import termios
-
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES")}
     env.update(TERM="xterm-256color")
-    proc = subprocess.Popen(
-        [*RACT, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env, cwd=ROOT
-    )
-    os.close(slave)
-    assert proc.stdout is not None
-    out_fd = proc.stdout.fileno()
-    got = {master: bytearray(), out_fd: bytearray()}
-    live = {master, out_fd}  # both drained as they come: neither pipe fills up
-    deadline = time.monotonic() + timeout
-    try:
-        while live:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no end within {timeout}s: {argv}")
-            for fd in select.select(sorted(live), [], [], 0.2)[0]:
-                try:
-                    chunk = os.read(fd, 65536)
-                except OSError:  # EIO: every writer of the terminal is gone
-                    chunk = b""
-                if chunk:
-                    got[fd] += chunk
-                else:
-                    live.discard(fd)
-    finally:
-        os.close(master)
-        proc.stdout.close()
-        if proc.poll() is None:
-            proc.kill()
-    return proc.wait(timeout=30), bytes(got[out_fd]), bytes(got[master])
+    return on_pty([*RACT, *argv], stdout=False, size=(120, 40), raw=False, env=env, timeout=timeout)
 
 
 BAR = "━".encode()

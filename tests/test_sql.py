@@ -14,14 +14,13 @@ import csv
 import io
 import json
 import os
-import pty
-import select
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fleet_support import run_id, write_fleet
+from hardening_support import on_pty
 from independent_jcs import chain, event, line
 from kind_examples import VALID
 
@@ -283,34 +282,11 @@ def hostile(tmp_path_factory) -> Path:
     return path
 
 
-def read_until_closed(master: int) -> list[bytes]:
-    """What a child wrote to its side of a pseudo-terminal, until it closes it (or 30 s of silence)."""
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # the child closed its side
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return chunks
-
-
 def on_a_terminal(*args: str) -> tuple[int, bytes]:
     """Run ``ract`` with stdout on a pseudo-terminal; its exit code and everything it showed."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [*RACT, *args], stdout=slave, stderr=subprocess.PIPE, env={**os.environ, "COLUMNS": "200", "TERM": "xterm"}
-    )
-    os.close(slave)
-    chunks = read_until_closed(master)
-    code = proc.wait(timeout=60)
-    os.close(master)
-    return code, b"".join(chunks)
+    env = {**os.environ, "COLUMNS": "200", "TERM": "xterm"}
+    code, _, shown = on_pty([*RACT, *args], stderr=False, size=None, raw=False, env=env)
+    return code, shown
 
 
 def test_a_terminal_gets_a_table_with_every_log_string_escaped(hostile):
@@ -349,19 +325,8 @@ _SMALL_IS_LARGE = (
 
 def stderr_on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
     """Run ``ract`` with stderr on a pseudo-terminal and stdout piped: exit code, stdout, what stderr showed."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _SMALL_IS_LARGE, *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        env={**os.environ, "COLUMNS": "120", "TERM": "xterm"},
-    )
-    os.close(slave)
-    shown = read_until_closed(master)
-    out = proc.stdout.read() if proc.stdout is not None else b""
-    code = proc.wait(timeout=60)
-    os.close(master)
-    return code, out, b"".join(shown)
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    return on_pty([sys.executable, "-c", _SMALL_IS_LARGE, *args], stdout=False, size=None, raw=False, env=env)
 
 
 def test_a_terminal_sees_progress_while_logs_are_read_but_not_for_json_output(tree):

@@ -15,15 +15,13 @@ the log's escaped text.
 
 from __future__ import annotations
 
-import os
 import re
-import select
 import subprocess
-import termios
+import sys
 from pathlib import Path
 
 import pytest
-from hardening_support import RACT, ROOT, assert_no_traceback, run_on_pty, trace_commands, write_small_log
+from hardening_support import RACT, ROOT, assert_no_traceback, on_pty, run_on_pty, trace_commands, write_small_log
 
 from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
@@ -259,23 +257,7 @@ def test_pty_harness_sees_raw_bytes(tmp_path: Path) -> None:
     """The harness itself: a program that does print escapes is caught (the checks are not vacuous)."""
     script = tmp_path / "evil.py"
     script.write_text("import sys; sys.stdout.write('\\x1b[2JPASS\\rFAIL\\n')")
-    master, slave = os.openpty()
-    attrs = termios.tcgetattr(slave)
-    attrs[1] &= ~termios.OPOST
-    termios.tcsetattr(slave, termios.TCSANOW, attrs)
-    proc = subprocess.Popen([os.sys.executable, str(script)], stdout=slave, stderr=slave)
-    os.close(slave)
-    proc.wait(timeout=30)
-    shown = b""
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        shown += chunk
-    os.close(master)
+    _, _, shown = on_pty([sys.executable, str(script)], size=None)
     assert shown == b"\x1b[2JPASS\rFAIL\n"
     with pytest.raises(AssertionError):
         assert_terminal_safe(shown, "evil", failing=True)
