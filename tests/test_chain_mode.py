@@ -228,3 +228,32 @@ def test_long_lines_go_to_c_alone_and_agree(
     assert clean_long and sum(size > BATCH_LINE_BYTES for size in batched) == len(clean_long)  # each went to C
     for wanted in WANTED:
         assert search(path, wanted, True) == search(path, wanted, False)
+
+
+@pytest.mark.parametrize("case", ["break on a long line", "long last line without newline"])
+def test_long_lines_at_the_edges_of_trust(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """A long line that breaks the chain (trust then ends at the event before it, which C took: handed out
+    once), and a long last line without its newline (judged as a last line, never as a clean one)."""
+    lines = base_lines[:120]
+    kinds = [json.loads(line)["kind"] for line in lines]
+    long_at = {kinds.index("process.reaped"), kinds.index("tool.called"), 60, 119}
+    lines = _with_blobs(lines, long_at, BATCH_LINE_BYTES + 10)
+    if case == "break on a long line":
+        for at in sorted(long_at, reverse=True):
+            del lines[at - 1]  # the long line now links to a line that is gone: CHAIN_BREAK on it
+    else:
+        lines[-1] = lines[-1][:-1] + b" "  # valid JSON once its last byte is dropped, which must not happen
+    path = tmp_path / "edge" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines))
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    codes = {finding[0] for finding in chained[0]}
+    assert ("CHAIN_BREAK" in codes) if case.startswith("break") else ("MISSING_FINAL_NEWLINE" in codes), codes
+    for wanted in WANTED:
+        hinted, plain = search(path, wanted, True), search(path, wanted, False)
+        assert hinted == plain, wanted
+        found = hinted[0]
+        assert len({line for line, *_ in found}) == len(found)  # no event handed out twice

@@ -168,6 +168,7 @@ class Batches:
         last = self.last
         if last is None or last[0] != failure or failure == self.last_out:
             return None
+        self.last_out = failure  # handed out once, however often it is asked
         return (*last, orjson.loads(last[2]))  # a taken line: one valid JSON object
 
 

@@ -173,8 +173,8 @@ class ChainReader:
     def _take_long(self, batches: Batches, item: tuple[int, int, bytes | None], out: list[_Pending]) -> bool:
         """Give C a clean line longer than ``BATCH_LINE_BYTES`` (within the limit, not too many values), alone."""
         raw = item[2]
-        if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-2:-1] == b"\r":
-            return False
+        if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-1:] != b"\n" or raw[-2:-1] == b"\r":
+            return False  # (a last line without "\n" is judged here: it may be a torn tail)
         if too_many_nodes(raw):  # (C does not count values)
             return False
         taken, _ = batches.take([item])  # type: ignore[list-item]  # raw is bytes here
