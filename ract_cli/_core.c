@@ -99,7 +99,10 @@ typedef struct {
     char txt[32];      /* ECMAScript Number::toString form, at most 25 chars */
 } Dbl;
 
-enum { ST_BAD, ST_NEED_DBL, ST_READY, ST_OK, ST_NOMEM, ST_INTERNAL };
+/* ST_HASH_BAD: valid in every way but its stored hash, which differs from the canonical one (in
+ * computed); the payload needed no Python validator. Treated as ST_BAD everywhere but where a long
+ * line's compact result is asked for (run_lines' compact_from). */
+enum { ST_BAD, ST_NEED_DBL, ST_READY, ST_OK, ST_NOMEM, ST_INTERNAL, ST_HASH_BAD };
 
 enum { K_ID, K_RUN_ID, K_STEP_ID, K_PARENT_ID, K_TS, K_KIND, K_PAYLOAD, K_PREV, K_HASH, K_COUNT };
 
@@ -126,6 +129,7 @@ typedef struct {
     int envelope;                 /* a line check: the root's keys are check_envelope's to judge */
     const struct KindEntry *kind; /* Verifier mode: the kind's entry */
     uint32_t key[K_COUNT], val[K_COUNT]; /* envelope member nodes */
+    uint8_t computed[64];                /* ST_HASH_BAD: the canonical hash, hex */
 } Line;
 
 typedef struct {
@@ -1744,7 +1748,12 @@ static void finish_check(Line *L, EVP_MD_CTX *ctx)
         hex[2 * i + 1] = (uint8_t)hexd[md[i] & 15];
     }
     /* HASH_MISMATCH when they differ */
-    L->status = memcmp(hex, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64) ? ST_BAD : ST_OK;
+    if (memcmp(hex, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64) == 0) {
+        L->status = ST_OK;
+        return;
+    }
+    L->status = L->need_py ? ST_BAD : ST_HASH_BAD;
+    memcpy(L->computed, hex, 64);
 }
 
 /* Parse, envelope, kind (V: a Verifier, or NULL for no kind and payload checks); then the
@@ -2174,6 +2183,32 @@ static PyObject *hex_str(const Line *L, uint32_t vi, PyObject **cache)
  *   full=1: (event, hash)
  * None for every line that is not ST_OK (or whose payload the Python validator rejects);
  * NULL with an exception. R: NULL in the module-level functions (no Verifier). */
+static PyObject *line_result(Line *L, int full, Repeats *R);
+
+/* A long line's compact result when it is valid but for its hash: (compact, computed hash), so that
+ * HASH_MISMATCH is worded without the Python path building the line (issue 15, item 8). Else what
+ * line_result(L, 0) gives. */
+static PyObject *compact_result(Line *L, Repeats *R)
+{
+    if (L->status != ST_HASH_BAD)
+        return line_result(L, 0, R);
+    L->status = ST_OK; /* (line_result builds what an accepted line carries) */
+    PyObject *compact = line_result(L, 0, R);
+    L->status = ST_HASH_BAD;
+    if (!compact || compact == Py_None)
+        return compact;
+    PyObject *computed = PyUnicode_FromStringAndSize((const char *)L->computed, 64);
+    PyObject *t = computed ? PyTuple_New(2) : NULL;
+    if (!t) {
+        Py_XDECREF(computed);
+        Py_DECREF(compact);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(t, 0, compact);
+    PyTuple_SET_ITEM(t, 1, computed);
+    return t;
+}
+
 static PyObject *line_result(Line *L, int full, Repeats *R)
 {
     if (L->status == ST_NOMEM)
@@ -2807,10 +2842,12 @@ static PyObject *run_lines(PyObject *arg, const Verifier *V, int full, Chain *ch
                     r = L->kind->want ? line_result(L, 0, &R) : Py_NewRef(Py_None);
                 } else {
                     taking = 0; /* from here on the caller decides, line by line */
-                    r = line_result(L, compact_from < 0 || L->len < (size_t)compact_from, &R);
+                    r = compact_from < 0 || L->len < (size_t)compact_from ? line_result(L, 1, &R)
+                                                                           : compact_result(L, &R);
                 }
             } else
-                r = line_result(L, chain ? compact_from < 0 || L->len < (size_t)compact_from : full, &R);
+                r = chain && compact_from >= 0 && L->len >= (size_t)compact_from ? compact_result(L, &R)
+                                                                                  : line_result(L, chain ? 1 : full, &R);
             if (!r)
                 goto fail;
             PyList_SET_ITEM(result, i + j, r);
@@ -2972,7 +3009,8 @@ PyDoc_STRVAR(v_check_lines_doc,
              "payload kind, else None; from the first line not taken on, results[i] is what\n"
              "check_line(body, full=True) gives, and the caller judges those lines itself; a line of\n"
              "at least compact_from bytes (when given) comes back as the compact tuple instead (no\n"
-             "payload built beyond what a taken line carries: the bounded memory of a huge line).");
+             "payload built beyond what a taken line carries: the bounded memory of a huge line), or,\n"
+             "when its one fault is its stored hash (HASH_MISMATCH), as (compact tuple, canonical hash).");
 
 static PyObject *verifier_check_lines(Verifier *V, PyObject *args, PyObject *kw)
 {

@@ -24,7 +24,8 @@ Cases (``--mb`` sets the size of the value):
 * ``many_strings``, ``many_keys``, ``many_objects``, ``many_floats``: as many values as
   MAX_LINE_NODES lets through (strings in an array, members of one object, small objects, floats
   that are not small integers), each as long as ``--mb`` allows;
-* ``tampered``: ``ascii`` with one byte of the string changed (HASH_MISMATCH);
+* ``tampered``: ``ascii`` with one byte of the string changed (HASH_MISMATCH); ``tampered_keys``:
+  ``many_keys`` with one value changed;
 * ``nested``: a line of ``[0],`` arrays (more values than MAX_LINE_NODES: MALFORMED_LINE);
 * ``malformed``: ``ascii`` without the closing quote of the string (MALFORMED_LINE);
 * ``under`` / ``over``: a valid ASCII line one byte under / over ``--max-line-bytes``
@@ -123,6 +124,11 @@ def case_bytes(name: str, size: int, limit: int) -> bytes:
         return log_bytes([{"name": "x" * max(1, size // count - 30), "n": i} for i in range(count)])
     if name == "many_floats":  # numbers that are not small integers
         return log_bytes([i * 1.000000001e100 for i in range(1, MAX_LINE_NODES - 100)])
+    if name == "tampered_keys":  # many_keys with one digit of a value changed (HASH_MISMATCH)
+        data = bytearray(case_bytes("many_keys", size, limit))
+        at = data.index(b'":7,') + 2
+        data[at] = ord("8")
+        return bytes(data)
     if name == "tampered":
         data = bytearray(log_bytes("x" * size))
         data[1000] = ord("y")
@@ -158,6 +164,7 @@ CASES = (
     "many_objects",
     "many_floats",
     "tampered",
+    "tampered_keys",
     "nested",
     "malformed",
     "under",

@@ -230,7 +230,7 @@ def test_long_lines_go_to_c_alone_and_agree(
         assert search(path, wanted, True) == search(path, wanted, False)
 
 
-@pytest.mark.parametrize("case", ["break on a long line", "long last line without newline"])
+@pytest.mark.parametrize("case", ["break on a long line", "long last line without newline", "tampered long lines"])
 def test_long_lines_at_the_edges_of_trust(
     base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
@@ -243,6 +243,9 @@ def test_long_lines_at_the_edges_of_trust(
     if case == "break on a long line":
         for at in sorted(long_at, reverse=True):
             del lines[at - 1]  # the long line now links to a line that is gone: CHAIN_BREAK on it
+    elif case == "tampered long lines":  # valid but for the hash: C words nothing, and builds nothing
+        for at in long_at:
+            lines[at] = lines[at].replace(b"xxxx", b"xxxy", 1)
     else:
         lines[-1] = lines[-1][:-1] + b" "  # valid JSON once its last byte is dropped, which must not happen
     path = tmp_path / "edge" / "events.jsonl"
@@ -251,7 +254,8 @@ def test_long_lines_at_the_edges_of_trust(
     chained, iterated, python = three_ways(path, monkeypatch)
     assert chained == iterated == python
     codes = {finding[0] for finding in chained[0]}
-    assert ("CHAIN_BREAK" in codes) if case.startswith("break") else ("MISSING_FINAL_NEWLINE" in codes), codes
+    expected_code = {"break on a long line": "CHAIN_BREAK", "tampered long lines": "HASH_MISMATCH"}
+    assert expected_code.get(case, "MISSING_FINAL_NEWLINE") in codes, codes
     for wanted in WANTED:
         hinted, plain = search(path, wanted, True), search(path, wanted, False)
         assert hinted == plain, wanted

@@ -24,7 +24,7 @@ from ract_cli.read import core
 from ract_cli.read.chain import ChainState
 from ract_cli.read.handles import HANDLE_PAYLOAD_KEYS
 from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
-from ract_cli.read.line import has_record_shape
+from ract_cli.read.line import has_record_shape, hash_mismatch
 from ract_cli.read.verdict import line_result
 
 #: one batched line: (line number, offset, raw bytes with their "\n")
@@ -125,6 +125,9 @@ class Batches:
                 result = line_result(raw, self.schema_version, self.max_line_bytes)
             elif len(proven) == 9:  # a long valid line, compact: its payload only what the tracker reads
                 result = LineResult(self._event_of(proven, raw)[0], proven[7], [])
+            elif type(proven[0]) is tuple:  # a long line whose one fault is its hash: (compact, computed hash)
+                compact, computed = proven
+                result = LineResult(self._event_of(compact, raw)[0], compact[7], [hash_mismatch(computed, compact[7])])
             else:
                 result = LineResult(proven[0], proven[1], [])
             state.feed(result, line_no, start)

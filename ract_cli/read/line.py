@@ -118,6 +118,14 @@ def hash_without_hash_key(obj: JSONObject, fast: bool) -> str | Problem:
         return Problem("MALFORMED_LINE", "nesting too deep to canonicalize")
 
 
+def hash_mismatch(computed: str, stored: str | None) -> Problem:
+    """HASH_MISMATCH: ``expected`` the canonical hash, ``actual`` the stored one (also worded from the native
+    core's answer on a long line whose one fault is its hash: ``chain_mode``)."""
+    return Problem(
+        "HASH_MISMATCH", "stored hash differs from the canonical hash of the event", expected=computed, actual=stored
+    )
+
+
 def analyze_line(body: Body, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
     """Check one line (without its line ending). Pure: no file, no neighbours.
 
@@ -153,14 +161,7 @@ def analyze_line(body: Body, schema_version: int = LATEST_SCHEMA_VERSION, *, fas
         if isinstance(computed, Problem):
             return LineResult(None, stored_hash, [computed], parsed=False)
     if computed != stored_hash:
-        problems.append(
-            Problem(
-                "HASH_MISMATCH",
-                "stored hash differs from the canonical hash of the event",
-                expected=computed,
-                actual=stored,
-            )
-        )
+        problems.append(hash_mismatch(computed, stored_hash))  # (a valid envelope: the stored value)
 
     kind = obj["kind"]
     if kind not in kinds_for_version(schema_version):
