@@ -90,76 +90,55 @@ class Batches:
             return event, True
         return _event(compact), False
 
-    def take(self, batch: list[Line]) -> tuple[list[Candidate], int | None]:
-        """Feed one batch; return the events to hand out, and where line-by-line reading must take over.
+    def take_long(self, line: Line) -> list[Candidate]:
+        """Feed one clean line longer than ``BATCH_LINE_BYTES``, checked in C as a view; return the events to hand out.
 
-        Without ``wanted`` (``read_all``) nothing is handed out and the whole
-        batch is fed. With it, the events of wanted kinds are returned in
-        order, and at the first integrity failure the batch stops: the event
-        where trust ends (whatever its kind) is returned too, so a caller that
-        stops at the first untrusted event stops where it would line by line,
-        and the index of the first line not fed is returned for the caller to
-        read line by line from there on.
+        C takes it when it links on, as ``check_block`` takes a line. Else it
+        is fed as a line read line by line, from C's compact answer when C has
+        one (nothing of the line built but what the tracker reads), else from
+        the Python path. In a search, a line that ends trust is handed out
+        (read whole), after the event just before it when trust moved back
+        there, so a caller that stops at the first untrusted event stops where
+        it would line by line.
         """
         state, chain, wanted = self.state, self.chain, self.wanted
+        line_no, start, raw = line
         state.to_native(chain)
-        bodies = [raw[:-1] if len(raw) <= BATCH_LINE_BYTES else memoryview(raw)[:-1] for _, _, raw in batch]
-        taken, results = self.verifier.check_lines(bodies, chain=chain, compact_from=BATCH_LINE_BYTES + 1)
-        del bodies
+        taken, (proven,) = self.verifier.check_lines([memoryview(raw)[:-1]], chain=chain, compact_from=0)
         out: list[Candidate] = []
         if taken:
-            state.from_native(chain, batch[taken - 1][0])
-            feed_handle = state.handles.feed
-            for i in range(taken):
-                compact = results[i]
-                if compact is not None:  # an open, a close, or a kind the caller wants
-                    line_no, start, raw = batch[i]
-                    event, handed = self._event_of(compact, raw)
-                    feed_handle(event, line_no, start)
-                    if handed:
-                        out.append((line_no, start, raw, event))
-        for i in range(taken, len(batch)):  # from the first line C did not take: ChainState decides
-            line_no, start, raw = batch[i]
-            proven = results[i]
+            state.from_native(chain, line_no)
+            if proven is not None:  # an open, a close, or a kind the caller wants
+                event, whole = self._event_of(proven, raw)
+                state.handles.feed(event, line_no, start)
+                if whole:
+                    out.append((line_no, start, raw, event))
+        else:
+            whole = proven is None
             if proven is None:
                 result = line_result(raw, self.schema_version, self.max_line_bytes)
-            elif len(proven) == 9:  # a long valid line, compact: its payload only what the tracker reads
-                result = LineResult(self._event_of(proven, raw)[0], proven[7], [])
-            elif type(proven[0]) is tuple:  # a long line whose one fault is its hash: (compact, computed hash)
+            elif len(proven) == 9:  # valid, compact: its payload only what the tracker reads
+                event, whole = self._event_of(proven, raw)
+                result = LineResult(event, proven[7], [])
+            else:  # valid but for its hash: (compact, computed hash)
                 compact, computed = proven
-                result = LineResult(self._event_of(compact, raw)[0], compact[7], [hash_mismatch(computed, compact[7])])
-            else:
-                result = LineResult(proven[0], proven[1], [])
+                event, whole = self._event_of(compact, raw)
+                result = LineResult(event, compact[7], [hash_mismatch(computed, compact[7])])
             state.feed(result, line_no, start)
             if not state.saw_record:
                 state.saw_record = has_record_shape(raw, result)
-            if wanted is None:
-                continue
-            failure = state.first_integrity_failure
-            if failure is not None:
-                self._trust_ends(batch, i, failure, result.event, out)
-                return out, i + 1
-            if result.event is not None and wanted(result.event["kind"]):
-                out.append((line_no, start, raw, result.event))
-        self.last = batch[-1]
+            failure, fed = state.first_integrity_failure, result.event
+            if wanted is not None and failure is not None:  # trust ends here, or at the event just before it
+                if failure < line_no and (earlier := self.where_trust_ends(failure)) is not None:
+                    out.append(earlier)
+                if fed is not None:
+                    out.append((line_no, start, raw, fed if whole else orjson.loads(raw)))
+            elif wanted is not None and fed is not None and wanted(fed["kind"]):
+                out.append((line_no, start, raw, fed))  # (whole: ``_event_of`` reads a wanted kind's line)
+        self.last = line
         if out:
             self.last_out = out[-1][0]
-        return out, None
-
-    def _trust_ends(self, batch: list[Line], i: int, failure: int, event: Event | None, out: list[Candidate]) -> None:
-        """Line ``i`` ended trust (at ``failure``: this line, or the event just before it): hand that event out."""
-        line_no, start, raw = batch[i]
-        if failure < line_no:
-            if i > 0:
-                before = batch[i - 1]
-                if before[0] == failure and not (out and out[-1][0] == failure):
-                    out.append((*before, orjson.loads(before[2])))  # an event line (trust moved back to it)
-            elif (earlier := self.where_trust_ends(failure)) is not None:
-                out.append(earlier)
-        if event is not None and not (out and out[-1][0] == line_no):
-            if event["payload"] is None:  # a long line of a kind not asked for, compact: read it now
-                event = orjson.loads(raw)
-            out.append((line_no, start, raw, event))
+        return out
 
     def where_trust_ends(self, failure: int) -> Candidate | None:
         """The last batched event, when trust ended on it (``failure``) and it was not handed out yet.

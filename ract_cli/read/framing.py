@@ -263,9 +263,7 @@ def _frame_prefiltered(
             start = data.rfind(b"\n", pos, hit) + 1 or pos  # 0: no newline between pos and the hit
             stop = data.find(b"\n", hit) + 1
             line_no += data.count(b"\n", pos, start) + 1
-            raw = data[start:stop]
-            too_long = len(raw) > limit + 1 and len(split_line_ending(raw)[0]) > limit
-            yield line_no, base + start, None if too_long else raw
+            yield line_no, base + start, within_limit(data[start:stop], limit)
             pos = stop
             hits = [h if h >= pos or h < 0 else data.find(n, pos, end) for h, n in zip(hits, needles, strict=True)]
 

@@ -177,8 +177,7 @@ class ChainReader:
             return False  # (a last line without "\n" is judged here: it may be a torn tail)
         if too_many_nodes(raw):  # (C does not count values)
             return False
-        taken, _ = batches.take([item])  # type: ignore[list-item]  # raw is bytes here
-        out.extend(taken)
+        out.extend(batches.take_long(item))  # type: ignore[arg-type]  # raw is bytes here
         self.state.lines = item[0]
         return True
 

@@ -239,9 +239,9 @@ TASKS_AHEAD = 2
 def _tasks(indices: list[int], sizes: list[int]) -> list[list[int]]:
     """``indices`` (in file order) cut into runs of at most ``TASK_FILES`` files and about ``TASK_BYTES``."""
     tasks: list[list[int]] = []
-    held = TASK_BYTES
+    held = 0
     for i in indices:
-        if len(tasks) == 0 or len(tasks[-1]) >= TASK_FILES or held + sizes[i] > TASK_BYTES:
+        if not tasks or len(tasks[-1]) >= TASK_FILES or held + sizes[i] > TASK_BYTES:
             tasks.append([])
             held = 0
         tasks[-1].append(i)
