@@ -1516,6 +1516,8 @@ typedef struct KindEntry {
     uint8_t known;      /* KindDef.version <= the Verifier's schema version */
     uint8_t invariants; /* KindDef.invariants: the Python validator always runs */
     uint8_t want;       /* compact results carry the payload: 1 whole, 2 only the keep keys */
+    uint8_t pairable;   /* an open check_block may pair in C with a close of a kind whose pair_open it is */
+    const struct KindEntry *pair_open; /* a close: the open kind check_block pairs it with (NULL: none) */
     uint32_t nkeep;
     EnumVal *keep; /* want == 2: the payload keys kept (E_STR) */
     uint32_t nfields;
@@ -3066,6 +3068,120 @@ static PyObject *found_item(Py_ssize_t index, size_t offset, PyObject *compact)
     return t;
 }
 
+/* The opens check_block has taken in this call and may still pair in C: an open-addressing set of
+ * (id, kind, index in found). A generation stamp empties it in O(1) (a slot of an older one is free),
+ * so a hostile log of alternating opens and unpaired closes stays linear. */
+typedef struct {
+    uint64_t hi, lo;
+    const KindEntry *kind; /* NULL: paired (a tombstone: lookups probe past it) */
+    Py_ssize_t at;
+    uint32_t gen;
+} Pending;
+
+typedef struct {
+    Pending *e;
+    size_t cap, used; /* used: slots of the current generation, tombstones too */
+    uint32_t gen;
+} Pendings;
+
+static inline size_t pending_slot(uint64_t hi, uint64_t lo, size_t cap) { return (size_t)((hi ^ (lo >> 7)) & (cap - 1)); }
+
+/* 0 ok, -1 out of memory. */
+static int pending_add(Pendings *P, uint64_t hi, uint64_t lo, const KindEntry *kind, Py_ssize_t at)
+{
+    if ((P->used + 1) * 2 > P->cap) {
+        Pendings n = {NULL, P->cap ? P->cap * 2 : 64, 0, 1};
+        if (n.cap > SIZE_MAX / sizeof(Pending) || !(n.e = calloc(n.cap, sizeof(Pending))))
+            return -1;
+        for (size_t i = 0; i < P->cap; i++) {
+            const Pending *o = &P->e[i];
+            if (o->gen != P->gen || !o->kind)
+                continue;
+            size_t j = pending_slot(o->hi, o->lo, n.cap);
+            while (n.e[j].gen == n.gen)
+                j = (j + 1) & (n.cap - 1);
+            n.e[j] = *o;
+            n.e[j].gen = n.gen;
+            n.used++;
+        }
+        free(P->e);
+        *P = n;
+    }
+    size_t j = pending_slot(hi, lo, P->cap);
+    while (P->e[j].gen == P->gen)
+        j = (j + 1) & (P->cap - 1);
+    P->e[j] = (Pending){hi, lo, kind, at, P->gen};
+    P->used++;
+    return 0;
+}
+
+/* The pending open with this id, or NULL. */
+static Pending *pending_find(Pendings *P, uint64_t hi, uint64_t lo)
+{
+    if (!P->cap)
+        return NULL;
+    for (size_t j = pending_slot(hi, lo, P->cap); P->e[j].gen == P->gen; j = (j + 1) & (P->cap - 1))
+        if (P->e[j].kind && P->e[j].hi == hi && P->e[j].lo == lo)
+            return &P->e[j];
+    return NULL;
+}
+
+static void pending_clear(Pendings *P)
+{
+    P->used = 0;
+    if (++P->gen == 0) { /* (wrapped: every slot's stamp is older than 1 again) */
+        if (P->cap)
+            memset(P->e, 0, P->cap * sizeof(Pending));
+        P->gen = 1;
+    }
+}
+
+/* Whether the payload says "synthesized": true. */
+static int synthesized(const Line *L)
+{
+    const Node *n = &L->nodes[L->val[K_PAYLOAD]];
+    uint32_t ki = n->u.c.first;
+    for (uint32_t i = 0; i < n->u.c.count; i++) {
+        const Node *kn = &L->nodes[ki];
+        if (!(kn->flags & S_LAZY) && kn->u.s.len == 11 && memcmp(str_ptr(L, kn), "synthesized", 11) == 0)
+            return L->nodes[kn->next].type == T_TRUE;
+        ki = L->nodes[kn->next].next;
+    }
+    return 0;
+}
+
+/* A taken close that check_block pairs in C: SPEC §4's rule 2 (its parent_id names an open of its
+ * open kind) with an open taken earlier in this call, when rule 1 cannot apply (not synthesized)
+ * and nothing handed to Python since that open could have closed it. The open's entry, or NULL. */
+static Pending *paired_in_c(Pendings *P, const Line *L)
+{
+    const Node *parent = &L->nodes[L->val[K_PARENT_ID]];
+    if (!L->kind->pair_open || parent->type != T_STR || synthesized(L))
+        return NULL;
+    uint64_t hi, lo;
+    hex128(str_ptr(L, parent), &hi, &lo);
+    Pending *o = pending_find(P, hi, lo);
+    return o && o->kind == L->kind->pair_open ? o : NULL;
+}
+
+/* found without the entries paired in C (None). NULL: exception set (found is released). */
+static PyObject *without_paired(PyObject *found, Py_ssize_t paired)
+{
+    if (!paired)
+        return found;
+    Py_ssize_t n = PyList_GET_SIZE(found);
+    PyObject *kept = PyList_New(n - paired);
+    if (kept) {
+        for (Py_ssize_t i = 0, j = 0; i < n; i++) {
+            PyObject *item = PyList_GET_ITEM(found, i);
+            if (item != Py_None)
+                PyList_SET_ITEM(kept, j++, Py_NewRef(item));
+        }
+    }
+    Py_DECREF(found);
+    return kept;
+}
+
 PyDoc_STRVAR(v_check_block_doc,
              "check_block(block: bytes, start: int, *, chain: Chain, max_line: int)\n"
              "    -> (stop, taken, last, found)\n\n"
@@ -3075,7 +3191,11 @@ PyDoc_STRVAR(v_check_block_doc,
              "stop: the offset of that line (len(block) when every line was taken); taken: the lines\n"
              "taken; last: the offset of the last line taken (-1: none); found: (index, offset, compact)\n"
              "for each taken line of a payload kind, index counting the lines from start. Chunks start\n"
-             "at one line and double, so a stop just after a resume costs one line's check.");
+             "at one line and double, so a stop just after a resume costs one line's check.\n"
+             "A close of a kind in compile_kinds' pairs is paired in C, and neither it nor its open\n"
+             "is in found, when its parent_id names an open of its open kind taken earlier in this\n"
+             "call, it is not synthesized, and no other close or kind was put in found in between\n"
+             "(then HandleTracker.feed would pair them, and nothing between could touch the open).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
@@ -3095,13 +3215,14 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     PyObject *found = PyList_New(0);
     Workspace *ws = found ? ws_get() : NULL;
     Repeats R = {NULL, NULL, NULL};
+    Pendings P = {NULL, 0, 0, 1};
     if (!ws) {
         if (found)
             PyErr_NoMemory();
         goto fail;
     }
     size_t pos = (size_t)start;
-    Py_ssize_t taken = 0, last = -1;
+    Py_ssize_t taken = 0, last = -1, paired = 0;
     int chunk = 1, stopped = 0;
     while (!stopped) {
         int k = 0;
@@ -3128,12 +3249,28 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
                 stopped = 1;
                 break;
             }
-            if (L->kind->want) {
+            Pending *open = L->kind->want ? paired_in_c(&P, L) : NULL;
+            if (open) {
+                if (PyList_SetItem(found, open->at, Py_NewRef(Py_None)) < 0)
+                    goto fail;
+                open->kind = NULL;
+                paired++; /* (the close was never put in found) */
+            } else if (L->kind->want) {
                 PyObject *r = line_result(L, 0, &R), *item = r ? found_item(taken, pos, r) : NULL;
                 int rc = item ? PyList_Append(found, item) : -1;
                 Py_XDECREF(item);
                 if (rc < 0)
                     goto fail;
+                if (!L->kind->pairable)
+                    pending_clear(&P); /* Python sees it first: it may close any pending open */
+                else {
+                    uint64_t hi, lo;
+                    hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
+                    if (pending_add(&P, hi, lo, L->kind, PyList_GET_SIZE(found) - 1) < 0) {
+                        PyErr_NoMemory();
+                        goto fail;
+                    }
+                }
             }
             last = (Py_ssize_t)pos;
             pos += L->len + 1;
@@ -3144,6 +3281,9 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     }
     repeats_clear(&R);
     ws_put(ws);
+    free(P.e);
+    if (!(found = without_paired(found, paired)))
+        return NULL;
     PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)pos, taken, last, found);
     Py_DECREF(found);
     return res;
@@ -3151,6 +3291,7 @@ fail:
     repeats_clear(&R);
     if (ws)
         ws_put(ws);
+    free(P.e);
     Py_XDECREF(found);
     return NULL;
 }
@@ -3528,8 +3669,40 @@ static int set_payload_kinds(Verifier *V, PyObject *payload_kinds)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* pairs: a mapping close kind -> open kind (both in the vocabulary) that check_block may pair in C. */
+static int set_pairs(Verifier *V, PyObject *pairs)
+{
+    if (!PyDict_Check(pairs)) {
+        PyErr_SetString(PyExc_TypeError, "pairs must be a dict of close kind -> open kind");
+        return -1;
+    }
+    PyObject *close, *open;
+    Py_ssize_t i = 0;
+    while (PyDict_Next(pairs, &i, &close, &open)) {
+        const KindEntry *ends[2] = {NULL, NULL};
+        PyObject *names[2] = {close, open};
+        for (int j = 0; j < 2; j++) {
+            Py_ssize_t ln;
+            const char *p = PyUnicode_Check(names[j]) ? PyUnicode_AsUTF8AndSize(names[j], &ln) : NULL;
+            if (!p) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "pairs must hold str");
+                return -1;
+            }
+            ends[j] = kind_lookup(V, (const uint8_t *)p, (size_t)ln);
+        }
+        if (!ends[0] || !ends[1] || ends[0] == ends[1]) {
+            PyErr_Format(PyExc_ValueError, "pairs: %R -> %R is not a close and an open of the vocabulary", close, open);
+            return -1;
+        }
+        ((KindEntry *)ends[0])->pair_open = ends[1];
+        ((KindEntry *)ends[1])->pairable = 1;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(compile_kinds_doc,
-             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=()) -> Verifier\n\n"
+             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=(), pairs=None) -> Verifier\n\n"
              "Compile the kind definitions (ract_cli.format.kinds.KINDS: KindDef objects with\n"
              "name, version, fields, invariants) into a Verifier for one schema version.\n"
              "validators maps each kind name to its payload validator (VALIDATORS); it runs\n"
@@ -3537,15 +3710,17 @@ PyDoc_STRVAR(compile_kinds_doc,
              "payload_kinds: the kinds whose payload compact results carry: an iterable of\n"
              "names (the whole payload), or a mapping name -> None (the whole payload) or\n"
              "an iterable of the payload keys to keep (a dict of just those present, in the\n"
-             "line's order; e.g. the documented scalar fields an open handle keeps).");
+             "line's order; e.g. the documented scalar fields an open handle keeps).\n"
+             "pairs: {close kind: open kind} that check_block pairs in C (see check_block); the\n"
+             "kinds of both must be payload kinds.");
 
 static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", NULL};
-    PyObject *kinds, *validators, *payload_kinds = NULL, *seq = NULL, *v = NULL, *fseq = NULL;
+    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", "pairs", NULL};
+    PyObject *kinds, *validators, *payload_kinds = NULL, *pairs = NULL, *seq = NULL, *v = NULL, *fseq = NULL;
     long schema_version;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lO", names, &kinds, &validators, &schema_version,
-                                     &payload_kinds))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lOO", names, &kinds, &validators, &schema_version,
+                                     &payload_kinds, &pairs))
         return NULL;
     if (!kw || !PyDict_GetItemString(kw, "schema_version")) {
         PyErr_SetString(PyExc_TypeError, "compile_kinds() needs schema_version=");
@@ -3636,6 +3811,15 @@ static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, Py
     Py_CLEAR(seq);
     if (payload_kinds && payload_kinds != Py_None && set_payload_kinds(V, payload_kinds) < 0)
         goto fail;
+    if (pairs && pairs != Py_None && set_pairs(V, pairs) < 0)
+        goto fail;
+    for (uint32_t i = 0; i < V->nkinds; i++) {
+        const KindEntry *k = &V->kinds[i];
+        if ((k->pairable && !k->want) || (k->pair_open && !k->want)) {
+            PyErr_Format(PyExc_ValueError, "pairs: kind %R is not a payload kind", k->name_obj);
+            goto fail;
+        }
+    }
     return (PyObject *)V;
 fail:
     Py_XDECREF(v);

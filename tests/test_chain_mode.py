@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -261,3 +262,205 @@ def test_long_lines_at_the_edges_of_trust(
         assert hinted == plain, wanted
         found = hinted[0]
         assert len({line for line, *_ in found}) == len(found)  # no event handed out twice
+
+
+# --- opens and closes paired in C (check_block's pairs) ------------------------------------------
+
+_STEPS = ("a" * 32, "b" * 32)
+_OPENS: dict[str, Callable[[int], dict[str, object]]] = {
+    "step.started": lambda k: {
+        "parent_snapshot": "c" * 40,
+        "branch": f"rootact/step/{k}",
+        "postcondition_count": 1,
+        "manifest_digest": None,
+        "timeout_seconds": 600,
+    },
+    "tool.called": lambda k: {"tool": ("bash", "grep")[k % 2], "arguments": {"argv": ["x"]}},
+    "prompt.sent": lambda k: {
+        "provider": ("anthropic", "openai")[k % 2],
+        "response_shape": "action",
+        "intent_id": "d" * 32,
+        "prompt_chars": 10,
+    },
+    "handshake.requested": lambda k: {
+        "milestone_id": f"m-{k % 2}",
+        "status": "pending",
+        "description": "merge",
+        "reason": "policy",
+    },
+}
+_CLOSES: dict[str, Callable[[int], dict[str, object]]] = {
+    "step.committed": lambda k: {
+        "outcome": "COMMITTED",
+        "parent_snapshot_before": "c" * 40,
+        "parent_snapshot_after": "e" * 40,
+        "branch": f"rootact/step/{k}",
+        "reason": "ok",
+    },
+    "step.rolled_back": lambda k: {
+        "outcome": "ROLLED_BACK",
+        "parent_snapshot_before": "c" * 40,
+        "parent_snapshot_after": "c" * 40,
+        "branch": f"rootact/step/{k}",
+        "reason": "failed",
+    },
+    "tool.result": lambda k: {"tool": ("bash", "grep")[k % 2], "ok": True, "duration_ns": 5},
+    "response.received": lambda k: {
+        "provider": ("anthropic", "openai")[k % 2],
+        "intent_id": "d" * 32,
+        "response_type": "tool_use",
+        "preview": "p",
+    },
+    "handshake.resolved": lambda k: {
+        "milestone_id": f"m-{k % 2}",
+        "status": "approved",
+        "description": "merge",
+        "reason": "ok",
+    },
+}
+
+#: one event of a handle log: (kind, key (its queue: tool, provider, milestone), step, parent, synthesized source)
+#: parent and source: k >= 0 names the event k before this one (any kind), -1: none, -2: an id of no event
+_Op = tuple[str, int, int, int, int]
+_EVENT_BEFORE = st.one_of(st.just(-1), st.just(-1), st.just(-2), st.integers(0, 4), st.integers(0, 30))
+_FAMILIES = (
+    ("tool.called", "tool.result"),
+    ("step.started", "step.committed", "step.rolled_back"),
+    ("prompt.sent", "response.received"),
+    ("handshake.requested", "handshake.resolved"),
+    (*_OPENS, *_CLOSES, "run.completed", "run.started", "crlf"),
+)
+
+
+def _ops(kinds: tuple[str, ...]) -> st.SearchStrategy[list[_Op]]:
+    one = st.tuples(
+        st.sampled_from(kinds),
+        st.integers(0, 1),
+        st.sampled_from((0, 0, 0, 1, -1)),
+        _EVENT_BEFORE,
+        st.one_of(st.just(-1), st.just(-1), st.just(-1), _EVENT_BEFORE),
+    )
+    return st.lists(one, min_size=4, max_size=80)
+
+
+#: a log of one family's opens and closes (their queues collide often), or of every handle kind
+_HANDLE_OPS = st.sampled_from(_FAMILIES).flatmap(_ops)
+
+
+def _handle_log(ops: list[_Op], rng: random.Random) -> bytes:
+    """A valid log (genesis, one run, clock forward) of run.started and then ``ops``; a "crlf" op
+    ends the line before it with CRLF (valid, but not a line C frames: C stops and resumes after it)."""
+    events: list[dict[str, object]] = []
+    lines: list[bytes] = []
+    prev = GENESIS_HASH
+
+    def add(kind: str, payload: dict[str, object], step: int, parent: int) -> None:
+        nonlocal prev
+        ids = [str(e["id"]) for e in events]
+        event: dict[str, object] = {
+            "id": f"{rng.getrandbits(128):032x}",
+            "run_id": "f" * 32,
+            "step_id": _STEPS[step] if step >= 0 else None,
+            "parent_id": ids[-1 - parent % len(ids)] if parent >= 0 else "9" * 32 if parent == -2 else None,
+            "timestamp_ns": 1_000 + len(events),
+            "kind": kind,
+            "payload": payload,
+            "prev_hash": prev,
+        }
+        event["hash"] = prev = hashlib.sha256(jcs_exact(event)).hexdigest()
+        events.append(event)
+        lines.append(jcs_exact(event) + b"\n")
+
+    add("run.started", {"intent_id": "d" * 32}, -1, -1)
+    for kind, key, step, parent, source in ops:
+        if kind == "crlf":
+            lines[-1] = lines[-1][:-1] + b"\r\n"
+        elif kind in _OPENS:
+            add(kind, _OPENS[kind](key), step, parent)
+        elif kind.startswith("run."):
+            add(kind, {"final_decision": "accept"} if kind == "run.completed" else {"intent_id": "d" * 32}, -1, parent)
+        else:
+            payload = _CLOSES[kind](key)
+            if source != -1:  # a synthesized close, naming an event (or no event) as its open
+                named = str(events[-1 - source % len(events)]["id"]) if source >= 0 else "9" * 32
+                payload.update({"synthesized": True, "source_event_id": named})
+            add(kind, payload, step, parent)
+    return b"".join(lines)
+
+
+@settings(
+    max_examples=int(os.environ.get("RACT_CHAIN_EXAMPLES", "30")) * 4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(seed=st.integers(0, 2**32 - 1), ops=_HANDLE_OPS)
+def test_opens_and_closes_paired_in_c_agree_with_the_tracker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, ops: list[_Op]
+) -> None:
+    """Closes naming their open by parent_id, by a synthesized source, or neither (FIFO), of the
+    wrong kind, twice, across a C stop (CRLF): C's pairing leaves the tracker with what it would hold."""
+    path = tmp_path / f"h{seed}" / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(_handle_log(ops, random.Random(seed)))
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    assert chained[2] == 0, chained[0]  # every line valid: C took each one it framed
+    for wanted in WANTED:
+        assert search(path, wanted, True) == search(path, wanted, False)
+
+
+#: logs where pairing a close with its parent in C, wrongly, would leave another open set
+PAIRING_CASES: dict[str, list[_Op]] = {
+    # the first tool.result has no parent: it takes the first call (FIFO); the second names that call,
+    # already closed, so it falls back to its own queue and takes the second call: none is left open
+    "a close handed to Python between an open and its close": [
+        ("tool.called", 0, 0, -1, -1),
+        ("tool.called", 1, 0, -1, -1),
+        ("tool.result", 0, 0, -1, -1),
+        ("tool.result", 1, 0, 2, -1),
+    ],
+    # a synthesized close takes the open its source names, not its parent (SPEC §4 rule 1 first)
+    "a synthesized close naming another open": [
+        ("prompt.sent", 0, 0, -1, -1),
+        ("prompt.sent", 0, 0, -1, -1),
+        ("response.received", 0, 0, 1, 0),
+    ],
+    # a close whose parent is an open of another kind pairs by its queue, not with that parent
+    "a parent of the wrong kind": [
+        ("step.started", 0, 0, -1, -1),
+        ("tool.called", 0, 1, -1, -1),
+        ("tool.result", 0, 1, 1, -1),
+    ],
+    # a second close naming the same open finds it closed: it takes the next in its queue
+    "two closes naming one open": [
+        ("handshake.requested", 0, -1, -1, -1),
+        ("handshake.requested", 0, -1, -1, -1),
+        ("handshake.resolved", 0, -1, 0, -1),
+        ("handshake.resolved", 0, -1, 2, -1),
+    ],
+    # C stops at a CRLF line and resumes after it: the open it took before is the tracker's by then
+    "an open and its close on either side of a C stop": [
+        ("step.started", 0, 0, -1, -1),
+        ("crlf", 0, 0, -1, -1),
+        ("tool.called", 0, 0, -1, -1),
+        ("step.committed", 0, 0, 1, -1),
+        ("tool.result", 0, 0, 1, -1),
+    ],
+    # any run close closes every run.started, which C never pairs
+    "a second run.started": [
+        ("run.started", 0, -1, -1, -1),
+        ("tool.called", 0, 0, -1, -1),
+        ("run.completed", 0, -1, 1, -1),
+        ("tool.result", 0, 0, 1, -1),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", PAIRING_CASES)
+def test_pairing_in_c_on_the_tracker_s_edge_cases(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str) -> None:
+    path = tmp_path / "pairing" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(_handle_log(PAIRING_CASES[case], random.Random(5)))
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    assert chained[2] == 0, chained[0]

@@ -41,6 +41,7 @@ from kind_examples import INVARIANT_INVALID, all_field_invalid_cases, all_valid_
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from ract_cli.format.model import ENVELOPE_ORDER
+from ract_cli.read.handles import CLOSE_TO_OPEN
 from ract_cli.read.json_rules import MAX_NESTING, parse_exact
 from ract_cli.read.line import analyze_line
 
@@ -83,6 +84,10 @@ def _verifier(version: int, payload_kinds: frozenset[str] = HANDLE_KINDS) -> _co
 
 VERIFIERS = {v: _verifier(v) for v in range(1, LATEST_SCHEMA_VERSION + 1)}
 VERIFIER = VERIFIERS[LATEST_SCHEMA_VERSION]
+#: the reader's: check_block pairs closes with their opens in C
+PAIRING_VERIFIER = _core.compile_kinds(
+    KINDS, VALIDATORS, schema_version=LATEST_SCHEMA_VERSION, payload_kinds=HANDLE_KINDS, pairs=CLOSE_TO_OPEN
+)
 
 
 # --- the oracle ------------------------------------------------------------------
@@ -869,6 +874,7 @@ def test_fuzz_files_replay(path: Path) -> None:
         for batch in (1, 3, 64):
             assert native_chain(lines, batch).state() == expected
         assert block_chain(lines).state() == expected
+        assert block_chain(lines, verifier=PAIRING_VERIFIER).state() == expected
 
 
 def test_fuzz_dirs_exist() -> None:
@@ -1005,6 +1011,18 @@ def native_chain(lines: list[bytes], batch: int, verifier: object = VERIFIER) ->
     return mini
 
 
+def assert_paired(events: list[dict], pairing: bool) -> None:
+    """The handle events one check_block call left out of found: opens and the closes that name
+    them as parent, each open once (what SPEC §4's rule 2 pairs)."""
+    assert pairing or not events
+    opens = {e["id"]: e["kind"] for e in events if e["kind"] in CLOSE_TO_OPEN.values()}
+    closes = [e for e in events if e["kind"] in CLOSE_TO_OPEN]
+    assert len(opens) == len(closes) == len(events) / 2
+    for close in closes:
+        assert opens.pop(close["parent_id"]) == CLOSE_TO_OPEN[close["kind"]]
+        assert close["payload"].get("synthesized") is not True
+
+
 def block_chain(lines: list[bytes], max_line: int = 1 << 20, verifier: object = VERIFIER) -> MiniChain:
     """What the reader does with a block (``Verifier.check_block``): C frames and takes lines up to the
     first it does not take (or that is not clean, or longer than ``max_line``), that line is judged
@@ -1028,15 +1046,19 @@ def block_chain(lines: list[bytes], max_line: int = 1 << 20, verifier: object = 
             chain.events,
         )
         at = {index: (offset, compact) for index, offset, compact in found}
+        paired: list[dict] = []  # handle events not in found: paired in C (PAIRING_VERIFIER)
         for j in range(taken):
             ref = analyze_line(lines[i + j], fast=False)
             assert not ref.problems and len(lines[i + j]) <= max_line
-            if ref.event["kind"] in HANDLE_KINDS:
+            if ref.event["kind"] in HANDLE_KINDS and j in at:
                 assert at[j][0] == starts[i + j]
                 check_compact(at[j][1], ref.event, ref.stored_hash, verifier)
+            elif ref.event["kind"] in HANDLE_KINDS:
+                paired.append(ref.event)
             else:
                 assert j not in at
             mini.fed.append((i + j, ref.event["kind"]))
+        assert_paired(paired, verifier is PAIRING_VERIFIER)
         i += taken
         if i < len(lines):  # the line C did not take: line by line
             ref = analyze_line(lines[i], fast=False)
@@ -1069,6 +1091,8 @@ def make_chain(n: int, rng: random.Random, faults: dict[int, str]) -> list[bytes
             envelope["prev_hash"] = "e" * 64
         if fault == "dup" and ids:
             envelope["id"] = rng.choice(ids)
+        if ids and rng.random() < 0.4:  # a parent just before it: a close may pair with it in C
+            envelope["parent_id"] = ids[-rng.randint(1, min(3, len(ids)))]
         event = hashed_event(kind, payload, rng, **envelope)
         ids.append(event["id"])
         body = lay_out(event, rng.choice(LAYOUTS), rng)
@@ -1098,6 +1122,7 @@ def test_chain_mode_equals_line_by_line(batch: int) -> None:
         assert got.state() == expected.state(), (batch, trial, faults)
         # the block framing: every line within max_line, or the longer ones left to Python
         assert block_chain(lines, max_line=batch * 40).state() == expected.state(), (batch, trial, faults)
+        assert block_chain(lines, batch * 40, PAIRING_VERIFIER).state() == expected.state(), (batch, trial, faults)
 
 
 def test_chain_mode_fixtures() -> None:
@@ -1107,6 +1132,7 @@ def test_chain_mode_fixtures() -> None:
         for batch in (1, 5, 4096):
             assert native_chain(lines, batch).state() == expected.state(), (path, batch)
         assert block_chain(lines).state() == expected.state(), path
+        assert block_chain(lines, verifier=PAIRING_VERIFIER).state() == expected.state(), path
 
 
 def test_chain_mode_takes_most_of_a_clean_log() -> None:
@@ -1297,3 +1323,46 @@ def test_streamed_hash_crosses_every_buffer_boundary() -> None:
         event = hashed_event("run.started", {"blob": "y" * pad + '"\\\n\x01é😀' * 3, "n": 1.5}, rng)
         for layout in ("sorted", "escapes"):
             assert agree(lay_out(event, layout, rng), complete=True)
+
+
+def test_check_block_pairs_a_close_with_its_open_in_c() -> None:
+    """With compile_kinds' pairs, a close whose parent_id names an open taken in the same call is paired
+    in C: neither is in found. A synthesized close, one naming no open taken here, and every open
+    before a close C hands out, are in found (HandleTracker.feed decides them)."""
+    payload = {kind: p for name, kind, p in _VALID_CASES if not name.endswith("-synthesized")}
+    pairs = {"tool.result": "tool.called", "step.committed": "step.started"}
+    verifier = _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, payload_kinds=HANDLE_KINDS, pairs=pairs)
+    rng = random.Random(3)
+
+    def block(plan: list[tuple[str, int | None, bool]]) -> list[str]:
+        """Lines of (kind, index of the parent event, synthesized); the kinds of the events found."""
+        events: list[dict] = []
+        prev = "0" * 64
+        for kind, parent, synthesized in plan:
+            body = dict(payload[kind], synthesized=True, source_event_id="9" * 32) if synthesized else payload[kind]
+            parent_id = events[parent]["id"] if parent is not None else None
+            event = hashed_event(
+                kind, body, rng, prev_hash=prev, timestamp_ns=len(events), parent_id=parent_id, step_id=None
+            )
+            events.append(event)
+            prev = event["hash"]
+        data = b"".join(jcs_exact(e) + b"\n" for e in events)
+        chain = _core.Chain()
+        chain.expected_prev, chain.run_id, chain.prev_ts = "0" * 64, events[0]["run_id"], 0
+        stop, taken, _, found = verifier.check_block(data, 0, chain=chain, max_line=1 << 20)
+        assert (stop, taken) == (len(data), len(plan))
+        return [events[i]["kind"] for i, _, _ in found]
+
+    paired = [("run.started", None, False), ("tool.called", None, False), ("tool.result", 1, False)]
+    assert block(paired) == ["run.started"]
+    assert block([*paired[:2], ("tool.result", 1, True)]) == ["run.started", "tool.called", "tool.result"]
+    assert block([*paired[:2], ("tool.result", 0, False)]) == ["run.started", "tool.called", "tool.result"]
+    handed_out = [("run.started", None, False), ("step.started", None, False), ("tool.called", None, False)]
+    handed_out += [("tool.result", None, False), ("step.committed", 1, False), ("tool.result", 2, False)]
+    assert block(handed_out) == [kind for kind, _, _ in handed_out]  # the first tool.result: no more pairs
+    with pytest.raises(ValueError, match="not a close and an open"):
+        _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, pairs={"tool.result": "no.such.kind"})
+    with pytest.raises(ValueError, match="not a payload kind"):
+        _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, payload_kinds=(), pairs=pairs)
+    with pytest.raises(TypeError):
+        _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, pairs=[("tool.result", "tool.called")])

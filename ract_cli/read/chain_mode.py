@@ -22,7 +22,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS, VALIDATORS
 from ract_cli.read import core
 from ract_cli.read.chain import ChainState
-from ract_cli.read.handles import HANDLE_PAYLOAD_KEYS
+from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_PAYLOAD_KEYS
 from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
 from ract_cli.read.line import has_record_shape, hash_mismatch
 from ract_cli.read.verdict import line_result
@@ -186,7 +186,10 @@ def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
         # line (``_event_of``), so C builds no more of it
         payload_kinds = {kind: HANDLE_PAYLOAD_KEYS.get(kind, frozenset()) for kind in wanted_kinds}
         payload_kinds.update(HANDLE_PAYLOAD_KEYS)
+        # a close and its open that C may pair in check_block (issue 14): never a kind the caller wants,
+        # whose every event is handed out (and fed to the tracker) here
+        pairs = {c: o for c, o in CLOSE_TO_OPEN.items() if c not in wanted_kinds and o not in wanted_kinds}
         verifier = _VERIFIERS[(schema_version, wanted_kinds)] = core.NATIVE.compile_kinds(
-            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=payload_kinds
+            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=payload_kinds, pairs=pairs
         )
     return verifier

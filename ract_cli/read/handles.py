@@ -24,7 +24,8 @@ CLOSE_FOR_OPEN: dict[str, str] = {
 }
 RUN_CLOSES = frozenset({"run.completed", "run.aborted"})
 STEP_CLOSES = frozenset({"step.committed", "step.rolled_back"})
-_CLOSE_TO_OPEN = {
+#: close kind -> the open kind it closes (the run's closes aside: any of them closes every run.started)
+CLOSE_TO_OPEN = {
     "step.committed": "step.started",
     "step.rolled_back": "step.started",
     "tool.result": "tool.called",
@@ -32,7 +33,7 @@ _CLOSE_TO_OPEN = {
     "handshake.resolved": "handshake.requested",
 }
 #: every kind ``HandleTracker.feed`` acts on (the payloads the native chain mode hands back)
-HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
+HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(CLOSE_TO_OPEN)
 
 
 #: which FIFO queue an open waits in for its close: ("tool", step_id, tool), ("step", step_id)...
@@ -143,7 +144,7 @@ class HandleTracker:
             self._later_run_starts.clear()
             if self.run_started is not None:
                 return self._open.pop(self.run_started.event_id, None)
-        elif kind in _CLOSE_TO_OPEN:
+        elif kind in CLOSE_TO_OPEN:
             self._note_synthesized(event)
             return self._close(kind, event)
         return None
@@ -170,7 +171,7 @@ class HandleTracker:
             self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
 
     def _close(self, close_kind: str, event: Event) -> OpenHandle | None:
-        open_kind = _CLOSE_TO_OPEN[close_kind]
+        open_kind = CLOSE_TO_OPEN[close_kind]
         found = event.get("payload")
         payload: Payload = found if isinstance(found, dict) else {}
         # 1. a synthesized close (payload.synthesized is true) names its open

@@ -37,7 +37,7 @@ from ract_cli.read.chain import ChainState
 from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
-from ract_cli.read.handles import _CLOSE_TO_OPEN, CLOSE_FOR_OPEN, RUN_CLOSES
+from ract_cli.read.handles import HANDLE_KINDS
 from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
@@ -53,8 +53,6 @@ _IN_FLIGHT_PER_JOB = 2  # ranges queued per worker: bounds memory held by finish
 #: the answer is then to do the work in this process, with the same result
 POOL_FAILURES = (BrokenExecutor, OSError, NotImplementedError, ImportError)  # BrokenProcessPool is a BrokenExecutor
 
-#: kinds whose payload the open-handle tracker reads; other events travel without their payload
-_HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(_CLOSE_TO_OPEN)
 _NO_PAYLOAD: Payload = {}
 
 #: a clean event as a worker sends it back (see ``_Packer``):
@@ -207,7 +205,7 @@ class _Packer:
     when they equal the previous clean event's run_id / this range's previous
     line's hash (the main process restores them), and ``step_id``,
     ``parent_id`` and ``payload`` are ``None`` unless the event is of a kind
-    the open-handle tracker reads (``_HANDLE_KINDS``). Any other line becomes
+    the open-handle tracker reads (``HANDLE_KINDS``). Any other line becomes
     ``(offset, event_or_None, stored_hash, problems, parsed)``.
     """
 
@@ -221,7 +219,7 @@ class _Packer:
         if event is not None and not result.problems:
             run_id, prev = event["run_id"], event["prev_hash"]
             kind = event["kind"]
-            if kind in _HANDLE_KINDS:
+            if kind in HANDLE_KINDS:
                 step_id, parent_id, payload = event["step_id"], event["parent_id"], event["payload"]
             else:  # only the open-handle tracker reads these, and only for its kinds
                 step_id = parent_id = payload = None
@@ -243,7 +241,7 @@ class _Packer:
         else:
             if event is not None:
                 event = dict(event)
-                if event.get("kind") not in _HANDLE_KINDS:
+                if event.get("kind") not in HANDLE_KINDS:
                     event["payload"] = _NO_PAYLOAD
             problems = tuple((p.code, p.message, p.expected, p.actual, p.severity) for p in result.problems)
             self.out.append((offset, event, result.stored_hash, problems, result.parsed))
