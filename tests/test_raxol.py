@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import copy
 import enum
+import gzip
 import math
+import os
 import types
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -315,6 +317,41 @@ def test_detect_file_dialect(tmp_path: Path) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
     assert detect_file_dialect(empty) == "ract"
+
+
+_TURN = encode_line({"type": "turn_started", "payload": {"prompt": "p"}})
+_RACT_FIRST = b'{"id":"a","kind":"run.started"}\n'
+#: first bytes of a file -> its dialect: the quick look at the first read must give what reading line by line gives
+DETECTION_CASES = {
+    "a journal": (_TURN, "raxol"),
+    "a run": (_RACT_FIRST + _TURN, "ract"),
+    "a journal after a broken line": (b"{broken\n" + _TURN, "raxol"),
+    "a journal after a non-object": (b"[1]\n" + _TURN, "raxol"),
+    "a journal after CRLF garbage": (b"x\r\n" + _TURN, "raxol"),
+    "a journal with CRLF endings": (_TURN[:-1] + b"\r\n", "raxol"),
+    "a first line longer than the quick read": (b'{"type":"t","p":"' + b"x" * (70 << 10) + b'"}\n', "raxol"),
+    "a first line past max_line_bytes": (b'{"type":"t","p":"' + b"x" * 300 + b'"}\n' + _TURN, "ract"),
+    "no newline": (_TURN[:-1], "raxol"),
+    "nine lines of garbage first": (b"x\n" * 9 + _TURN, "ract"),
+    "empty": (b"", "ract"),
+}
+
+
+@pytest.mark.parametrize("case", DETECTION_CASES)
+@pytest.mark.parametrize("gzipped", [False, True])
+def test_detection_reads_the_first_records(tmp_path: Path, case: str, gzipped: bool) -> None:
+    data, dialect = DETECTION_CASES[case]
+    path = tmp_path / ("log.jsonl.gz" if gzipped else "log.jsonl")
+    path.write_bytes(gzip.compress(data) if gzipped else data)
+    limit = 256 if case == "a first line past max_line_bytes" else 1 << 20
+    assert detect_file_dialect(path, max_line_bytes=limit) == dialect
+    assert ChainReader(path, max_line_bytes=limit).dialect == dialect
+
+
+def test_detection_of_a_fifo_does_not_block(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    assert detect_file_dialect(fifo) == "ract"
 
 
 def test_reader_dialect_option(tmp_path: Path) -> None:
