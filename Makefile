@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[test]'
+	@# bytecode now: where PYTHONDONTWRITEBYTECODE is set, every ract call would compile its modules again
+	$(BIN)/python -m compileall -q ract_cli >/dev/null
 	touch $(STAMP)
 
 COMPLETED   := fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl

@@ -133,7 +133,8 @@ def test_version_subprocess_wins_over_a_command() -> None:
 
 
 def _imported_by(argv: list[str]) -> tuple[int, str, set[str]]:
-    """(exit code, stdout, the top-level modules imported) of the ``ract`` entry point run on ``argv``, fresh."""
+    """(exit code, stdout, the modules imported, by full and top-level name) of the ``ract`` entry point
+    run on ``argv``, fresh."""
     import subprocess
     import sys
 
@@ -143,7 +144,7 @@ def _imported_by(argv: list[str]) -> tuple[int, str, set[str]]:
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         f"    code = main({argv!r})\n"
-        "print(code, sorted({m.split('.')[0] for m in sys.modules}), out.getvalue(), sep='\\n', end='')\n"
+        "print(code, sorted({*sys.modules, *(m.split('.')[0] for m in sys.modules)}), out.getvalue(), sep='\\n', end='')\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-800:]
@@ -164,6 +165,8 @@ def test_a_quiet_verify_does_not_import_rich() -> None:
     code, out, modules = _imported_by(["trace", "verify", "-q", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
     assert (code, out) == (0, "")
     assert "rich" not in modules and "typer" in modules
+    # nor a journal dialect (a RACT log), nor the process pools (concurrent.futures imports logging)
+    assert not modules & {"ract_cli.dialects.raxol", "concurrent", "logging", "multiprocessing"}, modules
 
 
 def test_version_is_listed_in_help(capsys) -> None:

@@ -7,7 +7,6 @@ from typing import Annotated
 
 import typer
 
-from ract_cli.dialects.raxol.contract import LOOP_TYPES
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
@@ -24,6 +23,8 @@ Paths = Annotated[
 
 def complete_kind(incomplete: str) -> list[str]:
     """Shell completion for ``--kind``: every RACT kind, each family's glob (``process.*``), Raxol's types."""
+    from ract_cli.dialects.raxol.contract import LOOP_TYPES  # (only when completing: start-up)
+
     names = [k.name for k in KINDS]
     families = sorted({n.split(".", 1)[0] + ".*" for n in names if "." in n})
     return [c for c in dict.fromkeys([*names, *families, *LOOP_TYPES]) if c.startswith(incomplete)]

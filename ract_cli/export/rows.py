@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
@@ -41,6 +40,10 @@ from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import LogEvent
+from ract_cli.read.parallel import make_pool, pool_failures
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 #: findings kept per log by default (as ``verify --max-findings``): a small hostile file of blank lines
 #: would otherwise hold one finding per byte; the rest are counted in ``runs.suppressed_findings``
@@ -530,7 +533,7 @@ def stage_rows(
         for k, (chunk, future) in enumerate(zip(chunks, futures, strict=True)):
             try:
                 summaries, longest, staged = future.result()
-            except _POOL_FAILURES:  # a worker died: read this chunk here (its files are rewritten whole)
+            except pool_failures():  # a worker died: read this chunk here (its files are rewritten whole)
                 summaries, longest, staged = _stage_chunk(
                     [files[i] for i in chunk], options, str(directory), f"{k:06d}", batch
                 )
@@ -549,24 +552,9 @@ def _shifted(say: Callable[[int], None], base: int) -> Callable[[int], None]:
     return lambda offset: say(base + offset)
 
 
-def _make_pool(jobs: int) -> Any:
-    """A process pool (fork where available, as ``verify`` does), or None where none can start."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = multiprocessing.get_all_start_methods()
+def _make_pool(jobs: int) -> ProcessPoolExecutor | None:
+    """``parallel.make_pool``, or None where no pool can start (the files are then read here)."""
     try:
-        return ProcessPoolExecutor(
-            max_workers=jobs, mp_context=multiprocessing.get_context("fork" if "fork" in methods else None)
-        )
+        return make_pool(jobs)
     except (OSError, NotImplementedError, ImportError):
         return None
-
-
-def _pool_failures() -> tuple[type[BaseException], ...]:
-    from concurrent.futures.process import BrokenProcessPool
-
-    return (BrokenProcessPool, OSError, NotImplementedError, ImportError)
-
-
-_POOL_FAILURES = _pool_failures()

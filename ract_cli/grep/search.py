@@ -27,7 +27,6 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
-from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 import orjson
@@ -70,7 +69,7 @@ _DEFAULT_OPTIONS = GrepOptions()
 _PerFile = Generator[tuple[FileResult, Iterable[Match]], None, None]
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 
 class GrepSearch:
@@ -211,7 +210,7 @@ class _Workers:
         self.pool: ProcessPoolExecutor | None
         try:
             self.pool = parallel.make_pool(options.jobs)
-        except parallel.POOL_FAILURES:
+        except parallel.pool_failures():
             self.pool = None
 
     def give_up(self) -> None:
@@ -237,7 +236,7 @@ class _Workers:
             try:
                 pending[i] = self.pool.submit(grep_file_packed, self.paths[i], self.filter, self.options)
                 self.in_flight += sizes[i]
-            except parallel.POOL_FAILURES:
+            except parallel.pool_failures():
                 self.give_up()
 
     def take(self, i: int) -> bytes | None:
@@ -247,7 +246,7 @@ class _Workers:
             return None
         try:
             packed = future.result()
-        except parallel.POOL_FAILURES:
+        except parallel.pool_failures():
             self.give_up()
             return None
         self.in_flight -= self.sizes[i]

@@ -54,10 +54,30 @@ def register(dialect: Dialect) -> None:
     _REGISTRY[dialect.name] = dialect
 
 
+#: dialects registered on first use: name -> what imports the package that registers it
+_LOADERS: dict[str, Callable[[], object]] = {}
+
+
+def register_loader(name: str, load: Callable[[], object]) -> None:
+    """Register a dialect on first use: ``load()`` imports the package that calls ``register``.
+
+    Reading a RACT log then never imports a journal dialect (start-up: issue 14).
+    """
+    if name not in DIALECTS[1:]:
+        raise ValueError(f"unknown dialect name {name!r}")
+    _LOADERS[name] = load
+
+
+def _loaded(name: str) -> None:
+    if name not in _REGISTRY and (load := _LOADERS.pop(name, None)) is not None:
+        load()
+
+
 def get_dialect(name: str) -> Dialect:
     """The registered dialect called ``name`` ("ract" or "raxol"; resolve "auto" first)."""
     if name not in DIALECTS[1:]:
         raise UsageError(f"dialect must be ract, raxol or auto, not {name!r}")
+    _loaded(name)
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -149,4 +169,5 @@ def resolve_dialect(dialect: str, path: str | os.PathLike[str], max_line_bytes: 
 
 def discovery_suffixes(dialect: str) -> tuple[str, ...]:
     """File suffixes a directory search also takes: ``*.jsonl`` journals when the dialect is raxol."""
+    _loaded(dialect)
     return _REGISTRY[dialect].suffixes if dialect in _REGISTRY else ()

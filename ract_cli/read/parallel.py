@@ -24,7 +24,6 @@ import os
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import BrokenExecutor, Executor, Future  # not .process: multiprocessing is slow to import
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,16 +41,22 @@ from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
 
-if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
+    from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
 _IN_FLIGHT_PER_JOB = 2  # ranges queued per worker: bounds memory held by finished-but-unfed results
 
-#: what starting or using worker processes can raise (a worker killed, no fork, no semaphores):
-#: the answer is then to do the work in this process, with the same result
-POOL_FAILURES = (BrokenExecutor, OSError, NotImplementedError, ImportError)  # BrokenProcessPool is a BrokenExecutor
+
+def pool_failures() -> tuple[type[BaseException], ...]:
+    """What starting or using worker processes can raise (a worker killed, no fork, no semaphores):
+    the answer is then to do the work in this process, with the same result. A function, so that an
+    ``except pool_failures():`` imports concurrent.futures only when something was raised."""
+    from concurrent.futures import BrokenExecutor  # BrokenProcessPool is a BrokenExecutor
+
+    return (BrokenExecutor, OSError, NotImplementedError, ImportError)
+
 
 _NO_PAYLOAD: Payload = {}
 

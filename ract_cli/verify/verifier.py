@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -19,9 +18,11 @@ from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.read.parallel import POOL_FAILURES, can_split, make_pool, scan_file
+from ract_cli.read.parallel import can_split, make_pool, pool_failures, scan_file
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
     from ract_cli.proofs.checkpoint import CheckpointReport
 
 
@@ -152,7 +153,7 @@ def verify_file(
             finally:
                 if own_pool:
                     pool.shutdown(cancel_futures=True)
-        except POOL_FAILURES:
+        except pool_failures():
             state = None  # no worker processes here (or one died): the sequential reader decides alone
     if state is None:
         reader = ChainReader(
@@ -283,7 +284,7 @@ def verify_paths(
     one_job = replace(options, jobs=1)
     try:
         pool = make_pool(options.jobs)
-    except POOL_FAILURES:
+    except pool_failures():
         pool = None  # cannot start processes here: verify one file after the other
     with pool if pool is not None else nullcontext():
         # the small files go to the pool in tasks of several, a bounded window of them ahead of the
@@ -305,7 +306,7 @@ def verify_paths(
             if i not in done_reports:
                 try:
                     done_reports.update(zip(tasks[t], futures.pop(t).result(), strict=True))
-                except POOL_FAILURES:
+                except pool_failures():
                     done_reports.update(dict.fromkeys(tasks[t]))  # a worker died: verify these here
             return done_reports.pop(i)
 
