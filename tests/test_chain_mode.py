@@ -11,6 +11,7 @@ handles, on logs edited at random across batch boundaries.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,8 @@ from hypothesis import strategies as st
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.read import chain_mode, core
+from ract_cli.read import chain_mode, core, framing
+from ract_cli.read import reader as reader_module
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import write_benchmark_log
@@ -464,3 +466,25 @@ def test_pairing_in_c_on_the_tracker_s_edge_cases(tmp_path: Path, monkeypatch: p
     chained, iterated, python = three_ways(path, monkeypatch)
     assert chained == iterated == python
     assert chained[2] == 0, chained[0]
+
+
+@pytest.mark.parametrize("block", [1, 200, 4096])
+@pytest.mark.parametrize("kind", ("none", "flip", "crlf", "garbage", "duplicate"))
+def test_chain_mode_in_small_reads_agrees(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int, kind: str
+) -> None:
+    """Reads of ``block`` bytes: lines across two reads (a block of their own), across many (read alone),
+    and a read holding no whole line: the verdict, handles and searches of 1 MiB reads."""
+    lines = base_lines[:400]
+    if kind != "none":
+        _edit(lines := list(lines), random.Random(block), kind, 200)
+    path = tmp_path / kind / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines))
+    whole = three_ways(path, monkeypatch)
+    searched = {wanted: search(path, wanted, True) for wanted in WANTED}
+    monkeypatch.setattr(reader_module, "frame_blocks", functools.partial(framing.frame_blocks, block_size=block))
+    assert three_ways(path, monkeypatch) == whole
+    assert whole[0] == whole[1] == whole[2]
+    for wanted in WANTED:
+        assert search(path, wanted, True) == searched[wanted] == search(path, wanted, False)

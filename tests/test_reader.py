@@ -10,6 +10,7 @@ memory and I/O failures.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -19,11 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ract_cli.errors import ChainBrokenError, ExitCode, LogIOError
 from ract_cli.findings import FINDING_CODES
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.framing import Block, LineFramer, frame_blocks, lines_of
 from ract_cli.read.line import analyze_line
 from ract_cli.read.reader import ChainReader, EventReader
 from ract_cli.testing.synth import fixture_path, fixture_run_id
@@ -999,3 +1003,49 @@ def test_bad_line_same_verdict_on_both_analysis_paths(logs, make, code: str) -> 
     fast, reference = analyze_line(bad), analyze_line(bad, fast=False)
     assert [p.code for p in fast.problems] == [p.code for p in reference.problems] == [code]
     assert fast.event is reference.event is None
+
+
+# --- the block framing (native chain mode, the prefilter) frames as LineFramer does ---------------
+
+_PIECE = st.sampled_from([b"{", b"}", b"a", b"xyz" * 5, b"\r", b"\n", b"\r\n", b" ", b"k" * 40])
+
+
+def _blocks_as_lines(data: bytes, limit: int, block: int) -> tuple[list[tuple[int, int, bytes | None]], int, int]:
+    """frame_blocks' output, each Block expanded to its lines, and the framer's end and lines."""
+    framer = LineFramer(io.BytesIO(data), limit)
+    out: list[tuple[int, int, bytes | None]] = []
+    for frame in frame_blocks(framer, block):
+        if isinstance(frame, Block):
+            assert frame.data[frame.hi :].find(b"\n") < 0 and frame.data[frame.hi - 1 : frame.hi] == b"\n"
+            out += lines_of(frame.data, frame.lo, frame.hi, frame.line_no, frame.base, limit)
+        else:
+            out.append(frame)
+    return out, framer.end, framer.lines
+
+
+@settings(max_examples=400, deadline=None)
+@given(pieces=st.lists(_PIECE, max_size=40), limit=st.integers(1, 120), block=st.integers(1, 70))
+def test_block_framing_equals_line_framing(pieces: list[bytes], limit: int, block: int) -> None:
+    """Lines within a read, across two reads, across many; over-long lines (skipped, never held); CRLF;
+    a last line without its newline: the same lines, numbers, offsets, end and count as LineFramer."""
+    data = b"".join(pieces)
+    framer = LineFramer(io.BytesIO(data), limit)
+    expected = list(framer)
+    assert _blocks_as_lines(data, limit, block) == (expected, framer.end, framer.lines)
+
+
+@pytest.mark.parametrize("block", [1, 2, 5, 64, 1 << 20])
+def test_block_framing_when_the_consumer_counts(block: int) -> None:
+    """A consumer that says how many lines a block held (as the reader does, from C's count) gets the
+    line numbers the framer's own count gives."""
+    data = b"".join(b"line %d\n" % i for i in range(50)) + b"tail"
+    counted, plain = [], []
+    for frame in frame_blocks(LineFramer(io.BytesIO(data), 100), block):
+        if isinstance(frame, Block):
+            frame.lines = frame.data.count(b"\n", frame.lo, frame.hi)
+            counted.append((frame.line_no, frame.base + frame.lo))
+        else:
+            counted.append(frame[:2])
+    for frame in frame_blocks(LineFramer(io.BytesIO(data), 100), block):
+        plain.append((frame.line_no, frame.base + frame.lo) if isinstance(frame, Block) else frame[:2])
+    assert counted == plain and plain[-1] == (51, len(data) - 4)

@@ -40,10 +40,10 @@ def within_limit(raw: bytes, max_line_bytes: int) -> bytes | None:
 
 
 def lines_of(
-    data: bytes, pos: int, line_no: int, offset: int, max_line_bytes: int
+    data: bytes, pos: int, size: int, line_no: int, offset: int, max_line_bytes: int
 ) -> Iterator[tuple[int, int, bytes | None]]:
-    """The lines of a block of ``frame_blocks`` from byte ``pos`` on (line ``line_no``), as ``LineFramer`` yields them."""
-    size = len(data)
+    """The lines of a block's ``data`` from byte ``pos`` (line ``line_no``) to ``size``, as ``LineFramer``
+    yields them; ``offset``: the file offset of ``data[0]``."""
     while pos < size:
         end = data.index(b"\n", pos) + 1
         yield line_no, offset + pos, within_limit(data[pos:end], max_line_bytes)
@@ -148,24 +148,43 @@ class LineFramer:
 BLOCK_BYTES = PREFILTER_BLOCK_BYTES = 1 << 20
 
 
-def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[tuple[int, int, bytes | None, bool]]:
-    """``LineFramer``'s framing, a block of lines at a time, for the native chain mode.
+@dataclass(slots=True)
+class Block:
+    """Complete lines of one read, as ``frame_blocks`` yields them: ``data[lo:hi]``, each line ending in
+    ``\n`` (no ``\n`` after ``hi``); ``data[0]`` is at file offset ``base``, ``data[lo]`` starts line
+    ``line_no``. A line in it may still be longer than ``max_line_bytes``: the reader judges each line
+    it looks at. ``lines``: the consumer that counted the block's lines (C did) says how many, so that
+    ``frame_blocks`` does not count them again."""
 
-    Yields ``(line_no, offset, data, True)`` for a block: ``data`` holds one or
-    more complete lines (each ending in ``\\n``), the first of them line
-    ``line_no`` at byte ``offset`` -- a line in it may still be longer than
-    ``max_line_bytes``: the reader judges each line it looks at. And
-    ``(line_no, offset, raw, False)`` for one line as ``LineFramer`` yields it:
-    ``None`` for a line longer than ``max_line_bytes`` that no block holds (it
-    is skipped, never held whole), a line that took several reads (so that it
-    is never copied out of a block), or the last line, without its ``\\n``.
-    Memory: one block plus the line being assembled. Read errors, ``end`` and
-    ``lines`` are left in ``framer`` as ``LineFramer`` leaves them.
+    line_no: int
+    base: int
+    data: bytes
+    lo: int
+    hi: int
+    lines: int | None = None
+
+
+#: what ``frame_blocks`` yields: a block of lines, or one line as ``LineFramer`` yields it
+Frame = Block | tuple[int, int, bytes | None]
+
+
+def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[Frame]:
+    """``LineFramer``'s framing, a read at a time, for the native chain mode and the prefilter.
+
+    Yields a ``Block`` for the complete lines of each read, the read itself
+    (never copied), and a one-line ``Block`` for the line that straddles two
+    reads. Yields ``(line_no, offset, raw)`` for one line as ``LineFramer``
+    yields it: ``None`` for a line longer than ``max_line_bytes`` that no block
+    holds (it is skipped, never held whole), a line that took more than two
+    reads (so that it is never copied out of a block), or the last line,
+    without its ``\n``. Memory: one read plus the line being assembled. Read
+    errors, ``end`` and ``lines`` are left in ``framer`` as ``LineFramer``
+    leaves them.
     """
     f, limit = framer.f, framer.max_line_bytes
-    buf = b""  # always starts at a line start (file offset ``base``)
-    base = 0
-    line_no = 0  # lines before ``buf``
+    carry = b""  # the start of a line begun in the read before (at file offset ``base``)
+    base = 0  # file offset of the first byte not yet yielded
+    line_no = 0  # lines yielded (or skipped) so far
     skipping = False  # inside an over-long line already reported: drop bytes up to its newline
     # a line longer than a read, as it is assembled: one growing buffer (a list of reads joined at the end
     # left their memory in the heap, counted in the peak RSS while the line was checked)
@@ -177,63 +196,62 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
             framer.read_error = f"read failed: {exc.strerror or exc}"
             framer.error_line, framer.error_offset = line_no + 1, base
             return
-        eof = not chunk
-        if not skipping and not eof and buf and b"\n" not in chunk:
-            if long is None:
-                long = bytearray(buf)  # still inside the line begun in ``buf``
-            long += chunk
-            if len(long) <= limit + 2:
-                continue
-            line_no += 1  # no newline yet and already over the limit
-            yield line_no, base, None, False
-            base += len(long)
-            buf, long, skipping = b"", None, True
-            continue
-        if long is not None and eof:
-            buf, long = bytes(long), None
-        elif long is not None:  # a line read in several pieces, whole at last: yielded alone (never in a block)
-            nl = chunk.index(b"\n") + 1
-            long += memoryview(chunk)[:nl]
-            line, long = bytes(long), None
-            buf = chunk[nl:]
-            size = len(line)
-            yield line_no + 1, base, within_limit(line, limit), False
-            line = b""
-            line_no += 1
-            base += size
-        else:
-            if skipping:
-                nl = chunk.find(b"\n")
-                if nl < 0:
-                    base += len(chunk)
-                    if chunk:
-                        continue
-                    framer.end, framer.lines = base, line_no
-                    return
-                base += nl + 1
-                chunk = chunk[nl + 1 :]
-                skipping = False
-            buf = buf + chunk if buf else chunk
-        end = buf.rfind(b"\n") + 1  # [0, end) holds complete lines only
-        if end:
-            lines = buf.count(b"\n", 0, end)
-            block, buf = (buf, b"") if end == len(buf) else (buf[:end], buf[end:])
-            yield line_no + 1, base, block, True
-            block = b""
-            line_no += lines
-            base += end
-        held = len(buf)
-        if eof:  # what is left is a last line without its newline
-            framer.end, framer.lines = base + held, line_no + (1 if buf else 0)
-            if buf:
-                yield line_no + 1, base, None if held > limit else buf, False
+        if not chunk:  # what is left is a last line without its newline
+            rest = carry if long is None else bytes(long)
+            framer.end, framer.lines = base + len(rest), line_no + (1 if rest else 0)
+            if rest:
+                yield line_no + 1, base, None if len(rest) > limit else rest
             return
+        pos = 0  # the chunk's first byte not framed yet
+        if skipping or long is not None or carry:
+            nl = chunk.find(b"\n")
+            if nl < 0:  # still inside the line
+                if skipping:
+                    base += len(chunk)
+                    continue
+                if long is None:
+                    long = bytearray(carry)
+                    carry = b""
+                long += chunk
+                if len(long) > limit + 2:  # no newline yet and already over the limit
+                    line_no += 1
+                    yield line_no, base, None
+                    base += len(long)
+                    long, skipping = None, True
+                continue
+            pos = nl + 1
+            if skipping:
+                base += pos
+                skipping = False
+            elif long is not None:  # a line read in several pieces, whole at last: yielded alone
+                long += memoryview(chunk)[:pos]
+                line, long = bytes(long), None
+                line_no += 1
+                yield line_no, base, within_limit(line, limit)
+                base += len(line)
+                line = b""
+            else:  # the line across two reads: a block of its own
+                line, carry = carry + chunk[:pos], b""
+                yield Block(line_no + 1, base, line, 0, len(line))
+                line_no += 1
+                base += len(line)
+                line = b""
+        end = chunk.rfind(b"\n", pos) + 1
+        if end:
+            block = Block(line_no + 1, base - pos, chunk, pos, end)
+            yield block
+            line_no += chunk.count(b"\n", pos, end) if block.lines is None else block.lines
+            base += end - pos
+            pos = end
+        held = len(chunk) - pos
         if held > limit + 2:  # no newline yet and already over the limit
             line_no += 1
-            yield line_no, base, None, False
+            yield line_no, base, None
             base += held
-            buf, held = b"", 0
             skipping = True
+        else:
+            carry = chunk[pos:] if held else b""
+        chunk = b""
 
 
 def _frame_prefiltered(
@@ -248,14 +266,15 @@ def _frame_prefiltered(
     """
     limit, needles = framer.max_line_bytes, framer.needles
     assert needles is not None
-    for first, base, data, is_block in frame_blocks(framer, block_size):
-        if not is_block or data is None:
+    for frame in frame_blocks(framer, block_size):
+        if not isinstance(frame, Block):
+            data = frame[2]
             if data is None or data[-1:] != b"\n" or any(n in data for n in needles):
-                yield first, base, data
+                yield frame
             continue
-        line_no = first - 1  # lines before ``pos``
-        pos, end = 0, len(data)
-        hits = [data.find(n) for n in needles]
+        data, base, pos, end = frame.data, frame.base, frame.lo, frame.hi
+        line_no = frame.line_no - 1  # lines before ``pos``
+        hits = [data.find(n, pos, end) for n in needles]
         while True:
             hit = min((h for h in hits if h >= 0), default=-1)
             if hit < 0:
@@ -266,6 +285,7 @@ def _frame_prefiltered(
             yield line_no, base + start, within_limit(data[start:stop], limit)
             pos = stop
             hits = [h if h >= pos or h < 0 else data.find(n, pos, end) for h, n in zip(hits, needles, strict=True)]
+        frame.lines = line_no - frame.line_no + 1 + data.count(b"\n", pos, end)
 
 
 @dataclass(slots=True)

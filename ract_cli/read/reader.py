@@ -28,7 +28,7 @@ from ract_cli.read import core, fastpath
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
 from ract_cli.read.files import is_decoded, open_log, source_offset
-from ract_cli.read.framing import LineFramer, cut_archive, frame_blocks, lines_of, within_limit
+from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
@@ -125,7 +125,7 @@ class ChainReader:
 
     def _batched(
         self,
-        frames: Iterator[tuple[int, int, bytes | None, bool]],
+        frames: Iterator[Frame],
         batches: Batches,
         out: list[_Pending],
         progress: Callable[[int], None] | None,
@@ -143,15 +143,15 @@ class ChainReader:
         state, searching, limit = self.state, batches.wanted is not None, self.max_line_bytes
         max_line = min(BATCH_LINE_BYTES - 1, limit)  # (of a body: the line without its "\n")
         next_report = _PROGRESS_EVERY
-        for line_no, start, data, is_block in frames:
-            if not is_block or data is None:  # an over-long line, a long one, or the last one (no "\n")
-                if not self._take_long(batches, (line_no, start, data), out):
-                    yield line_no, start, data
+        for frame in frames:
+            if not isinstance(frame, Block):  # an over-long line, a long one, or the last one (no "\n")
+                if not self._take_long(batches, frame, out):
+                    yield frame
                 if searching and state.first_integrity_failure is not None:
                     yield from self._trust_ended(batches, out, (), frames)
                     return
                 continue
-            pos, size = 0, len(data)
+            data, start, pos, size, line_no = frame.data, frame.base, frame.lo, frame.hi, frame.line_no
             while True:
                 pos, taken = batches.take_block(data, pos, line_no, start, max_line, out)
                 line_no += taken
@@ -164,8 +164,10 @@ class ChainReader:
                 if not self._take_long(batches, item, out):
                     yield item
                 if searching and state.first_integrity_failure is not None:
-                    yield from self._trust_ended(batches, out, lines_of(data, pos, line_no, start, limit), frames)
+                    rest = lines_of(data, pos, size, line_no, start, limit)
+                    yield from self._trust_ended(batches, out, rest, frames)
                     return
+            frame.lines = line_no - frame.line_no  # (C counted them)
             if progress is not None and start + size >= next_report:
                 progress(start + size)
                 next_report = start + size + _PROGRESS_EVERY
@@ -186,7 +188,7 @@ class ChainReader:
         batches: Batches,
         out: list[_Pending],
         rest: Iterable[tuple[int, int, bytes | None]],
-        frames: Iterator[tuple[int, int, bytes | None, bool]],
+        frames: Iterator[Frame],
     ) -> Iterator[tuple[int, int, bytes | None]]:
         """A search: trust ended on a line read line by line; every line from here on is read so."""
         failure = self.state.first_integrity_failure
@@ -194,11 +196,11 @@ class ChainReader:
         if (earlier := batches.where_trust_ends(failure)) is not None:
             out.append(earlier)
         yield from rest
-        for line_no, start, data, is_block in frames:
-            if is_block and data is not None:
-                yield from lines_of(data, 0, line_no, start, self.max_line_bytes)
+        for frame in frames:
+            if isinstance(frame, Block):
+                yield from lines_of(frame.data, frame.lo, frame.hi, frame.line_no, frame.base, self.max_line_bytes)
             else:
-                yield line_no, start, data
+                yield frame
 
     def _release(self, make_event: type[LogEvent], pending: _Pending) -> LogEvent:
         line_no, start, raw, event = pending
