@@ -3068,13 +3068,22 @@ static PyObject *found_item(Py_ssize_t index, size_t offset, PyObject *compact)
     return t;
 }
 
+/* An open check_block has taken whose compact result is built only at the end of the call, unless a
+ * close pairs with it in C first: its place in found (None until then) and its line. */
+typedef struct {
+    Py_ssize_t at, index; /* index in found; the line's index from start */
+    size_t pos, len;      /* the line's body in the block */
+    int paired;
+} Deferred;
+
 /* The opens check_block has taken in this call and may still pair in C: an open-addressing set of
- * (id, kind, index in found). A generation stamp empties it in O(1) (a slot of an older one is free),
- * so a hostile log of alternating opens and unpaired closes stays linear. */
+ * (id, kind, its Deferred), and every Deferred of the call. A generation stamp empties the set in
+ * O(1) (a slot of an older one is free), so a hostile log of alternating opens and unpaired closes
+ * stays linear. */
 typedef struct {
     uint64_t hi, lo;
     const KindEntry *kind; /* NULL: paired (a tombstone: lookups probe past it) */
-    Py_ssize_t at;
+    Py_ssize_t at;         /* index in Pendings.d */
     uint32_t gen;
 } Pending;
 
@@ -3082,7 +3091,24 @@ typedef struct {
     Pending *e;
     size_t cap, used; /* used: slots of the current generation, tombstones too */
     uint32_t gen;
+    Deferred *d;
+    size_t dn, dcap;
 } Pendings;
+
+/* Record a deferred open. 0 ok, -1 out of memory. */
+static int deferred_add(Pendings *P, Py_ssize_t at, Py_ssize_t index, size_t pos, size_t len)
+{
+    if (P->dn == P->dcap) {
+        size_t cap = P->dcap ? P->dcap * 2 : 64;
+        Deferred *grown = cap > SIZE_MAX / sizeof(Deferred) ? NULL : realloc(P->d, cap * sizeof(Deferred));
+        if (!grown)
+            return -1;
+        P->d = grown;
+        P->dcap = cap;
+    }
+    P->d[P->dn++] = (Deferred){at, index, pos, len, 0};
+    return 0;
+}
 
 static inline size_t pending_slot(uint64_t hi, uint64_t lo, size_t cap) { return (size_t)((hi ^ (lo >> 7)) & (cap - 1)); }
 
@@ -3090,7 +3116,7 @@ static inline size_t pending_slot(uint64_t hi, uint64_t lo, size_t cap) { return
 static int pending_add(Pendings *P, uint64_t hi, uint64_t lo, const KindEntry *kind, Py_ssize_t at)
 {
     if ((P->used + 1) * 2 > P->cap) {
-        Pendings n = {NULL, P->cap ? P->cap * 2 : 64, 0, 1};
+        Pendings n = {NULL, P->cap ? P->cap * 2 : 64, 0, 1, P->d, P->dn, P->dcap};
         if (n.cap > SIZE_MAX / sizeof(Pending) || !(n.e = calloc(n.cap, sizeof(Pending))))
             return -1;
         for (size_t i = 0; i < P->cap; i++) {
@@ -3164,6 +3190,31 @@ static Pending *paired_in_c(Pendings *P, const Line *L)
     return o && o->kind == L->kind->pair_open ? o : NULL;
 }
 
+/* The compact results of the deferred opens no close paired in C, in their places in found: each
+ * line is checked again (it was valid: the same verdict) to build it. 0 ok, -1 exception set. */
+static int build_deferred(Pendings *P, PyObject *found, const uint8_t *s, Workspace *ws, const Verifier *V,
+                          Repeats *R)
+{
+    for (size_t i = 0; i < P->dn; i++) {
+        const Deferred *d = &P->d[i];
+        if (d->paired)
+            continue;
+        Line *L = &ws->lines[0];
+        L->src = s + d->pos;
+        L->len = d->len;
+        if (stage_chunk(ws, 1, V) < 0 || resolve_python(L) < 0)
+            return -1;
+        if (L->status != ST_OK) {
+            PyErr_SetString(PyExc_SystemError, "ract_cli._core: a line taken in C is not valid on its second check");
+            return -1;
+        }
+        PyObject *r = line_result(L, 0, R), *item = r ? found_item(d->index, d->pos, r) : NULL;
+        if (!item || PyList_SetItem(found, d->at, item) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* found without the entries paired in C (None). NULL: exception set (found is released). */
 static PyObject *without_paired(PyObject *found, Py_ssize_t paired)
 {
@@ -3215,7 +3266,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     PyObject *found = PyList_New(0);
     Workspace *ws = found ? ws_get() : NULL;
     Repeats R = {NULL, NULL, NULL};
-    Pendings P = {NULL, 0, 0, 1};
+    Pendings P = {NULL, 0, 0, 1, NULL, 0, 0};
     if (!ws) {
         if (found)
             PyErr_NoMemory();
@@ -3251,26 +3302,26 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
             }
             Pending *open = L->kind->want ? paired_in_c(&P, L) : NULL;
             if (open) {
-                if (PyList_SetItem(found, open->at, Py_NewRef(Py_None)) < 0)
-                    goto fail;
+                P.d[open->at].paired = 1; /* (its place in found stays None; the close was never put there) */
                 open->kind = NULL;
-                paired++; /* (the close was never put in found) */
+                paired++;
+            } else if (L->kind->pairable) { /* built at the end, unless a close pairs with it first */
+                uint64_t hi, lo;
+                hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
+                if (PyList_Append(found, Py_None) < 0)
+                    goto fail;
+                if (deferred_add(&P, PyList_GET_SIZE(found) - 1, taken, pos, L->len) < 0 ||
+                    pending_add(&P, hi, lo, L->kind, (Py_ssize_t)P.dn - 1) < 0) {
+                    PyErr_NoMemory();
+                    goto fail;
+                }
             } else if (L->kind->want) {
                 PyObject *r = line_result(L, 0, &R), *item = r ? found_item(taken, pos, r) : NULL;
                 int rc = item ? PyList_Append(found, item) : -1;
                 Py_XDECREF(item);
                 if (rc < 0)
                     goto fail;
-                if (!L->kind->pairable)
-                    pending_clear(&P); /* Python sees it first: it may close any pending open */
-                else {
-                    uint64_t hi, lo;
-                    hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
-                    if (pending_add(&P, hi, lo, L->kind, PyList_GET_SIZE(found) - 1) < 0) {
-                        PyErr_NoMemory();
-                        goto fail;
-                    }
-                }
+                pending_clear(&P); /* Python sees it first: it may close any pending open */
             }
             last = (Py_ssize_t)pos;
             pos += L->len + 1;
@@ -3279,9 +3330,12 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         if (chunk < CHUNK_LINES)
             chunk *= 2;
     }
+    if (build_deferred(&P, found, s, ws, V, &R) < 0)
+        goto fail;
     repeats_clear(&R);
     ws_put(ws);
     free(P.e);
+    free(P.d);
     if (!(found = without_paired(found, paired)))
         return NULL;
     PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)pos, taken, last, found);
@@ -3292,6 +3346,7 @@ fail:
     if (ws)
         ws_put(ws);
     free(P.e);
+    free(P.d);
     Py_XDECREF(found);
     return NULL;
 }
