@@ -14,7 +14,8 @@ setup(
             ["ract_cli/_core.c"],
             libraries=["crypto"],
             optional=True,
-            extra_compile_args=["-O2", "-Wall", "-Wextra"],
+            extra_compile_args=["-O2", "-Wall", "-Wextra", "-pthread"],
+            extra_link_args=["-pthread"],
         )
     ]
 )

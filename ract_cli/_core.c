@@ -40,6 +40,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include <openssl/evp.h>
 
 #ifdef __SSE2__
@@ -2762,27 +2764,39 @@ static int chain_take(Chain *C, Line *L)
 /* Lines 0..k-1 of the workspace (src and len set): parse, checks, canonical form and hash with
  * the GIL released, then (GIL held) the doubles that need dtoa and the rest of their checks.
  * 0 ok, -1 exception set. */
-static int stage_chunk(Workspace *ws, int k, const Verifier *V)
+/* The GIL-free part of staging lines 0..k-1 (no Python object is touched: any thread may run it).
+ * Returns whether a line waits for a double's dtoa (ST_NEED_DBL: stage_dbl, GIL held). */
+static int stage_free(Workspace *ws, int k, const Verifier *V)
 {
     int dbl = 0;
-    EVP_MD_CTX *ctx = ws->ctx;
-    Py_BEGIN_ALLOW_THREADS
     for (int j = 0; j < k; j++) {
-        stage_one(&ws->lines[j], ctx, V);
+        stage_one(&ws->lines[j], ws->ctx, V);
         dbl |= ws->lines[j].status == ST_NEED_DBL;
     }
+    return dbl;
+}
+
+/* The lines stage_free left waiting for a double (GIL held). 0 ok, -1 exception set. */
+static int stage_dbl(Workspace *ws, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (ws->lines[j].status == ST_NEED_DBL && stage_doubles(&ws->lines[j]) < 0)
+            return -1;
+    Py_BEGIN_ALLOW_THREADS
+    for (int j = 0; j < k; j++)
+        if (ws->lines[j].status == ST_READY)
+            finish_check(&ws->lines[j], ws->ctx);
     Py_END_ALLOW_THREADS
-    if (dbl) {
-        for (int j = 0; j < k; j++)
-            if (ws->lines[j].status == ST_NEED_DBL && stage_doubles(&ws->lines[j]) < 0)
-                return -1;
-        Py_BEGIN_ALLOW_THREADS
-        for (int j = 0; j < k; j++)
-            if (ws->lines[j].status == ST_READY)
-                finish_check(&ws->lines[j], ctx);
-        Py_END_ALLOW_THREADS
-    }
     return 0;
+}
+
+static int stage_chunk(Workspace *ws, int k, const Verifier *V)
+{
+    int dbl;
+    Py_BEGIN_ALLOW_THREADS
+    dbl = stage_free(ws, k, V);
+    Py_END_ALLOW_THREADS
+    return dbl ? stage_dbl(ws, k) : 0;
 }
 
 /* A batch: the loop over the lines runs here, in chunks whose parse, checks, canonical
@@ -3233,8 +3247,212 @@ static PyObject *without_paired(PyObject *found, Py_ssize_t paired)
     return kept;
 }
 
+
+
+/* What check_block keeps across the lines it takes. */
+typedef struct {
+    Chain *C;
+    PyObject *found;
+    Repeats R;
+    Pendings P;
+    size_t pos;                     /* the next line's offset in the block */
+    Py_ssize_t taken, last, paired; /* see check_block; paired: entries of found left None */
+} Taking;
+
+/* Take a staged line: 1 taken, 0 not (C stops before it), -1 exception set. */
+static int take_line(Taking *T, Line *L)
+{
+    int t = resolve_python(L) < 0 ? -1 : chain_take(T->C, L);
+    if (t <= 0)
+        return t;
+    Pendings *P = &T->P;
+    Pending *open = L->kind->want ? paired_in_c(P, L) : NULL;
+    if (open) {
+        P->d[open->at].paired = 1; /* (its place in found stays None; the close was never put there) */
+        open->kind = NULL;
+        T->paired++;
+    } else if (L->kind->pairable) { /* built at the end, unless a close pairs with it first */
+        uint64_t hi, lo;
+        hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
+        if (PyList_Append(T->found, Py_None) < 0)
+            return -1;
+        if (deferred_add(P, PyList_GET_SIZE(T->found) - 1, T->taken, T->pos, L->len) < 0 ||
+            pending_add(P, hi, lo, L->kind, (Py_ssize_t)P->dn - 1) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    } else if (L->kind->want) {
+        PyObject *r = line_result(L, 0, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
+        int rc = item ? PyList_Append(T->found, item) : -1;
+        Py_XDECREF(item);
+        if (rc < 0)
+            return -1;
+        pending_clear(P); /* Python sees it first: it may close any pending open */
+    }
+    T->last = (Py_ssize_t)T->pos;
+    T->pos += L->len + 1;
+    T->taken++;
+    return 1;
+}
+
+/* The lines of a chunk: clean lines from *p on, at most `chunk` of them and CHUNK_BYTES. Their bodies
+ * go to at/len (room for `chunk`) and *p past them; returns how many, and sets *stop when the line
+ * after them is not clean (or there is none). */
+static int frame_chunk(const uint8_t *s, size_t n, size_t *p, size_t max_line, int chunk, size_t *at, size_t *len,
+                       int *stop)
+{
+    int k = 0;
+    size_t bytes = 0, q = *p;
+    Py_ssize_t l;
+    while (k < chunk && bytes < CHUNK_BYTES && (l = clean_line(s, n, q, max_line)) >= 0) {
+        at[k] = q;
+        len[k] = (size_t)l;
+        k++;
+        bytes += (size_t)l + 1;
+        q += (size_t)l + 1;
+    }
+    *stop = k < chunk && bytes < CHUNK_BYTES;
+    *p = q;
+    return k;
+}
+
+static void fill_lines(Workspace *ws, const uint8_t *s, const size_t *at, const size_t *len, int k)
+{
+    for (int j = 0; j < k; j++) {
+        ws->lines[j].src = s + at[j];
+        ws->lines[j].len = len[j];
+    }
+}
+
+/* --- a second thread for check_block (threads=2) --------------------------------------------- */
+
+/* Chunks alternate: the calling thread stages the even ones and takes every one, in order; a helper
+ * thread stages the odd ones (parse, checks, canonical form and hash: no Python object touched) in
+ * workspaces of its own. The calling thread frames each chunk one ahead (cheap: framing costs what
+ * the lines taken cost). Taking stays sequential, so the answer is the one-thread answer. */
+#define HELPER_SLOTS 2                  /* odd chunk c uses slot (c / 2) % HELPER_SLOTS */
+
+typedef struct {
+    const uint8_t *s;
+    const Verifier *V;
+    Workspace *ws[HELPER_SLOTS]; /* the helper's */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* a slot's at, len and k are written by the caller before it sets framed (release), and read by
+     * the helper after it sees framed (acquire); dbl and the slot's workspace likewise with ready */
+    size_t at[HELPER_SLOTS][CHUNK_LINES], len[HELPER_SLOTS][CHUNK_LINES];
+    int k[HELPER_SLOTS];       /* the lines framed in the slot */
+    long framed[HELPER_SLOTS]; /* the chunk framed in the slot, for the helper to stage; -1: none */
+    long ready[HELPER_SLOTS];  /* the chunk staged in the slot; -1: none */
+    int dbl[HELPER_SLOTS];     /* a line of it waits for a double (stage_dbl, GIL held) */
+    int quit;
+} Helper;
+
+/* A handover usually comes within microseconds: spin that long on *v before sleeping on the condition
+ * variable (a futex sleep and wake-up cost ~10 us each, a tenth of the work handed over). 1: *v == want. */
+#define HELPER_SPINS 4000
+static int spin_until(const long *v, long want)
+{
+    for (int i = 0; i < HELPER_SPINS; i++) {
+        if (__atomic_load_n(v, __ATOMIC_ACQUIRE) == want)
+            return 1;
+#ifdef __SSE2__
+        _mm_pause();
+#endif
+    }
+    return 0;
+}
+
+/* Set *v under the mutex (a sleeper is woken; a spinner sees it at once). */
+static void helper_set(Helper *H, long *v, long value)
+{
+    pthread_mutex_lock(&H->mu);
+    __atomic_store_n(v, value, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&H->cv);
+    pthread_mutex_unlock(&H->mu);
+}
+
+/* Wait until *v == want or quit (helper: never with the GIL). */
+static void helper_wait(Helper *H, const long *v, long want)
+{
+    if (spin_until(v, want))
+        return;
+    pthread_mutex_lock(&H->mu);
+    while (!H->quit && __atomic_load_n(v, __ATOMIC_ACQUIRE) != want)
+        pthread_cond_wait(&H->cv, &H->mu);
+    pthread_mutex_unlock(&H->mu);
+}
+
+static void *helper_main(void *arg)
+{
+    Helper *H = arg;
+    for (long c = 1;; c += 2) {
+        int slot = (int)((c / 2) % HELPER_SLOTS);
+        helper_wait(H, &H->framed[slot], c);
+        if (__atomic_load_n(&H->quit, __ATOMIC_ACQUIRE))
+            return NULL;
+        int k = H->k[slot];
+        fill_lines(H->ws[slot], H->s, H->at[slot], H->len[slot], k);
+        H->dbl[slot] = stage_free(H->ws[slot], k, H->V);
+        helper_set(H, &H->ready[slot], c);
+    }
+}
+
+/* check_block's loop with a running helper. 0 ok, -1 exception set. */
+static int take_with_helper(Taking *T, Helper *H, Workspace *ws, size_t n, size_t max_line)
+{
+    size_t at[CHUNK_LINES], len[CHUNK_LINES]; /* the even chunk in hand (or framed next) */
+    size_t p = T->pos;                         /* where framing goes on */
+    int chunk = 1, stop;
+    int k = frame_chunk(H->s, n, &p, max_line, chunk, at, len, &stop);
+    for (long c = 0; k > 0; c++) {
+        /* frame chunk c+1 first: when odd, the helper stages it while this thread does chunk c */
+        int next = chunk < CHUNK_LINES ? chunk * 2 : chunk, knext = 0, nstop = 1;
+        if (!stop && (c + 1) % 2) {
+            /* (the slot is free: its last chunk, c-3, is taken; the helper reads it once framed[slot] says so) */
+            int slot = (int)(((c + 1) / 2) % HELPER_SLOTS);
+            knext = H->k[slot] = frame_chunk(H->s, n, &p, max_line, next, H->at[slot], H->len[slot], &nstop);
+            if (knext > 0)
+                helper_set(H, &H->framed[slot], c + 1);
+        }
+        Workspace *w = ws;
+        if (c % 2) { /* staged by the helper */
+            int slot = (int)((c / 2) % HELPER_SLOTS);
+            if (!spin_until(&H->ready[slot], c)) {
+                Py_BEGIN_ALLOW_THREADS
+                helper_wait(H, &H->ready[slot], c);
+                Py_END_ALLOW_THREADS
+            }
+            w = H->ws[slot];
+            if (H->dbl[slot] && stage_dbl(w, k) < 0)
+                return -1;
+        } else {
+            fill_lines(ws, H->s, at, len, k);
+            if (stage_chunk(ws, k, H->V) < 0)
+                return -1;
+        }
+        for (int j = 0; j < k; j++) {
+            int t = take_line(T, &w->lines[j]);
+            if (t <= 0)
+                return t;
+        }
+        if (c % 2) { /* the slot is free for chunk c+4 (framed by this thread, after this) */
+            int slot = (int)((c / 2) % HELPER_SLOTS);
+            __atomic_store_n(&H->ready[slot], -1, __ATOMIC_RELAXED);
+        }
+        if (stop)
+            return 0;
+        if ((c + 1) % 2 == 0) /* an even chunk next: framed here, now that at/len are free */
+            knext = frame_chunk(H->s, n, &p, max_line, next, at, len, &nstop);
+        k = knext;
+        chunk = next;
+        stop = nstop;
+    }
+    return 0;
+}
+
 PyDoc_STRVAR(v_check_block_doc,
-             "check_block(block: bytes, start: int, *, chain: Chain, max_line: int)\n"
+             "check_block(block: bytes, start: int, *, chain: Chain, max_line: int, threads: int = 1)\n"
              "    -> (stop, taken, last, found)\n\n"
              "Chain mode over the lines of block from byte start on, framed in C: each line is taken\n"
              "as check_lines(..., chain=) takes one, up to the first that is not taken or does not\n"
@@ -3246,109 +3464,120 @@ PyDoc_STRVAR(v_check_block_doc,
              "A close of a kind in compile_kinds' pairs is paired in C, and neither it nor its open\n"
              "is in found, when its parent_id names an open of its open kind taken earlier in this\n"
              "call, it is not synthesized, and no other close or kind was put in found in between\n"
-             "(then HandleTracker.feed would pair them, and nothing between could touch the open).");
+             "(then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
+             "threads=2: a second thread checks every other chunk (the answer is the same; it costs\n"
+             "a thread's start, worth it on a block of many lines).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"", "", "chain", "max_line", NULL};
+    static char *names[] = {"", "", "chain", "max_line", "threads", NULL};
     PyObject *block, *chain = NULL;
     Py_ssize_t start, max_line = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!n", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
-                                     &max_line))
+    int threads = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!ni", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
+                                     &max_line, &threads))
         return NULL;
     const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(block);
     size_t n = (size_t)PyBytes_GET_SIZE(block);
-    if (!chain || max_line < 0 || start < 0 || (size_t)start > n) {
-        PyErr_SetString(PyExc_ValueError, "check_block needs chain=, max_line >= 0 and 0 <= start <= len(block)");
+    if (!chain || max_line < 0 || start < 0 || (size_t)start > n || threads < 1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "check_block needs chain=, max_line >= 0, threads >= 1 and 0 <= start <= len(block)");
         return NULL;
     }
-    Chain *C = (Chain *)chain;
-    PyObject *found = PyList_New(0);
-    Workspace *ws = found ? ws_get() : NULL;
-    Repeats R = {NULL, NULL, NULL};
-    Pendings P = {NULL, 0, 0, 1, NULL, 0, 0};
+    Taking T = {(Chain *)chain, PyList_New(0), {NULL, NULL, NULL}, {NULL, 0, 0, 1, NULL, 0, 0}, (size_t)start, 0, -1, 0};
+    Workspace *ws = T.found ? ws_get() : NULL;
+    Helper *H = NULL;
+    pthread_t helper;
+    int started = 0, rc = -1;
     if (!ws) {
-        if (found)
+        if (T.found)
             PyErr_NoMemory();
-        goto fail;
+        goto done;
     }
-    size_t pos = (size_t)start;
-    Py_ssize_t taken = 0, last = -1, paired = 0;
-    int chunk = 1, stopped = 0;
-    while (!stopped) {
-        int k = 0;
-        size_t p = pos, bytes = 0;
-        Py_ssize_t len;
-        while (k < chunk && bytes < CHUNK_BYTES && (len = clean_line(s, n, p, (size_t)max_line)) >= 0) {
-            ws->lines[k].src = s + p;
-            ws->lines[k].len = (size_t)len;
-            k++;
-            bytes += (size_t)len + 1;
-            p += (size_t)len + 1;
+    /* a helper thread (the caller asks for one where the block is worth it: starting it costs) */
+    if (threads >= 2 && (H = calloc(1, sizeof(Helper)))) {
+        H->s = s;
+        H->V = V;
+        for (int i = 0; i < HELPER_SLOTS; i++)
+            H->framed[i] = H->ready[i] = -1;
+        int ok = pthread_mutex_init(&H->mu, NULL) == 0;
+        if (ok && pthread_cond_init(&H->cv, NULL) != 0) {
+            pthread_mutex_destroy(&H->mu);
+            ok = 0;
         }
-        stopped = k < chunk && bytes < CHUNK_BYTES; /* (the line at p is not clean, or there is none) */
-        if (k == 0)
-            break;
-        if (stage_chunk(ws, k, V) < 0)
-            goto fail;
-        for (int j = 0; j < k; j++) {
-            Line *L = &ws->lines[j];
-            int t = resolve_python(L) < 0 ? -1 : chain_take(C, L);
-            if (t < 0)
-                goto fail;
-            if (!t) {
-                stopped = 1;
+        for (int i = 0; ok && i < HELPER_SLOTS; i++)
+            ok = (H->ws[i] = ws_get()) != NULL;
+        started = ok && pthread_create(&helper, NULL, helper_main, H) == 0;
+        if (!started) { /* no thread here: one thread does it all */
+            for (int i = 0; i < HELPER_SLOTS; i++)
+                if (H->ws[i])
+                    ws_put(H->ws[i]);
+            if (ok) {
+                pthread_cond_destroy(&H->cv);
+                pthread_mutex_destroy(&H->mu);
+            }
+            free(H);
+            H = NULL;
+        }
+    }
+    if (H) {
+        int r = take_with_helper(&T, H, ws, n, (size_t)max_line);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&H->mu);
+        __atomic_store_n(&H->quit, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&H->cv);
+        pthread_mutex_unlock(&H->mu);
+        pthread_join(helper, NULL);
+        Py_END_ALLOW_THREADS
+        for (int i = 0; i < HELPER_SLOTS; i++)
+            ws_put(H->ws[i]);
+        pthread_cond_destroy(&H->cv);
+        pthread_mutex_destroy(&H->mu);
+        free(H);
+        if (r < 0)
+            goto done;
+    } else {
+        size_t at[CHUNK_LINES], len[CHUNK_LINES], p = T.pos;
+        int chunk = 1, stopped = 0;
+        while (!stopped) {
+            int k = frame_chunk(s, n, &p, (size_t)max_line, chunk, at, len, &stopped);
+            if (k == 0)
                 break;
-            }
-            Pending *open = L->kind->want ? paired_in_c(&P, L) : NULL;
-            if (open) {
-                P.d[open->at].paired = 1; /* (its place in found stays None; the close was never put there) */
-                open->kind = NULL;
-                paired++;
-            } else if (L->kind->pairable) { /* built at the end, unless a close pairs with it first */
-                uint64_t hi, lo;
-                hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
-                if (PyList_Append(found, Py_None) < 0)
-                    goto fail;
-                if (deferred_add(&P, PyList_GET_SIZE(found) - 1, taken, pos, L->len) < 0 ||
-                    pending_add(&P, hi, lo, L->kind, (Py_ssize_t)P.dn - 1) < 0) {
-                    PyErr_NoMemory();
-                    goto fail;
+            fill_lines(ws, s, at, len, k);
+            if (stage_chunk(ws, k, V) < 0)
+                goto done;
+            for (int j = 0; j < k; j++) {
+                int t = take_line(&T, &ws->lines[j]);
+                if (t < 0)
+                    goto done;
+                if (!t) {
+                    stopped = 1;
+                    break;
                 }
-            } else if (L->kind->want) {
-                PyObject *r = line_result(L, 0, &R), *item = r ? found_item(taken, pos, r) : NULL;
-                int rc = item ? PyList_Append(found, item) : -1;
-                Py_XDECREF(item);
-                if (rc < 0)
-                    goto fail;
-                pending_clear(&P); /* Python sees it first: it may close any pending open */
             }
-            last = (Py_ssize_t)pos;
-            pos += L->len + 1;
-            taken++;
+            if (chunk < CHUNK_LINES)
+                chunk *= 2;
         }
-        if (chunk < CHUNK_LINES)
-            chunk *= 2;
     }
-    if (build_deferred(&P, found, s, ws, V, &R) < 0)
-        goto fail;
-    repeats_clear(&R);
-    ws_put(ws);
-    free(P.e);
-    free(P.d);
-    if (!(found = without_paired(found, paired)))
-        return NULL;
-    PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)pos, taken, last, found);
-    Py_DECREF(found);
-    return res;
-fail:
-    repeats_clear(&R);
+    if (build_deferred(&T.P, T.found, s, ws, V, &T.R) < 0)
+        goto done;
+    rc = 0;
+done:
+    repeats_clear(&T.R);
     if (ws)
         ws_put(ws);
-    free(P.e);
-    free(P.d);
-    Py_XDECREF(found);
-    return NULL;
+    free(T.P.e);
+    free(T.P.d);
+    if (rc < 0) {
+        Py_XDECREF(T.found);
+        return NULL;
+    }
+    PyObject *found = without_paired(T.found, T.paired);
+    if (!found)
+        return NULL;
+    PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)T.pos, T.taken, T.last, found);
+    Py_DECREF(found);
+    return res;
 }
 
 static PyObject *verifier_kinds(Verifier *V, PyObject *Py_UNUSED(ignored))

@@ -300,9 +300,12 @@ def child(args: argparse.Namespace) -> int:
                 flat = b"\n".join(lines).split(b"\n")  # (a mutant may hold a newline: the block frames it)
                 for max_line in (1 << 20, rng.randrange(1, 400)):
                     for verifier in (oracle.VERIFIER, oracle.PAIRING_VERIFIER):  # type: ignore[attr-defined]
-                        got = oracle.block_chain(flat, max_line, verifier).state()  # type: ignore[attr-defined]
-                        if got != oracle.reference_chain(flat).state():  # type: ignore[attr-defined]
-                            raise AssertionError(f"check_block (max_line {max_line}) differs from line by line")
+                        for threads in (1, 2):  # 2: a helper thread checks every other chunk
+                            got = oracle.block_chain(flat, max_line, verifier, threads).state()  # type: ignore[attr-defined]
+                            if got != oracle.reference_chain(flat).state():  # type: ignore[attr-defined]
+                                raise AssertionError(
+                                    f"check_block (max_line {max_line}, threads {threads}) differs from line by line"
+                                )
             except (Exception, oracle.pytest.fail.Exception) as exc:  # type: ignore[attr-defined]
                 failures += 1
                 path = save(b"\n".join(lines), "chain", crashes)

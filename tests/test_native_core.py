@@ -875,6 +875,7 @@ def test_fuzz_files_replay(path: Path) -> None:
             assert native_chain(lines, batch).state() == expected
         assert block_chain(lines).state() == expected
         assert block_chain(lines, verifier=PAIRING_VERIFIER).state() == expected
+        assert block_chain(lines, verifier=PAIRING_VERIFIER, threads=2).state() == expected
 
 
 def test_fuzz_dirs_exist() -> None:
@@ -1023,7 +1024,9 @@ def assert_paired(events: list[dict], pairing: bool) -> None:
         assert close["payload"].get("synthesized") is not True
 
 
-def block_chain(lines: list[bytes], max_line: int = 1 << 20, verifier: object = VERIFIER) -> MiniChain:
+def block_chain(
+    lines: list[bytes], max_line: int = 1 << 20, verifier: object = VERIFIER, threads: int = 1
+) -> MiniChain:
     """What the reader does with a block (``Verifier.check_block``): C frames and takes lines up to the
     first it does not take (or that is not clean, or longer than ``max_line``), that line is judged
     line by line, and C goes on after it. ``lines`` must hold no "\\n"."""
@@ -1037,7 +1040,9 @@ def block_chain(lines: list[bytes], max_line: int = 1 << 20, verifier: object = 
     while i < len(lines):
         chain.expected_prev, chain.run_id = mini.expected_prev, mini.run_id
         chain.prev_ts, chain.last_ts, chain.events = mini.prev_ts, mini.last_ts, mini.events
-        stop, taken, last, found = verifier.check_block(data, starts[i], chain=chain, max_line=max_line)  # type: ignore[attr-defined]
+        stop, taken, last, found = verifier.check_block(
+            data, starts[i], chain=chain, max_line=max_line, threads=threads
+        )  # type: ignore[attr-defined]
         assert stop == starts[i + taken] and last == (starts[i + taken - 1] if taken else -1)
         mini.expected_prev, mini.prev_ts, mini.last_ts, mini.events = (
             chain.expected_prev,
@@ -1123,6 +1128,8 @@ def test_chain_mode_equals_line_by_line(batch: int) -> None:
         # the block framing: every line within max_line, or the longer ones left to Python
         assert block_chain(lines, max_line=batch * 40).state() == expected.state(), (batch, trial, faults)
         assert block_chain(lines, batch * 40, PAIRING_VERIFIER).state() == expected.state(), (batch, trial, faults)
+        for verifier in (VERIFIER, PAIRING_VERIFIER):  # a helper thread checking every other chunk
+            assert block_chain(lines, batch * 40, verifier, threads=2).state() == expected.state(), (batch, faults)
 
 
 def test_chain_mode_fixtures() -> None:
@@ -1133,6 +1140,7 @@ def test_chain_mode_fixtures() -> None:
             assert native_chain(lines, batch).state() == expected.state(), (path, batch)
         assert block_chain(lines).state() == expected.state(), path
         assert block_chain(lines, verifier=PAIRING_VERIFIER).state() == expected.state(), path
+        assert block_chain(lines, verifier=PAIRING_VERIFIER, threads=2).state() == expected.state(), path
 
 
 def test_chain_mode_takes_most_of_a_clean_log() -> None:
@@ -1366,3 +1374,32 @@ def test_check_block_pairs_a_close_with_its_open_in_c() -> None:
         _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, payload_kinds=(), pairs=pairs)
     with pytest.raises(TypeError):
         _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, pairs=[("tool.result", "tool.called")])
+
+
+def _parsed(line: bytes) -> object:
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_check_block_with_a_helper_thread_equals_one_thread(seed: int) -> None:
+    """Thousands of lines (many 64-line chunks, every other one checked by the helper), faults late and
+    early: the same stop, lines taken, found entries and chain as one thread."""
+    rng = random.Random(seed)
+    n = 2_500
+    faults = {rng.randrange(n): rng.choice(FAULTS) for _ in range(seed)}
+    lines = make_chain(n, rng, faults)
+    expected = reference_chain(lines).state()
+    for verifier in (VERIFIER, PAIRING_VERIFIER):
+        assert block_chain(lines, verifier=verifier, threads=2).state() == expected
+    # every line re-laid compact and clean: C takes them in one call, up to the first fault
+    data = b"".join(jcs_exact(e) + b"\n" for e in map(_parsed, lines) if isinstance(e, dict))
+    answers = []
+    for threads in (1, 2):
+        chain = _core.Chain()
+        chain.expected_prev, chain.run_id, chain.prev_ts = "0" * 64, json.loads(lines[0])["run_id"], 0
+        answers.append(PAIRING_VERIFIER.check_block(data, 0, chain=chain, max_line=1 << 20, threads=threads))
+        answers.append((chain.expected_prev, chain.last_ts, chain.events, len(chain.ids)))
+    assert answers[:2] == answers[2:] and (answers[0][1] > 2_000 or seed)

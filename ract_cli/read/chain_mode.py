@@ -32,6 +32,9 @@ Line = tuple[int, int, bytes]
 #: an event to hand out: (line number, offset, raw bytes, the event)
 Candidate = tuple[int, int, bytes, Event]
 
+#: the smallest rest of a block worth a helper thread in C (starting one costs ~30 us)
+HELPER_MIN_BYTES = 64 << 10
+
 #: the longest line C frames in a block: a longer one is handed to C alone, as a view (no copy),
 #: once ``too_many_nodes`` has passed it (C does not count values; no line of at most
 #: MAX_LINE_NODES bytes can hold more)
@@ -41,8 +44,11 @@ BATCH_LINE_BYTES = min(1 << 20, MAX_LINE_NODES)
 class Batches:
     """Chain mode for one file: its ``Chain`` (sharing the state's id set) and the verifier to call."""
 
-    def __init__(self, state: ChainState, schema_version: int, max_line_bytes: int, wanted: KindTest | None) -> None:
+    def __init__(
+        self, state: ChainState, schema_version: int, max_line_bytes: int, wanted: KindTest | None, threads: int = 1
+    ) -> None:
         assert core.NATIVE is not None
+        self.threads = threads  # 2: a helper thread in C checks every other chunk of a large block
         self.state = state
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
@@ -64,7 +70,8 @@ class Batches:
         """
         state, chain = self.state, self.chain
         state.to_native(chain)
-        stop, taken, last, found = self.verifier.check_block(data, pos, chain=chain, max_line=max_line)
+        threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
+        stop, taken, last, found = self.verifier.check_block(data, pos, chain=chain, max_line=max_line, threads=threads)
         if taken:
             state.from_native(chain, line_no + taken - 1)
             feed_handle, index, wanted = state.handles.feed, data.index, self.wanted

@@ -57,6 +57,7 @@ class ChainReader:
         display_path: str | None = None,
         dialect: str = "auto",
         wanted: KindTest | None = None,
+        threads: int = 1,
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
         fastpath.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
@@ -74,6 +75,8 @@ class ChainReader:
         #: a hint: iteration may skip events whose kind fails this test (each still verified; the caller
         #: filters what it gets). The native core then checks the other lines in C without building them.
         self.wanted = wanted
+        #: 2: the native chain mode checks a large block in two threads (same verdict; ``verify --jobs``)
+        self.threads = threads
 
     # convenient views of the state
     @property
@@ -121,7 +124,9 @@ class ChainReader:
             return None  # the Python core, or a dialect with its own line analysis (Raxol)
         if emit and self.wanted is None:
             return None
-        return Batches(self.state, self.schema_version, self.max_line_bytes, self.wanted if emit else None)
+        return Batches(
+            self.state, self.schema_version, self.max_line_bytes, self.wanted if emit else None, self.threads
+        )
 
     def _batched(
         self,

@@ -163,6 +163,7 @@ def verify_file(
             max_line_bytes=options.max_line_bytes,
             max_findings=options.max_findings,
             dialect=options.dialect,
+            threads=min(options.jobs, 2) if pool is None else 1,  # (a pool of several files: one thread each)
         )
         reader.progress = progress
         reader.read_all()
