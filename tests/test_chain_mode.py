@@ -132,6 +132,7 @@ EDITS = ("duplicate", "delete", "swap", "flip", "garbage", "blank", "crlf", "non
     seed=st.integers(0, 2**32 - 1),
     edits=st.lists(st.sampled_from(EDITS), min_size=0, max_size=6),
     cap=st.sampled_from([None, 1, 3]),
+    threads=st.sampled_from([1, 2]),
 )
 def test_chain_mode_agrees_on_edited_logs(
     base_lines: list[bytes],
@@ -140,6 +141,7 @@ def test_chain_mode_agrees_on_edited_logs(
     seed: int,
     edits: list[str],
     cap: int | None,
+    threads: int,
 ) -> None:
     rng = random.Random(seed)
     lines = list(base_lines)
@@ -150,11 +152,12 @@ def test_chain_mode_agrees_on_edited_logs(
     path = tmp_path / f"e{seed}" / "events.jsonl"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(b"".join(lines))
-    chained, iterated, python = three_ways(path, monkeypatch, max_findings=cap)
+    chained, iterated, python = three_ways(path, monkeypatch, max_findings=cap, threads=threads)
     assert chained == iterated
     assert chained == python
     for wanted in WANTED:  # a search with the kind hint stops where it stops without it, with the same findings
-        assert search(path, wanted, True, max_findings=cap) == search(path, wanted, False, max_findings=cap)
+        hinted = search(path, wanted, True, max_findings=cap, threads=threads)
+        assert hinted == search(path, wanted, False, max_findings=cap)
 
 
 @pytest.mark.parametrize("kind", EDITS)

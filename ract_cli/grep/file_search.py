@@ -80,6 +80,7 @@ def _verified(
             max_findings=options.max_findings,
             dialect=options.dialect,
             wanted=flt.kind_ok if flt.kinds else None,  # the other kinds are verified in C, never built
+            threads=2 if options.jobs > 1 else 1,  # --jobs on a file grepped here: C's helper thread
         )
     except LogIOError as exc:
         finding = error("IO_ERROR", exc.message, path=path)

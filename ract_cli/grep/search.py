@@ -23,6 +23,7 @@ were defined before the package was split.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 from collections import deque
@@ -202,6 +203,7 @@ class _Workers:
         self.paths = paths
         self.filter = flt
         self.options = options
+        self.one_job = dataclasses.replace(options, jobs=1)  # a worker greps its file alone: no helper thread
         self.sizes = [log_size(p) for p in paths]
         self.queue = deque(i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES)
         self.pending: dict[int, Future[bytes]] = {}
@@ -234,7 +236,7 @@ class _Workers:
         ):
             i = queue.popleft()
             try:
-                pending[i] = self.pool.submit(grep_file_packed, self.paths[i], self.filter, self.options)
+                pending[i] = self.pool.submit(grep_file_packed, self.paths[i], self.filter, self.one_job)
                 self.in_flight += sizes[i]
             except parallel.pool_failures():
                 self.give_up()
