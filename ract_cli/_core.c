@@ -2348,7 +2348,11 @@ static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
 #define ID_PARTS 64
 
 typedef struct {
-    uint64_t *hi, *lo;
+    uint64_t hi, lo; /* both 0: empty */
+} IdSlot;
+
+typedef struct {
+    IdSlot *slot; /* an id's two halves side by side: one cache miss per probe, not two */
     size_t size, used;
 } IdPart;
 
@@ -2358,38 +2362,39 @@ typedef struct {
     Py_ssize_t count;
 } IdSet;
 
+/* (a multiply, not a division: the high half of h * size maps the random h onto [0, size) evenly) */
+static inline size_t id_home(const IdPart *p, uint64_t hi, uint64_t lo)
+{
+    return (size_t)(((unsigned __int128)((lo >> 6) ^ hi) * p->size) >> 64);
+}
+
 static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo)
 {
-    size_t i = (size_t)(((lo >> 6) ^ hi) % p->size);
-    while (p->hi[i] | p->lo[i]) {
-        if (p->hi[i] == hi && p->lo[i] == lo)
+    size_t i = id_home(p, hi, lo);
+    while (p->slot[i].hi | p->slot[i].lo) {
+        if (p->slot[i].hi == hi && p->slot[i].lo == lo)
             return 0;
         if (++i == p->size)
             i = 0;
     }
-    p->hi[i] = hi;
-    p->lo[i] = lo;
+    p->slot[i].hi = hi;
+    p->slot[i].lo = lo;
     p->used++;
     return 1;
 }
 
 static int idpart_grow(IdPart *p)
 {
-    IdPart n = {NULL, NULL, p->size ? p->size / 2 * 3 : 64, 0};
-    if (n.size > SIZE_MAX / 16)
+    IdPart n = {NULL, p->size ? p->size / 2 * 3 : 64, 0};
+    if (n.size > SIZE_MAX / sizeof(IdSlot))
         return -1;
-    n.hi = calloc(n.size, sizeof(uint64_t)); /* calloc: untouched pages cost nothing */
-    n.lo = calloc(n.size, sizeof(uint64_t));
-    if (!n.hi || !n.lo) {
-        free(n.hi);
-        free(n.lo);
+    n.slot = calloc(n.size, sizeof(IdSlot)); /* calloc: untouched pages cost nothing */
+    if (!n.slot)
         return -1;
-    }
     for (size_t i = 0; i < p->size; i++)
-        if (p->hi[i] | p->lo[i])
-            idpart_insert(&n, p->hi[i], p->lo[i]);
-    free(p->hi);
-    free(p->lo);
+        if (p->slot[i].hi | p->slot[i].lo)
+            idpart_insert(&n, p->slot[i].hi, p->slot[i].lo);
+    free(p->slot);
     *p = n;
     return 0;
 }
@@ -2418,9 +2423,9 @@ static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
     const IdPart *p = &S->part[lo & (ID_PARTS - 1)];
     if (!p->size)
         return 0;
-    size_t i = (size_t)(((lo >> 6) ^ hi) % p->size);
-    while (p->hi[i] | p->lo[i]) {
-        if (p->hi[i] == hi && p->lo[i] == lo)
+    size_t i = id_home(p, hi, lo);
+    while (p->slot[i].hi | p->slot[i].lo) {
+        if (p->slot[i].hi == hi && p->slot[i].lo == lo)
             return 1;
         if (++i == p->size)
             i = 0;
@@ -2459,10 +2464,8 @@ static int id_arg(PyObject *arg, uint64_t *hi, uint64_t *lo)
 
 static void idset_dealloc(IdSet *S)
 {
-    for (int i = 0; i < ID_PARTS; i++) {
-        free(S->part[i].hi);
-        free(S->part[i].lo);
-    }
+    for (int i = 0; i < ID_PARTS; i++)
+        free(S->part[i].slot);
     Py_TYPE(S)->tp_free((PyObject *)S);
 }
 
