@@ -1519,6 +1519,7 @@ typedef struct KindEntry {
     uint8_t invariants; /* KindDef.invariants: the Python validator always runs */
     uint8_t want;       /* compact results carry the payload: 1 whole, 2 only the keep keys */
     uint8_t pairable;   /* an open check_block may pair in C with a close of a kind whose pair_open it is */
+    uint8_t closes;     /* a close of an open (compile_kinds' closes): handed out, it ends every pairing in C */
     const struct KindEntry *pair_open; /* a close: the open kind check_block pairs it with (NULL: none) */
     uint32_t nkeep;
     EnumVal *keep; /* want == 2: the payload keys kept (E_STR) */
@@ -3290,7 +3291,8 @@ static int take_line(Taking *T, Line *L)
         Py_XDECREF(item);
         if (rc < 0)
             return -1;
-        pending_clear(P); /* Python sees it first: it may close any pending open */
+        if (L->kind->closes)
+            pending_clear(P); /* Python sees it first: it may close any pending open */
     }
     T->last = (Py_ssize_t)T->pos;
     T->pos += L->len + 1;
@@ -3956,6 +3958,30 @@ static int set_payload_kinds(Verifier *V, PyObject *payload_kinds)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* closes: the kinds that may close an open (an iterable of names in the vocabulary). */
+static int set_closes(Verifier *V, PyObject *closes)
+{
+    PyObject *it = PyObject_GetIter(closes), *name;
+    if (!it)
+        return -1;
+    while ((name = PyIter_Next(it))) {
+        Py_ssize_t ln;
+        const char *p = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &ln) : NULL;
+        KindEntry *k = p ? (KindEntry *)kind_lookup(V, (const uint8_t *)p, (size_t)ln) : NULL;
+        if (!k) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_ValueError, "closes: %R is not a kind of the vocabulary", name);
+            Py_DECREF(name);
+            Py_DECREF(it);
+            return -1;
+        }
+        k->closes = 1;
+        Py_DECREF(name);
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* pairs: a mapping close kind -> open kind (both in the vocabulary) that check_block may pair in C. */
 static int set_pairs(Verifier *V, PyObject *pairs)
 {
@@ -3999,15 +4025,18 @@ PyDoc_STRVAR(compile_kinds_doc,
              "an iterable of the payload keys to keep (a dict of just those present, in the\n"
              "line's order; e.g. the documented scalar fields an open handle keeps).\n"
              "pairs: {close kind: open kind} that check_block pairs in C (see check_block); the\n"
-             "kinds of both must be payload kinds.");
+             "kinds of both must be payload kinds. closes: every kind that may close an open\n"
+             "(None: every payload kind counts as one); an event of another kind put in found\n"
+             "leaves the pairing in C as it was.");
 
 static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", "pairs", NULL};
-    PyObject *kinds, *validators, *payload_kinds = NULL, *pairs = NULL, *seq = NULL, *v = NULL, *fseq = NULL;
+    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", "pairs", "closes", NULL};
+    PyObject *kinds, *validators, *payload_kinds = NULL, *pairs = NULL, *closes = NULL, *seq = NULL, *v = NULL,
+             *fseq = NULL;
     long schema_version;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lOO", names, &kinds, &validators, &schema_version,
-                                     &payload_kinds, &pairs))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lOOO", names, &kinds, &validators, &schema_version,
+                                     &payload_kinds, &pairs, &closes))
         return NULL;
     if (!kw || !PyDict_GetItemString(kw, "schema_version")) {
         PyErr_SetString(PyExc_TypeError, "compile_kinds() needs schema_version=");
@@ -4100,6 +4129,17 @@ static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, Py
         goto fail;
     if (pairs && pairs != Py_None && set_pairs(V, pairs) < 0)
         goto fail;
+    if (closes && closes != Py_None) {
+        if (set_closes(V, closes) < 0)
+            goto fail;
+    } else
+        for (uint32_t i = 0; i < V->nkinds; i++)
+            V->kinds[i].closes = 1; /* (not told: any event put in found may close one) */
+    for (uint32_t i = 0; pairs && pairs != Py_None && i < V->nkinds; i++)
+        if (V->kinds[i].pair_open && !V->kinds[i].closes && closes && closes != Py_None) {
+            PyErr_Format(PyExc_ValueError, "closes: the close %R of pairs is missing", V->kinds[i].name_obj);
+            goto fail;
+        }
     for (uint32_t i = 0; i < V->nkinds; i++) {
         const KindEntry *k = &V->kinds[i];
         if ((k->pairable && !k->want) || (k->pair_open && !k->want)) {

@@ -25,8 +25,10 @@ from hardening_support import (
     run_inprocess,
     write_small_log,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from ract_cli.cli.render import ci_safe, ci_safe_bytes, line_safe_path
+from ract_cli.cli.render import _CI_COMMAND_START, ci_safe, ci_safe_bytes, line_safe_path
 
 FORGED = "::error file=app.py,line=1::forged"
 LEGACY = "##[error]forged legacy"
@@ -159,3 +161,14 @@ def test_ci_safe_rules() -> None:
     assert ci_safe_bytes(b"\xff##[") == b"\xff##\\x5b"  # other bytes (not UTF-8) unchanged
     assert line_safe_path("/a/\udcff/b") == b"/a/\xff/b"  # a plain path keeps its own bytes
     assert line_safe_path("/a\nb") == b"/a\\x0ab"
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=":#[]\n\r \t\x1bm0;a\u00e9", max_size=30), as_json=st.booleans())
+def test_ci_safe_without_a_colon_pair_or_legacy_marker_is_the_text(text: str, as_json: bool) -> None:
+    """The quick return (no "::", no "##[") gives what the full rewrite gives, for str and bytes alike."""
+    full = _CI_COMMAND_START.sub(r"\1\2\\x3a", text)
+    full = full.replace("##[", "##\\u005b" if as_json else "##\\x5b")
+    assert ci_safe(text, json=as_json) == full
+    raw = text.encode()
+    assert ci_safe_bytes(raw, json=as_json) == (raw if full == text else full.encode())

@@ -196,7 +196,14 @@ def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
         # a close and its open that C may pair in check_block (issue 14): never a kind the caller wants,
         # whose every event is handed out (and fed to the tracker) here
         pairs = {c: o for c, o in CLOSE_TO_OPEN.items() if c not in wanted_kinds and o not in wanted_kinds}
+        # only a close handed to the tracker can close an open C holds (a wanted process.reaped cannot; a run
+        # close closes only run.started, which C never pairs)
         verifier = _VERIFIERS[(schema_version, wanted_kinds)] = core.NATIVE.compile_kinds(
-            KINDS, VALIDATORS, schema_version=schema_version, payload_kinds=payload_kinds, pairs=pairs
+            KINDS,
+            VALIDATORS,
+            schema_version=schema_version,
+            payload_kinds=payload_kinds,
+            pairs=pairs,
+            closes=frozenset(CLOSE_TO_OPEN),
         )
     return verifier
