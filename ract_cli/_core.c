@@ -4156,12 +4156,166 @@ fail:
     return NULL;
 }
 
+/* --- the prefilter of grep --no-verify ---------------------------------------------- */
+
+/* Newlines in p[0, n): 16 bytes at a time where SSE2 is (a log's lines are hundreds of bytes: memchr
+ * per line would cost a call each). */
+static size_t count_newlines(const uint8_t *p, size_t n)
+{
+    size_t count = 0, i = 0;
+#ifdef __SSE2__
+    const __m128i nl = _mm_set1_epi8('\n');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        count += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl)));
+    }
+#endif
+    for (; i < n; i++)
+        count += p[i] == '\n';
+    return count;
+}
+
+/* The first place of needle (m bytes) in s[0, n), or NULL: 16 places at a time, those whose first and
+ * last bytes both match compared whole (SSE2; memmem elsewhere and for the last few bytes). memmem
+ * here scanned a log at 1.3 GB/s. */
+static const uint8_t *find_needle(const uint8_t *s, size_t n, const uint8_t *needle, size_t m)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    if (m >= 2) {
+        const __m128i first = _mm_set1_epi8((char)needle[0]), last = _mm_set1_epi8((char)needle[m - 1]);
+        for (; i + m - 1 + 16 <= n; i += 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + i + m - 1));
+            unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, last)));
+            while (mask) {
+                unsigned bit = (unsigned)__builtin_ctz(mask);
+                if (memcmp(s + i + bit + 1, needle + 1, m - 2) == 0)
+                    return s + i + bit;
+                mask &= mask - 1;
+            }
+        }
+    }
+#endif
+    const void *at = i < n ? memmem(s + i, n - i, needle, m) : NULL;
+    return (const uint8_t *)at;
+}
+
+/* The first of the needles in s[from, to), or `to`. next[i]: needle i's next place at or after from (to:
+ * none), found again only once from has passed it. */
+static size_t next_needle(const uint8_t *s, size_t from, size_t to, Py_buffer *needles, size_t *next, Py_ssize_t k)
+{
+    size_t best = to;
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (next[i] < from) {
+            const uint8_t *at = from < to ? find_needle(s + from, to - from, needles[i].buf, (size_t)needles[i].len) : NULL;
+            next[i] = at ? (size_t)(at - s) : to;
+        }
+        if (next[i] < best)
+            best = next[i];
+    }
+    return best;
+}
+
+PyDoc_STRVAR(find_lines_doc,
+             "find_lines(data: bytes, lo: int, hi: int, needles: Sequence[bytes]) -> (list[int], int)\n\n"
+             "The lines of data[lo:hi] (each ending in \"\\n\") holding at least one of the needles (non-empty,\n"
+             "without \"\\n\"), as a flat list start, stop, line, ... (line: the newlines in data[lo:start]),\n"
+             "and the newlines in data[lo:hi]: the prefilter of grep --no-verify (framing._frame_prefiltered).");
+
+static PyObject *core_find_lines(PyObject *Py_UNUSED(mod), PyObject *args)
+{
+    PyObject *data, *needles_arg, *seq = NULL, *found = NULL;
+    Py_ssize_t lo, hi;
+    if (!PyArg_ParseTuple(args, "O!nnO", &PyBytes_Type, &data, &lo, &hi, &needles_arg))
+        return NULL;
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (lo < 0 || hi < lo || hi > n) {
+        PyErr_SetString(PyExc_ValueError, "find_lines needs 0 <= lo <= hi <= len(data)");
+        return NULL;
+    }
+    if (!(seq = PySequence_Fast(needles_arg, "needles must be a sequence of bytes")))
+        return NULL;
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(seq);
+    Py_buffer *needles = k ? PyMem_Calloc((size_t)k, sizeof(Py_buffer)) : NULL;
+    size_t *next = k ? PyMem_Calloc((size_t)k, sizeof(size_t)) : NULL;
+    Py_ssize_t got = 0;
+    if (k == 0 || !needles || !next) {
+        if (k == 0)
+            PyErr_SetString(PyExc_ValueError, "find_lines needs at least one needle");
+        else
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (; got < k; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &needles[got], PyBUF_SIMPLE) < 0)
+            goto done;
+        if (needles[got].len == 0 || memchr(needles[got].buf, '\n', (size_t)needles[got].len)) {
+            got++;
+            PyErr_SetString(PyExc_ValueError, "a needle is non-empty and holds no newline");
+            goto done;
+        }
+    }
+    if (!(found = PyList_New(0)))
+        goto done;
+    const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(data);
+    size_t pos = (size_t)lo, end = (size_t)hi, line = 0;
+    for (Py_ssize_t i = 0; i < k; i++) { /* every needle's first place */
+        const uint8_t *at = pos < end ? find_needle(s + pos, end - pos, needles[i].buf, (size_t)needles[i].len) : NULL;
+        next[i] = at ? (size_t)(at - s) : end;
+    }
+    while (pos < end) {
+        size_t hit = next_needle(s, pos, end, needles, next, k);
+        if (hit >= end)
+            break;
+        size_t start = hit;
+        while (start > pos && s[start - 1] != '\n')
+            start--;
+        const uint8_t *nl = memchr(s + hit, '\n', end - hit);
+        size_t stop = nl ? (size_t)(nl - s) + 1 : end;
+        line += count_newlines(s + pos, start - pos);
+        PyObject *t[3] = {PyLong_FromSize_t(start), PyLong_FromSize_t(stop), PyLong_FromSize_t(line)};
+        int bad = !t[0] || !t[1] || !t[2];
+        for (int j = 0; j < 3; j++) {
+            if (!bad && PyList_Append(found, t[j]) < 0)
+                bad = 1;
+            Py_XDECREF(t[j]);
+        }
+        if (bad) {
+            Py_CLEAR(found);
+            goto done;
+        }
+        line += nl != NULL; /* (the hit's own line) */
+        pos = stop;
+    }
+    line += count_newlines(s + pos, end > pos ? end - pos : 0);
+    {
+        PyObject *res = Py_BuildValue("(Nn)", found, (Py_ssize_t)line);
+        found = NULL;
+        for (Py_ssize_t i = 0; i < got; i++)
+            PyBuffer_Release(&needles[i]);
+        PyMem_Free(needles);
+        PyMem_Free(next);
+        Py_DECREF(seq);
+        return res;
+    }
+done:
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&needles[i]);
+    PyMem_Free(needles);
+    PyMem_Free(next);
+    Py_XDECREF(found);
+    Py_DECREF(seq);
+    return NULL;
+}
+
 /* --- module ------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
     {"check_line", core_check_line, METH_O, check_line_doc},
     {"check_lines", core_check_lines, METH_O, check_lines_doc},
     {"canonical", core_canonical, METH_O, canonical_doc},
+    {"find_lines", core_find_lines, METH_VARARGS, find_lines_doc},
     {"compile_kinds", (PyCFunction)(void (*)(void))core_compile_kinds, METH_VARARGS | METH_KEYWORDS,
      compile_kinds_doc},
     {NULL, NULL, 0, NULL},

@@ -250,6 +250,27 @@ def chain_case(oracle: object, rng: random.Random, seeds: list[bytes]) -> list[b
     return lines
 
 
+def check_find_lines(core: object, data: bytes, rng: random.Random) -> None:
+    """``find_lines`` on the input's lines against a plain Python model (needles: pieces of the input)."""
+    body = data if data.endswith(b"\n") else data + b"\n"
+    pieces = [p for p in body.split(b"\n") if p]
+    needles = []
+    for _ in range(rng.randint(1, 3)):
+        piece = rng.choice(pieces) if pieces else b"{"
+        at = rng.randrange(len(piece))
+        needles.append(piece[at : at + rng.randint(1, 24)])
+    lo = rng.randrange(len(body)) if rng.random() < 0.3 else 0
+    lo = body.rfind(b"\n", 0, lo) + 1  # a line start, as a Block's lo is
+    found, line, pos = [], 0, lo
+    for raw in (part + b"\n" for part in body[lo:-1].split(b"\n")):  # (splitlines would cut at "\r" too)
+        if any(n in raw for n in needles):
+            found += [pos, pos + len(raw), line]
+        line += raw.endswith(b"\n")
+        pos += len(raw)
+    got = core.find_lines(body, lo, len(body), tuple(needles))  # type: ignore[attr-defined]
+    assert got == (found, line), f"needles {needles!r}, lo {lo}"
+
+
 def child(args: argparse.Namespace) -> int:
     core = load_core(args.core)
     oracle = oracle_module()
@@ -279,6 +300,12 @@ def child(args: argparse.Namespace) -> int:
             failures += 1
             path = save(data, "diff", crashes)
             print(f"fuzz_native: oracle failure ({type(exc).__name__}: {str(exc)[:300]}) -> {path}", flush=True)
+        if rng.random() < 0.2:  # the prefilter's scan (find_lines) over the input, needles cut from it
+            try:
+                check_find_lines(core, data, rng)
+            except AssertionError as exc:
+                failures += 1
+                print(f"fuzz_native: find_lines failure ({exc}) -> {save(data, 'scan', crashes)}", flush=True)
         batch.append(data)
         if len(batch) == 97:
             joined_input = b"\n".join(batch)[:MAX_INPUT]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from ract_cli.grep.search import (
     parse_time,
     parse_where,
 )
+from ract_cli.read import core
 from ract_cli.read.framing import iter_lines_unverified
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import fixture_run_id, write_completed
@@ -486,13 +488,26 @@ def _model(data: bytes, needles: tuple[bytes, ...], limit: int) -> list[tuple[in
     return out
 
 
-def _frame(data: bytes, needles, limit: int, block: int, tmp_path: Path):
+def _frame(data: bytes, needles, limit: int, block: int, tmp_path: Path, core_name: str | None = None):
+    """The prefilter's lines; ``core_name``: with that core (the native one scans in C), else the default."""
     from ract_cli.read.framing import LineFramer, _frame_prefiltered
 
     path = tmp_path / "f.jsonl"
     path.write_bytes(data)
-    with open(path, "rb") as f:
-        return list(_frame_prefiltered(LineFramer(f, limit, needles), block_size=block))
+    saved = os.environ.get("RACT_CORE")
+    if core_name is not None:
+        os.environ["RACT_CORE"] = core_name
+    try:
+        with open(path, "rb") as f:
+            return list(_frame_prefiltered(LineFramer(f, limit, needles), block_size=block))
+    finally:
+        if saved is None:
+            os.environ.pop("RACT_CORE", None)
+        else:
+            os.environ["RACT_CORE"] = saved
+
+
+_CORES = ["python", "native"] if core.NATIVE is not None else ["python"]
 
 
 _line = st.lists(st.sampled_from([b"a", b"b", b"ab", b"x", b"\r", b" ", b"kind", b"\\u"]), max_size=8).map(b"".join)
@@ -507,13 +522,16 @@ _line = st.lists(st.sampled_from([b"a", b"b", b"ab", b"x", b"\r", b" ", b"kind",
 )
 def test_block_prefilter_equals_the_line_model(tmp_path, lines, tail, needles, block):
     data = b"".join(line + b"\n" for line in lines) + tail
-    assert _frame(data, tuple(needles), 10_000, block, tmp_path) == _model(data, tuple(needles), 10_000)
+    expected = _model(data, tuple(needles), 10_000)
+    for name in _CORES:  # the native core's scan in C, and the Python one
+        assert _frame(data, tuple(needles), 10_000, block, tmp_path, name) == expected, name
 
 
+@pytest.mark.parametrize("core_name", _CORES)
 @pytest.mark.parametrize("block", [1, 3, 16, 1 << 20])
-def test_block_prefilter_cuts_over_long_lines_and_keeps_counting(tmp_path, block):
+def test_block_prefilter_cuts_over_long_lines_and_keeps_counting(tmp_path, block, core_name):
     data = b"short kind\n" + b"k" * 50 + b"kind\n" + b"x" * 200 + b"\n" + b"kind ok\n" + b"y" * 30
-    got = _frame(data, (b"kind",), 20, block, tmp_path)
+    got = _frame(data, (b"kind",), 20, block, tmp_path, core_name)
     # line 2 holds the needle and is too long; line 3 is too long without it (reported once seen as too long
     # while incomplete, or skipped whole); line 4 is found at its right offset; line 5 is a last line too long.
     assert got[0] == (1, 0, b"short kind\n")
@@ -526,7 +544,9 @@ def test_block_prefilter_cuts_over_long_lines_and_keeps_counting(tmp_path, block
 def test_unverified_reads_a_real_log_the_same_in_tiny_blocks(tmp_path, sample_lines):
     data = b"".join(sample_lines)
     for needles in ((b"tool.",), (b"step.started", b"\\u"), (b"run.",)):
-        assert _frame(data, needles, 1 << 20, 7, tmp_path) == _model(data, needles, 1 << 20)
+        for name in _CORES:
+            for block in (7, 1 << 20):
+                assert _frame(data, needles, 1 << 20, block, tmp_path, name) == _model(data, needles, 1 << 20)
 
 
 @pytest.mark.parametrize("escape", [b"\\u002e", b"\\u002E"])
@@ -541,3 +561,67 @@ def test_a_kind_spelled_with_escapes_is_found_in_both_modes(completed, escape):
     for verify in (True, False):
         search, matches, _ = _run([completed], verify=verify, filter={"kinds": ["process.reaped"]})
         assert [m.line for m in matches] == want and search.exit_code == ExitCode.OK
+
+
+def _lines_holding(data: bytes, lo: int, hi: int, needles: tuple[bytes, ...]) -> tuple[list[int], int]:
+    """What ``_core.find_lines`` answers, in plain Python."""
+    found, line, pos = [], 0, lo
+    for raw in (part + b"\n" for part in data[lo : hi - 1].split(b"\n")):  # hi - 1: the block's last "\n"
+        if any(n in raw for n in needles):
+            found += [pos, pos + len(raw), line]
+        line += raw.endswith(b"\n")
+        pos += len(raw)
+    return found, line
+
+
+@pytest.mark.skipif(core.NATIVE is None, reason="the native core is not built here")
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(
+        # near misses too: a first and last byte that match around a middle that does not
+        st.sampled_from(
+            [
+                b"x" * 7,
+                b"\n",
+                b"kind",
+                b"kin",
+                b"ind",
+                b"\\u00",
+                b"\\u0",
+                b"k",
+                b"d",
+                b"kand",
+                b"kinx",
+                b"kkd",
+                b"\\x00",
+            ]
+        ),
+        max_size=200,
+    ),
+    needles=st.lists(st.sampled_from([b"kind", b"\\u00", b"k", b"dk", b"x" * 20, b"ndxx"]), min_size=1, max_size=3),
+    cut=st.integers(0, 40),
+)
+def test_find_lines_in_c_equals_the_model(pieces: list[bytes], needles: list[bytes], cut: int) -> None:
+    """Long blocks (16 bytes at a time in C, the rest byte by byte): needles at every place, split across
+    lines, at the ends; the lines holding one, their numbers, and the newlines counted."""
+    body = b"".join(pieces) + b"\n"
+    data = b"garbage" * cut + body + b"partial line kind"  # lo and hi inside the data, as a Block has them
+    lo, hi = 7 * cut, 7 * cut + len(body)
+    assert core.NATIVE.find_lines(data, lo, hi, tuple(needles)) == _lines_holding(data, lo, hi, tuple(needles))
+
+
+@pytest.mark.skipif(core.NATIVE is None, reason="the native core is not built here")
+def test_find_lines_arguments() -> None:
+    with pytest.raises(ValueError):
+        core.NATIVE.find_lines(b"a\n", 0, 3, (b"a",))  # hi past the end
+    with pytest.raises(ValueError):
+        core.NATIVE.find_lines(b"a\n", 0, 2, (b"",))
+    with pytest.raises(ValueError):
+        core.NATIVE.find_lines(b"a\n", 0, 2, (b"a\nb",))
+    with pytest.raises(ValueError):
+        core.NATIVE.find_lines(b"a\n", 0, 2, ())
+    assert core.NATIVE.find_lines(b"a\nb\n", 2, 4, (b"a",)) == ([], 1)
+    # a near miss before the needle in one 16-byte window, at every alignment
+    for pad in range(17):
+        data = b"x" * pad + b"kandkind" + b"y" * 20 + b"\nkand" + b"y" * 20 + b"\n"
+        assert core.NATIVE.find_lines(data, 0, len(data), (b"kind",)) == ([0, pad + 29, 0], 2), pad

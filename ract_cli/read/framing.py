@@ -11,6 +11,7 @@ from typing import BinaryIO
 import orjson
 
 from ract_cli.format.json_types import JSONObject
+from ract_cli.read import core
 from ract_cli.read.files import TRUNCATED_MESSAGE, open_log, truncated
 from ract_cli.read.json_rules import (
     MAX_LINE_NODES,
@@ -266,6 +267,7 @@ def _frame_prefiltered(
     """
     limit, needles = framer.max_line_bytes, framer.needles
     assert needles is not None
+    native = core.selected()  # (SPEC §11: RACT_CORE=python reads in Python alone)
     for frame in frame_blocks(framer, block_size):
         if not isinstance(frame, Block):
             data = frame[2]
@@ -273,6 +275,13 @@ def _frame_prefiltered(
                 yield frame
             continue
         data, base, pos, end = frame.data, frame.base, frame.lo, frame.hi
+        if native is not None:  # the same scan in C: memmem, and newlines counted 16 bytes at a time
+            found, frame.lines = native.find_lines(data, pos, end, needles)
+            first = frame.line_no
+            for i in range(0, len(found), 3):
+                start, stop = found[i], found[i + 1]
+                yield first + found[i + 2], base + start, within_limit(data[start:stop], limit)
+            continue
         line_no = frame.line_no - 1  # lines before ``pos``
         hits = [data.find(n, pos, end) for n in needles]
         while True:
