@@ -3468,8 +3468,8 @@ PyDoc_STRVAR(v_check_block_doc,
              "at one line and double, so a stop just after a resume costs one line's check.\n"
              "A close of a kind in compile_kinds' pairs is paired in C, and neither it nor its open\n"
              "is in found, when its parent_id names an open of its open kind taken earlier in this\n"
-             "call, it is not synthesized, and no other close or kind was put in found in between\n"
-             "(then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
+             "call, it is not synthesized, and no close (compile_kinds' closes) was put in found in\n"
+             "between (then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
              "threads=2: a second thread checks every other chunk (the answer is the same; it costs\n"
              "a thread's start, worth it on a block of many lines).");
 
