@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, TypedDict
 
 from ract_cli.errors import ExitCode, lowest_nonzero
@@ -303,15 +302,17 @@ class ChainState:
                     else error("EMPTY_LOG", "log holds no event", path=self.path)
                 )
             return
-        p = Path(os.path.abspath(self.path))  # "events.jsonl" alone still has a directory
-        if p.name in LOG_FILE_NAMES and self.run_id is not None and p.parent.name != self.run_id:
+        # (os.path, not pathlib: a fleet's run pays for every object made here)
+        directory, name = os.path.split(os.path.abspath(self.path))  # "events.jsonl" alone still has one
+        run_dir = os.path.basename(directory)
+        if name in LOG_FILE_NAMES and self.run_id is not None and run_dir != self.run_id:
             self.add(
                 warning(
                     "RUN_DIR_MISMATCH",
-                    f"directory name {p.parent.name!r} differs from run_id {self.run_id}",
+                    f"directory name {run_dir!r} differs from run_id {self.run_id}",
                     path=self.path,
                     expected=self.run_id,
-                    actual=p.parent.name,
+                    actual=run_dir,
                 )
             )
         for handle in self.handles.open_handles():

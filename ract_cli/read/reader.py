@@ -61,7 +61,7 @@ class ChainReader:
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
         fastpath.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
-        self.path = Path(path)
+        self.path = path if isinstance(path, Path) else Path(path)
         self.display_path = display_path or str(path)
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
