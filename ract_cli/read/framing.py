@@ -152,7 +152,7 @@ BLOCK_BYTES = PREFILTER_BLOCK_BYTES = 1 << 20
 @dataclass(slots=True)
 class Block:
     """Complete lines of one read, as ``frame_blocks`` yields them: ``data[lo:hi]``, each line ending in
-    ``\n`` (no ``\n`` after ``hi``); ``data[0]`` is at file offset ``base``, ``data[lo]`` starts line
+    ``\\n`` (no ``\\n`` after ``hi``); ``data[0]`` is at file offset ``base``, ``data[lo]`` starts line
     ``line_no``. A line in it may still be longer than ``max_line_bytes``: the reader judges each line
     it looks at. ``lines``: the consumer that counted the block's lines (C did) says how many, so that
     ``frame_blocks`` does not count them again."""
@@ -178,7 +178,7 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
     yields it: ``None`` for a line longer than ``max_line_bytes`` that no block
     holds (it is skipped, never held whole), a line that took more than two
     reads (so that it is never copied out of a block), or the last line,
-    without its ``\n``. Memory: one read plus the line being assembled. Read
+    without its ``\\n``. Memory: one read plus the line being assembled. Read
     errors, ``end`` and ``lines`` are left in ``framer`` as ``LineFramer``
     leaves them.
     """
