@@ -2190,6 +2190,15 @@ static PyObject *hex_str(const Line *L, uint32_t vi, PyObject **cache)
  * NULL with an exception. R: NULL in the module-level functions (no Verifier). */
 static PyObject *line_result(Line *L, int full, Repeats *R);
 
+/* (a, b), taking both references: released on failure too. NULL: exception set. */
+static PyObject *pair_of(PyObject *a, PyObject *b)
+{
+    PyObject *t = PyTuple_Pack(2, a, b);
+    Py_DECREF(a);
+    Py_DECREF(b);
+    return t;
+}
+
 /* A long line's compact result when it is valid but for its hash: (compact, computed hash), so that
  * HASH_MISMATCH is worded without the Python path building the line (issue 15, item 8). Else what
  * line_result(L, 0) gives. */
@@ -2203,15 +2212,11 @@ static PyObject *compact_result(Line *L, Repeats *R)
     if (!compact || compact == Py_None)
         return compact;
     PyObject *computed = PyUnicode_FromStringAndSize((const char *)L->computed, 64);
-    PyObject *t = computed ? PyTuple_New(2) : NULL;
-    if (!t) {
-        Py_XDECREF(computed);
+    if (!computed) {
         Py_DECREF(compact);
         return NULL;
     }
-    PyTuple_SET_ITEM(t, 0, compact);
-    PyTuple_SET_ITEM(t, 1, computed);
-    return t;
+    return pair_of(compact, computed);
 }
 
 static PyObject *line_result(Line *L, int full, Repeats *R)
@@ -2247,15 +2252,7 @@ static PyObject *line_result(Line *L, int full, Repeats *R)
                 return ok < 0 ? NULL : Py_NewRef(Py_None);
             }
         }
-        PyObject *t = PyTuple_New(2);
-        if (!t) {
-            Py_DECREF(event);
-            Py_DECREF(hash);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, 0, event);
-        PyTuple_SET_ITEM(t, 1, hash);
-        return t;
+        return pair_of(event, hash);
     }
     PyObject *payload = NULL;
     if (L->kind->want == 1 || L->need_py) {
@@ -4015,7 +4012,8 @@ static int set_pairs(Verifier *V, PyObject *pairs)
 }
 
 PyDoc_STRVAR(compile_kinds_doc,
-             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=(), pairs=None) -> Verifier\n\n"
+             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=(), pairs=None, closes=None)\n"
+             "    -> Verifier\n\n"
              "Compile the kind definitions (ract_cli.format.kinds.KINDS: KindDef objects with\n"
              "name, version, fields, invariants) into a Verifier for one schema version.\n"
              "validators maps each kind name to its payload validator (VALIDATORS); it runs\n"

@@ -118,7 +118,12 @@ def _quick_dialect(path: str | os.PathLike[str], limit: int) -> str | None:
     end = head.find(b"\n") + 1
     if not end or end > limit + 2 or head[:2] == GZIP_MAGIC:
         return None
-    body, _ = split_line_ending(head[:end])
+    return _record_dialect(head[:end])
+
+
+def _record_dialect(raw: bytes) -> str | None:
+    """The dialect of one line (with its ending) when it is a JSON object, else None."""
+    body, _ = split_line_ending(raw)
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -149,13 +154,8 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
                 break
             if len(raw) == limit + 2 and not raw.endswith(b"\n"):
                 break  # too long to judge here
-            body, _ = split_line_ending(raw)
-            try:
-                obj = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                continue
-            if type(obj) is dict:
-                return detect_dialect(obj)
+            if (found := _record_dialect(raw)) is not None:
+                return found
     return "ract"
 
 
