@@ -1403,3 +1403,69 @@ def test_check_block_with_a_helper_thread_equals_one_thread(seed: int) -> None:
         answers.append(PAIRING_VERIFIER.check_block(data, 0, chain=chain, max_line=1 << 20, threads=threads))
         answers.append((chain.expected_prev, chain.last_ts, chain.events, len(chain.ids)))
     assert answers[:2] == answers[2:] and (answers[0][1] > 2_000 or seed)
+
+
+# --- the prefilter's scan (grep --no-verify): find_lines ---------------------------------------
+
+
+def lines_holding(data: bytes, lo: int, hi: int, needles: tuple[bytes, ...]) -> tuple[list[int], int]:
+    """What ``_core.find_lines`` answers, in plain Python (``data[lo:hi]``: whole lines; the fuzzer's
+    model too): the flat list start, stop, line of each line holding a needle, and the lines."""
+    found, pos = [], lo
+    lines = [part + b"\n" for part in data[lo : hi - 1].split(b"\n")] if hi > lo else []
+    for line, raw in enumerate(lines):  # (not splitlines: that cuts at "\r" too)
+        if any(n in raw for n in needles):
+            found += [pos, pos + len(raw), line]
+        pos += len(raw)
+    return found, len(lines)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(
+        # near misses too: a first and last byte that match around a middle that does not
+        st.sampled_from(
+            [
+                b"x" * 7,
+                b"\n",
+                b"kind",
+                b"kin",
+                b"ind",
+                b"\\u00",
+                b"\\u0",
+                b"k",
+                b"d",
+                b"kand",
+                b"kinx",
+                b"kkd",
+                b"\\x00",
+            ]
+        ),
+        max_size=200,
+    ),
+    needles=st.lists(st.sampled_from([b"kind", b"\\u00", b"k", b"dk", b"x" * 20, b"ndxx"]), min_size=1, max_size=3),
+    cut=st.integers(0, 40),
+)
+def test_find_lines_in_c_equals_the_model(pieces: list[bytes], needles: list[bytes], cut: int) -> None:
+    """Long blocks (16 bytes at a time in C, the rest byte by byte): needles at every place, split across
+    lines, at the ends; the lines holding one, their numbers, and the newlines counted."""
+    body = b"".join(pieces) + b"\n"
+    data = b"garbage" * cut + body + b"partial line kind"  # lo and hi inside the data, as a Block has them
+    lo, hi = 7 * cut, 7 * cut + len(body)
+    assert _core.find_lines(data, lo, hi, tuple(needles)) == lines_holding(data, lo, hi, tuple(needles))
+
+
+def test_find_lines_arguments() -> None:
+    with pytest.raises(ValueError):
+        _core.find_lines(b"a\n", 0, 3, (b"a",))  # hi past the end
+    with pytest.raises(ValueError):
+        _core.find_lines(b"a\n", 0, 2, (b"",))
+    with pytest.raises(ValueError):
+        _core.find_lines(b"a\n", 0, 2, (b"a\nb",))
+    with pytest.raises(ValueError):
+        _core.find_lines(b"a\n", 0, 2, ())
+    assert _core.find_lines(b"a\nb\n", 2, 4, (b"a",)) == ([], 1)
+    # a near miss before the needle in one 16-byte window, at every alignment
+    for pad in range(17):
+        data = b"x" * pad + b"kandkind" + b"y" * 20 + b"\nkand" + b"y" * 20 + b"\n"
+        assert _core.find_lines(data, 0, len(data), (b"kind",)) == ([0, pad + 29, 0], 2), pad
