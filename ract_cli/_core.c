@@ -2342,7 +2342,12 @@ static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
 /* An exact set of event ids (16 bytes each) in bounded memory: 64 open-addressing
  * tables, each grown by 1.5x on its own (no whole-table doubling spike), about 21-32
  * bytes per id; the all-zero id, which marks an empty slot, is kept apart. The same
- * design as read/idset.py's compact form. */
+ * design as read/idset.py's compact form.
+ *
+ * An id's place comes from a keyed hash: CPython's SipHash of its 16 bytes, keyed per
+ * process (PYTHONHASHSEED). The ids are the log's to choose: under a fixed hash a
+ * crafted log puts every id in one slot and each insert steps over all of them (a
+ * million such ids: hours). The hash's top 6 bits pick the part, the rest the slot. */
 #define ID_PARTS 64
 
 typedef struct {
@@ -2358,20 +2363,34 @@ typedef struct {
     PyObject_HEAD IdPart part[ID_PARTS];
     int zero;
     Py_ssize_t count;
+    unsigned long long probes; /* occupied slots inserts stepped over (a test's measure of clustering) */
 } IdSet;
 
-/* (a multiply, not a division: the high half of h * size maps the random h onto [0, size) evenly) */
-static inline size_t id_home(const IdPart *p, uint64_t hi, uint64_t lo)
+#if PY_VERSION_HEX >= 0x030E0000
+#define id_siphash Py_HashBuffer
+#else
+#define id_siphash _Py_HashBytes
+#endif
+
+static inline uint64_t id_hash(uint64_t hi, uint64_t lo)
 {
-    return (size_t)(((unsigned __int128)((lo >> 6) ^ hi) * p->size) >> 64);
+    const uint64_t id[2] = {hi, lo};
+    return (uint64_t)id_siphash(id, sizeof id); /* pure: no GIL needed (the helper thread) */
 }
 
-static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo)
+/* (a multiply, not a division: the high half of x * size maps the uniform x onto [0, size) evenly) */
+static inline size_t id_home(const IdPart *p, uint64_t h)
 {
-    size_t i = id_home(p, hi, lo);
+    return (size_t)(((unsigned __int128)(h << 6) * p->size) >> 64);
+}
+
+static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo, uint64_t h, unsigned long long *probes)
+{
+    size_t i = id_home(p, h);
     while (p->slot[i].hi | p->slot[i].lo) {
         if (p->slot[i].hi == hi && p->slot[i].lo == lo)
             return 0;
+        ++*probes;
         if (++i == p->size)
             i = 0;
     }
@@ -2384,6 +2403,7 @@ static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo)
 static int idpart_grow(IdPart *p)
 {
     IdPart n = {NULL, p->size ? p->size / 2 * 3 : 64, 0};
+    unsigned long long probes = 0; /* (moving ids is not counted) */
     if (n.size > SIZE_MAX / sizeof(IdSlot))
         return -1;
     n.slot = calloc(n.size, sizeof(IdSlot)); /* calloc: untouched pages cost nothing */
@@ -2391,7 +2411,7 @@ static int idpart_grow(IdPart *p)
         return -1;
     for (size_t i = 0; i < p->size; i++)
         if (p->slot[i].hi | p->slot[i].lo)
-            idpart_insert(&n, p->slot[i].hi, p->slot[i].lo);
+            idpart_insert(&n, p->slot[i].hi, p->slot[i].lo, id_hash(p->slot[i].hi, p->slot[i].lo), &probes);
     free(p->slot);
     *p = n;
     return 0;
@@ -2406,10 +2426,11 @@ static int idset_add(IdSet *S, uint64_t hi, uint64_t lo)
         S->count += !seen;
         return !seen;
     }
-    IdPart *p = &S->part[lo & (ID_PARTS - 1)];
+    uint64_t h = id_hash(hi, lo);
+    IdPart *p = &S->part[h >> 58];
     if (p->used * 4 >= p->size * 3 && idpart_grow(p) < 0)
         return -1;
-    int r = idpart_insert(p, hi, lo);
+    int r = idpart_insert(p, hi, lo, h, &S->probes);
     S->count += r;
     return r;
 }
@@ -2418,10 +2439,11 @@ static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
 {
     if (!hi && !lo)
         return S->zero;
-    const IdPart *p = &S->part[lo & (ID_PARTS - 1)];
+    uint64_t h = id_hash(hi, lo);
+    const IdPart *p = &S->part[h >> 58];
     if (!p->size)
         return 0;
-    size_t i = id_home(p, hi, lo);
+    size_t i = id_home(p, h);
     while (p->slot[i].hi | p->slot[i].lo) {
         if (p->slot[i].hi == hi && p->slot[i].lo == lo)
             return 1;
@@ -2499,6 +2521,13 @@ static int idset_contains(IdSet *S, PyObject *arg)
 
 static Py_ssize_t idset_len(IdSet *S) { return S->count; }
 
+static PyObject *idset_get_probes(IdSet *S, void *Py_UNUSED(c)) { return PyLong_FromUnsignedLongLong(S->probes); }
+
+static PyGetSetDef idset_getset[] = {
+    {"probes", (getter)idset_get_probes, NULL, "occupied slots that inserts stepped over (clustering)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef idset_methods[] = {
     {"add", (PyCFunction)idset_add_py, METH_O, "add(event_id: str) -> bool: False when the id was already present."},
     {NULL, NULL, 0, NULL},
@@ -2517,6 +2546,7 @@ static PyTypeObject IdSetType = {
     .tp_doc = "IdSet(): an exact set of event ids (32 lowercase hex) in bounded memory (~21-32 bytes per id).",
     .tp_new = idset_new,
     .tp_methods = idset_methods,
+    .tp_getset = idset_getset,
     .tp_as_sequence = &idset_as_sequence,
 };
 

@@ -479,31 +479,6 @@ def test_fast_payload_checks_property(kind: str, data) -> None:
     _same_line_verdict(_event_line(payload, kind=kind))
 
 
-# --- the bounded-memory id set ------------------------------------------------------
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    ids=st.lists(
-        st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
-        | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
-        | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"),
-        max_size=400,
-    ),
-    small=st.sampled_from([1, 3, 50, 1 << 18]),
-    start=st.sampled_from([2, 5, 4096]),
-)
-def test_id_set_is_exact_before_and_after_it_spills(ids: list[str], small: int, start: int) -> None:
-    from ract_cli.read.idset import _IdSet
-
-    id_set = _IdSet()
-    id_set.SMALL, id_set._START = small, start  # spill early, and grow the parts many times
-    seen: set[str] = set()
-    for hex_id in ids:
-        assert id_set.add(hex_id) == (hex_id not in seen)
-        seen.add(hex_id)
-
-
 def test_a_dead_worker_falls_back_to_the_sequential_reader(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=1500)
