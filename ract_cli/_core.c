@@ -3155,7 +3155,8 @@ static int deferred_add(Pendings *P, Py_ssize_t at, Py_ssize_t index, size_t pos
     return 0;
 }
 
-static inline size_t pending_slot(uint64_t hi, uint64_t lo, size_t cap) { return (size_t)((hi ^ (lo >> 7)) & (cap - 1)); }
+/* (keyed, as the IdSet: the ids are the log's to choose) */
+static inline size_t pending_slot(uint64_t hi, uint64_t lo, size_t cap) { return (size_t)(id_hash(hi, lo) & (cap - 1)); }
 
 /* 0 ok, -1 out of memory. */
 static int pending_add(Pendings *P, uint64_t hi, uint64_t lo, const KindEntry *kind, Py_ssize_t at)

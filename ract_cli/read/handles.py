@@ -120,12 +120,44 @@ def _hashable(value: object) -> object:
     return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
+class _Fifo:
+    """The opens of one FIFO queue in opening order, closed ones among them until they are dropped.
+
+    An open closed at the head is dropped at once; one closed elsewhere (by
+    its id, rules 1 and 2) stays as a stale entry until it reaches the head
+    or the queue is compacted. Removing it at once would walk the queue: a
+    log closing a long queue's opens newest first made that quadratic (40,000
+    opens: 15 s). Compacting when stale entries outnumber live ones keeps
+    the queue within twice its open handles.
+    """
+
+    __slots__ = ("entries", "live")
+
+    def __init__(self) -> None:
+        self.entries: deque[OpenHandle] = deque()
+        self.live = 0  # entries still open
+
+    def first(self, still_open: dict[str, OpenHandle]) -> OpenHandle:
+        """The oldest open still open (there is one: a queue with none is deleted)."""
+        entries = self.entries
+        while still_open.get(entries[0].event_id) is not entries[0]:
+            entries.popleft()
+        return entries[0]
+
+    def closed(self, handle: OpenHandle, still_open: dict[str, OpenHandle]) -> None:
+        entries = self.entries
+        if entries[0] is handle:
+            entries.popleft()
+        elif len(entries) > 2 * self.live + 16:
+            self.entries = deque(h for h in entries if still_open.get(h.event_id) is h)
+
+
 class HandleTracker:
     """Pairs closes with opens; ``open_handles()`` is what remains, in opening order."""
 
     def __init__(self) -> None:
         self._open: dict[str, OpenHandle] = {}  # insertion order = opening order
-        self._queues: dict[QueueKey, deque[str]] = {}
+        self._queues: dict[QueueKey, _Fifo] = {}
         self.run_started: OpenHandle | None = None
         self.run_closed_by: Event | None = None
         self.synthesized_closes = 0
@@ -168,7 +200,11 @@ class HandleTracker:
             self._later_run_starts.append(handle.event_id)
         handle.queue_key = _fifo_key(kind, event)
         if handle.queue_key is not None:
-            self._queues.setdefault(handle.queue_key, deque()).append(handle.event_id)
+            queue = self._queues.get(handle.queue_key)
+            if queue is None:
+                queue = self._queues[handle.queue_key] = _Fifo()
+            queue.entries.append(handle)
+            queue.live += 1
 
     def _close(self, close_kind: str, event: Event) -> OpenHandle | None:
         open_kind = CLOSE_TO_OPEN[close_kind]
@@ -185,8 +221,8 @@ class HandleTracker:
         # 3. per-kind fallback: step_id / milestone_id / FIFO queues
         key = _fifo_key(close_kind, event)
         queue = self._queues.get(key) if key is not None else None
-        if queue:
-            return self._take(queue[0], open_kind)
+        if queue is not None:
+            return self._take(queue.first(self._open).event_id, open_kind)
         return None
 
     def _take(self, event_id: str, open_kind: str) -> OpenHandle | None:
@@ -195,16 +231,14 @@ class HandleTracker:
         if handle is None or handle.kind != open_kind:
             return None
         del self._open[event_id]
-        # Keep the FIFO queues exact (and bounded): drop the id from its queue.
         key = handle.queue_key
         queue = self._queues.get(key) if key is not None else None
         if key is not None and queue is not None:
-            if queue and queue[0] == event_id:
-                queue.popleft()
-            else:
-                queue.remove(event_id)
-            if not queue:
+            queue.live -= 1
+            if not queue.live:
                 del self._queues[key]
+            else:
+                queue.closed(handle, self._open)
         return handle
 
     @property
