@@ -70,10 +70,24 @@ def _kept(kind: str, event: Event) -> Event:
     """
     payload = event.get("payload")
     keep = _KEPT_PAYLOAD_KEYS[kind]
+    kept_payload = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
     # the envelope in the schema's order, whatever the line's (or the native core's compact form's)
-    kept = {k: event[k] for k in ENVELOPE_ORDER if k in event}
-    kept["payload"] = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
-    return kept
+    try:
+        return {
+            "id": event["id"],
+            "run_id": event["run_id"],
+            "step_id": event["step_id"],
+            "parent_id": event["parent_id"],
+            "timestamp_ns": event["timestamp_ns"],
+            "kind": event["kind"],
+            "payload": kept_payload,
+            "prev_hash": event["prev_hash"],
+            "hash": event["hash"],
+        }
+    except KeyError:  # (an event with envelope findings may lack some)
+        kept = {k: event[k] for k in ENVELOPE_ORDER if k in event}
+        kept["payload"] = kept_payload
+        return kept
 
 
 #: what ``HandleTracker.feed`` reads of a payload: its keys per handle kind (an open keeps its
@@ -177,7 +191,6 @@ class HandleTracker:
             if self.run_started is not None:
                 return self._open.pop(self.run_started.event_id, None)
         elif kind in CLOSE_TO_OPEN:
-            self._note_synthesized(event)
             return self._close(kind, event)
         return None
 
@@ -187,6 +200,8 @@ class HandleTracker:
             self.synthesized_closes += 1
 
     def _open_handle(self, kind: str, event: Event, line: int, offset: int) -> None:
+        if kind != "run.started" and event["id"] in self._open:
+            return  # a duplicate id is the reader's finding; keep the first open
         handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
         if kind == "run.started":
             if self.run_started is None:
@@ -198,11 +213,11 @@ class HandleTracker:
         self._open[handle.event_id] = handle
         if kind == "run.started" and handle is not self.run_started:
             self._later_run_starts.append(handle.event_id)
-        handle.queue_key = _fifo_key(kind, event)
-        if handle.queue_key is not None:
-            queue = self._queues.get(handle.queue_key)
+        key = handle.queue_key = _fifo_key(kind, event)
+        if key is not None:
+            queue = self._queues.get(key)
             if queue is None:
-                queue = self._queues[handle.queue_key] = _Fifo()
+                queue = self._queues[key] = _Fifo()
             queue.entries.append(handle)
             queue.live += 1
 
@@ -210,10 +225,12 @@ class HandleTracker:
         open_kind = CLOSE_TO_OPEN[close_kind]
         found = event.get("payload")
         payload: Payload = found if isinstance(found, dict) else {}
-        # 1. a synthesized close (payload.synthesized is true) names its open
-        source = payload.get("source_event_id") if payload.get("synthesized") is True else None
-        if isinstance(source, str) and (taken := self._take(source, open_kind)):
-            return taken
+        if payload.get("synthesized") is True:
+            self.synthesized_closes += 1
+            # 1. a synthesized close (payload.synthesized is true) names its open
+            source = payload.get("source_event_id")
+            if isinstance(source, str) and (taken := self._take(source, open_kind)):
+                return taken
         # 2. the close's parent_id is the open's id
         parent = event.get("parent_id")
         if isinstance(parent, str) and (taken := self._take(parent, open_kind)):
