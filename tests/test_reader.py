@@ -30,7 +30,7 @@ from ract_cli.format.model import GENESIS_HASH
 from ract_cli.read.framing import Block, LineFramer, frame_blocks, lines_of
 from ract_cli.read.line import analyze_line
 from ract_cli.read.reader import ChainReader, EventReader
-from ract_cli.testing.synth import fixture_path, fixture_run_id
+from ract_cli.testing.synth import fixture_path, fixture_run_id, write_benchmark_log
 from ract_cli.verify.verifier import VerifyOptions, verify_file
 
 DROP = object()  # marks a key to delete in ``_edit``
@@ -972,7 +972,7 @@ def test_io_error_mid_read_is_a_finding(logs, monkeypatch: pytest.MonkeyPatch) -
             self.f.close()
 
     monkeypatch.setattr(reader_module, "open_log", lambda p: Failing(real_open(p)))
-    reader = ChainReader(path)
+    reader = ChainReader(path, dialect="ract")  # (auto would read this small file whole while detecting it)
     events = list(reader)
     assert len(events) == 2
     assert [(f.code, f.line) for f in reader.findings if f.severity == "error"] == [("IO_ERROR", 3)]
@@ -1049,3 +1049,29 @@ def test_block_framing_when_the_consumer_counts(block: int) -> None:
     for frame in frame_blocks(LineFramer(io.BytesIO(data), 100), block):
         plain.append((frame.line_no, frame.base + frame.lo) if isinstance(frame, Block) else frame[:2])
     assert counted == plain and plain[-1] == (51, len(data) - 4)
+
+
+@pytest.mark.parametrize("extra", [-200, -1, 0, 1, 200])
+def test_a_run_read_whole_while_detected_gives_the_verdict_of_opening_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: int
+) -> None:
+    """A file smaller than the dialect's quick look is read from its bytes, without a second open; at
+    and past that size it is opened again: the same findings either way."""
+    from ract_cli.read import dialect as dialect_module
+
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=300)
+    data = path.read_bytes()
+    size = dialect_module._QUICK_BYTES + extra
+    assert len(data) > size
+    path.write_bytes(data[:size])  # cut inside a line: a torn tail, either way
+    opened = ChainReader(path, dialect="ract")
+    expected = ([ev.line for ev in opened], [f.to_dict() for f in opened.findings])
+    import ract_cli.read.reader as reader_module
+
+    calls: list[object] = []
+    real_open = reader_module.open_log
+    monkeypatch.setattr(reader_module, "open_log", lambda p: calls.append(p) or real_open(p))
+    detected = ChainReader(path)
+    assert ([ev.line for ev in detected], [f.to_dict() for f in detected.findings]) == expected
+    assert len(calls) == (0 if size < dialect_module._QUICK_BYTES else 1)

@@ -96,29 +96,34 @@ _DETECT_BYTES = 1 << 20
 _QUICK_BYTES = 64 << 10  # the quick look at a plain file's start (one read)
 
 
-def _quick_dialect(path: str | os.PathLike[str], limit: int) -> str | None:
+def _quick_look(path: str | os.PathLike[str], limit: int) -> tuple[str | None, bytes | None]:
     """The dialect of a plain regular file whose first line is a JSON object within ``limit`` and the
-    first read; None in every other case (``detect_file_dialect`` then reads as the reader reads).
+    first read (else None: ``detect_file_dialect`` then reads as the reader reads), and the file's
+    bytes when that read took all of them (else None).
 
-    One open, fstat and read: a fleet of small runs is opened once more for this, and ``open_log``'s
-    buffered, checked open cost as much as the whole check of a 45-event run (issue 14).
+    One open, fstat and read: a fleet of small runs was opened once more for this, and ``open_log``'s
+    buffered, checked open cost as much as the whole check of a 45-event run (issue 14); the reader
+    reads a run this read took whole from these bytes instead of opening it again.
     """
     if is_stdin(path) or os.fspath(path).endswith(GZIP_SUFFIX):
-        return None
+        return None, None
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
-        return None
+        return None, None
     try:
-        head = os.read(fd, _QUICK_BYTES) if _stat.S_ISREG(os.fstat(fd).st_mode) else b""
+        st = os.fstat(fd)
+        regular = _stat.S_ISREG(st.st_mode)  # (never read from anything else: a FIFO could block)
+        head = os.read(fd, _QUICK_BYTES) if regular else b""
     except OSError:
-        return None
+        return None, None
     finally:
         os.close(fd)
+    whole = head if regular and len(head) == st.st_size < _QUICK_BYTES else None
     end = head.find(b"\n") + 1
     if not end or end > limit + 2 or head[:2] == GZIP_MAGIC:
-        return None
-    return _record_dialect(head[:end])
+        return None, None
+    return _record_dialect(head[:end]), whole
 
 
 def _record_dialect(raw: bytes) -> str | None:
@@ -137,9 +142,18 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
     A file that cannot be opened, or whose first lines hold no JSON object,
     is ``"ract"``: the RACT reader then reports what is wrong with it.
     """
+    return _detect(path, max_line_bytes)[0]
+
+
+def _detect(path: str | os.PathLike[str], max_line_bytes: int) -> tuple[str, bytes | None]:
     limit = min(max_line_bytes, _DETECT_BYTES)
-    if (quick := _quick_dialect(path, limit)) is not None:
-        return quick
+    quick, whole = _quick_look(path, limit)
+    if quick is not None:
+        return quick, whole
+    return _detect_by_reading(path, limit), None
+
+
+def _detect_by_reading(path: str | os.PathLike[str], limit: int) -> str:
     try:
         f = open_log(path)
     except Exception:
@@ -161,10 +175,18 @@ def detect_file_dialect(path: str | os.PathLike[str], *, max_line_bytes: int = _
 
 def resolve_dialect(dialect: str, path: str | os.PathLike[str], max_line_bytes: int = _DETECT_BYTES) -> str:
     """``"ract"`` or ``"raxol"``: ``"auto"`` detects from the file's first record (SPEC §8)."""
+    return resolve_dialect_reading(dialect, path, max_line_bytes)[0]
+
+
+def resolve_dialect_reading(
+    dialect: str, path: str | os.PathLike[str], max_line_bytes: int = _DETECT_BYTES
+) -> tuple[str, bytes | None]:
+    """``resolve_dialect``, and the file's bytes when detecting it read them all (a small run: the reader
+    reads them instead of opening the file again), else None."""
     if dialect == "auto":
-        return detect_file_dialect(path, max_line_bytes=max_line_bytes)
+        return _detect(path, max_line_bytes)
     get_dialect(dialect)  # validates the name
-    return dialect
+    return dialect, None
 
 
 def discovery_suffixes(dialect: str) -> tuple[str, ...]:

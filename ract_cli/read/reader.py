@@ -15,6 +15,7 @@ the reader calls its interface and never imports a dialect.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
-from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect
+from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
 from ract_cli.read.files import is_decoded, open_log, source_offset
 from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
@@ -66,7 +67,7 @@ class ChainReader:
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
         #: "ract" or "raxol" (SPEC §8): "auto" is resolved here, from the file's first record
-        self.dialect = resolve_dialect(dialect, self.path, max_line_bytes)
+        self.dialect, self._whole = resolve_dialect_reading(dialect, self.path, max_line_bytes)
         self._kind: Dialect = get_dialect(self.dialect)
         self.state = self._kind.state_type(self.display_path, require_closed=require_closed, max_findings=max_findings)
         self.done = False
@@ -100,8 +101,10 @@ class ChainReader:
         return self._events(emit=True)
 
     def _events(self, emit: bool) -> Generator[LogEvent, None, None]:
+        whole, self._whole = self._whole, None
         try:
-            handle = open_log(self.path)
+            # a run that detecting its dialect read whole is read from those bytes (one open for a fleet's run)
+            handle: BinaryIO = io.BytesIO(whole) if whole is not None else open_log(self.path)
         except LogIOError as exc:
             self.state.add(error("IO_ERROR", exc.message, path=self.display_path))
             self.done = True
