@@ -4,8 +4,8 @@
 (``reader._take``): C takes the leading lines that link on and keeps the
 chain, ids and clock; the first line it does not take, and the rest of its
 batch, are judged in Python. The same bytes are also read event by event
-(iteration: no chain mode) and with ``RACT_CORE=python``; all three must
-agree on every finding, the head, the event count, trust and the open
+(iteration: no chain mode) and with ``RACT_CORE=python`` (its own chain mode,
+and iterated); all must agree on every finding, the head, the event count, trust and the open
 handles, on logs edited at random across batch boundaries.
 """
 
@@ -76,7 +76,8 @@ WANTED = {
 
 
 def three_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> list[tuple[object, ...]]:
-    """The verdict of chain mode, of event-by-event reading (native), and of the Python core."""
+    """The verdict of chain mode, of event-by-event reading (native), and of the Python core (its own chain
+    mode, ``python_chain.PythonBatches``, held here to its event-by-event reading)."""
     monkeypatch.setenv("RACT_CORE", "native")
     chained = ChainReader(path, **kw)  # type: ignore[arg-type]
     chained.read_all()
@@ -86,7 +87,11 @@ def three_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> lis
     monkeypatch.setenv("RACT_CORE", "python")
     python = ChainReader(path, **kw)  # type: ignore[arg-type]
     python.read_all()
+    python_iterated = ChainReader(path, **kw)  # type: ignore[arg-type]
+    for _ in python_iterated:
+        pass
     monkeypatch.setenv("RACT_CORE", "native")
+    assert verdict(python) == verdict(python_iterated)
     return [verdict(chained), verdict(iterated), verdict(python)]
 
 

@@ -33,6 +33,7 @@ from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_b
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
+from ract_cli.read.python_chain import PythonBatches
 from ract_cli.read.verdict import line_result, not_an_object
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
@@ -120,11 +121,18 @@ class ChainReader:
             pass
         return self.findings
 
-    def _batches(self, emit: bool) -> Batches | None:
-        """Chain mode for this read, or None: it needs the native core and RACT's line analysis, and when
-        events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain)."""
-        if fastpath.prove is not fastpath.native_analyze or self._kind.analyze is not analyze_line:
-            return None  # the Python core, or a dialect with its own line analysis (Raxol)
+    def _batches(self, emit: bool) -> Batches | PythonBatches | None:
+        """Chain mode for this read, or None: it needs RACT's line analysis; with the native core, when
+        events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain); with
+        the Python core, ``read_all`` (its loop takes no event to hand out)."""
+        if self._kind.analyze is not analyze_line:
+            return None  # a dialect with its own line analysis (Raxol)
+        if fastpath.prove is not fastpath.native_analyze:
+            return (
+                None
+                if emit or fastpath.prove is not fastpath.fast_analyze
+                else PythonBatches(self.state, self.schema_version)
+            )
         if emit and self.wanted is None:
             return None
         return Batches(
@@ -134,7 +142,7 @@ class ChainReader:
     def _batched(
         self,
         frames: Iterator[Frame],
-        batches: Batches,
+        batches: Batches | PythonBatches,
         out: list[_Pending],
         progress: Callable[[int], None] | None,
     ) -> Iterator[tuple[int, int, bytes | None]]:
@@ -180,8 +188,12 @@ class ChainReader:
                 progress(start + size)
                 next_report = start + size + _PROGRESS_EVERY
 
-    def _take_long(self, batches: Batches, item: tuple[int, int, bytes | None], out: list[_Pending]) -> bool:
+    def _take_long(
+        self, batches: Batches | PythonBatches, item: tuple[int, int, bytes | None], out: list[_Pending]
+    ) -> bool:
         """Give C a clean line longer than ``BATCH_LINE_BYTES`` (within the limit, not too many values), alone."""
+        if not isinstance(batches, Batches):
+            return False  # (the Python core reads it line by line)
         raw = item[2]
         if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-1:] != b"\n" or raw[-2:-1] == b"\r":
             return False  # (a last line without "\n" is judged here: it may be a torn tail)
@@ -193,14 +205,14 @@ class ChainReader:
 
     def _trust_ended(
         self,
-        batches: Batches,
+        batches: Batches | PythonBatches,
         out: list[_Pending],
         rest: Iterable[tuple[int, int, bytes | None]],
         frames: Iterator[Frame],
     ) -> Iterator[tuple[int, int, bytes | None]]:
         """A search: trust ended on a line read line by line; every line from here on is read so."""
         failure = self.state.first_integrity_failure
-        assert failure is not None
+        assert failure is not None and isinstance(batches, Batches)  # (a search: the native core's)
         if (earlier := batches.where_trust_ends(failure)) is not None:
             out.append(earlier)
         yield from rest

@@ -1,0 +1,72 @@
+"""Chain mode for the pure-Python core: runs of clean lines proven and chained in one loop.
+
+The native core's chain mode (``chain_mode.Batches``) takes the leading lines
+of a block in C; this is the same for ``RACT_CORE=python``, in Python, for
+``read_all`` (verify): each line ``fastpath.fast_analyze`` proves, that links
+on (``prev_hash``, same run, clock not going back) and has a new id is taken
+here, as ``ChainState.feed``'s fast path would take it, without a
+``LineResult``, a call of ``feed`` or a yield per line. The first line not
+taken goes back to the reader, which feeds it line by line as ever
+(``tests/test_chain_mode.py`` holds the readings to one verdict).
+"""
+
+from __future__ import annotations
+
+from ract_cli.read.chain import ChainState
+from ract_cli.read.chain_mode import Candidate
+from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
+from ract_cli.read.handles import HANDLE_KINDS
+
+
+class PythonBatches:
+    """``Batches``' ``take_block`` for the Python core: the lines of a block up to the first it does not take."""
+
+    def __init__(self, state: ChainState, schema_version: int) -> None:
+        self.state = state
+        self.schema_version = schema_version
+        self.wanted = None  # (only ``read_all``: no event is handed out)
+
+    def take_block(
+        self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
+    ) -> tuple[int, int]:
+        """Take the lines of ``data`` from byte ``pos`` (line ``line_no``) on; where it stopped and how many.
+
+        A line is taken when it ends in ``\\n`` (not ``\\r\\n``), starts with
+        ``{``, its body is at most ``max_line`` bytes, and it is a valid event
+        that ``ChainState.feed``'s fast path would take with no finding.
+        ``offset``: the file offset of ``data[0]``; ``out`` stays empty.
+        """
+        state = self.state
+        expected, run_id, prev_ts, last_ts = state.expected_prev, state.run_id, state.prev_ts, state.last_ts
+        if run_id is None or prev_ts is None or last_ts is None:
+            return pos, 0  # the first event: the line path judges genesis
+        add_id, feed_handle, schema_version = state._ids.add, state.handles.feed, self.schema_version
+        limit = min(max_line, BIG_LINE_BYTES)
+        taken = 0
+        find = data.find
+        while True:
+            end = find(b"\n", pos)
+            if end < 0 or end - pos > limit or data[pos] != 0x7B or data[end - 1] == 0x0D:  # b"{", b"\r"
+                break  # (an empty line fails the "{" test: data[pos] is its "\n")
+            proven = fast_analyze(data[pos:end], schema_version)
+            if proven is None:
+                break
+            event, stored = proven
+            ts = event["timestamp_ns"]
+            if event["prev_hash"] != expected or event["run_id"] != run_id or ts < prev_ts or not add_id(event["id"]):
+                break  # (a duplicate id is left as it was: the line path reports it)
+            prev_ts = ts
+            if ts > last_ts:
+                last_ts = ts
+            expected = stored
+            taken += 1
+            if event["kind"] in HANDLE_KINDS:
+                feed_handle(event, line_no + taken - 1, offset + pos)
+            pos = end + 1
+        if taken:
+            state.expected_prev = state.head = expected
+            state.prev_ts, state.last_ts = prev_ts, last_ts
+            state.events += taken
+            state._last_event_line = line_no + taken - 1
+            state.saw_record = True
+        return pos, taken
