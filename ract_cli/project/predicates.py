@@ -12,6 +12,7 @@ how many evaluations that table does not show.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
@@ -62,7 +63,13 @@ class PredicateTable:
         self.latest: dict[Identity, tuple[str, JSONObject]] = {}  # display table: first MAX_KEYS ids
         self.failing: dict[Identity, str] = {}  # every id whose latest verdict is required and failed, exactly
         self.evaluations = 0
-        self.failing_at_completion: list[str] | None = None
+        # A log may hold any number of run.completed, each after new verdicts: copying or sorting the failing
+        # set at each made a crafted log quadratic. The failing set as of the last completion is the current
+        # one with the changes since undone (``_undo``: each changed key's name then, None if it was not
+        # failing); the names a flag's message shows come from a heap (``_names``).
+        self.completed = False
+        self._undo: dict[Identity, str | None] = {}
+        self._names = _NameHeap()
 
     def handlers(self) -> dict[str, Handler]:
         return {"predicate.evaluated": self._evaluated}
@@ -71,10 +78,15 @@ class PredicateTable:
         self.evaluations += 1
         key, name = identity(payload.get("predicate_id"))
         required, ok = payload.get("required"), payload.get("ok")
+        failing, before = self.failing, self.failing.get(key)
+        if self.completed and key not in self._undo:
+            self._undo[key] = before
         if required is True and ok is False:
-            self.failing[key] = name
-        else:
-            self.failing.pop(key, None)
+            if before != name:
+                failing[key] = name
+                self._names.push(name, key, failing)
+        elif before is not None:
+            del failing[key]
         shown = self.latest.get(key)
         if shown is None and len(self.latest) >= MAX_KEYS:
             return  # not displayed; counted in omitted_evaluations, and the verdict is kept above
@@ -96,27 +108,79 @@ class PredicateTable:
 
     def at_completion(self, event: Event, line: int) -> None:
         """A ``run.completed`` written by the run: flag it when a required predicate's latest verdict failed."""
-        failing = self.failing_required()
-        self.failing_at_completion = failing
-        if failing:
-            shown = ", ".join(failing[:10]) + (f" and {len(failing) - 10} more" if len(failing) > 10 else "")
-            self.flags.flag(
-                "GATE_INCONSISTENT", line, event, f"run completed while required predicate(s) failed: {shown}"
-            )
+        self.completed = True
+        self._undo.clear()
+        count = len(self.failing)
+        if not count:
+            return
+        if self.flags.full:
+            self.flags.count += 1  # counted, not kept: its message is never built
+            return
+        first = self._names.smallest(10, self.failing)
+        shown = ", ".join(first) + (f" and {count - 10} more" if count > 10 else "")
+        self.flags.flag("GATE_INCONSISTENT", line, event, f"run completed while required predicate(s) failed: {shown}")
+
+    @property
+    def failing_at_completion(self) -> list[str] | None:
+        """The failing predicates' names (sorted) as of the last real ``run.completed``; None before one."""
+        if not self.completed:
+            return None
+        then = dict(self.failing)
+        for key, name in self._undo.items():
+            if name is None:
+                then.pop(key, None)
+            else:
+                then[key] = name
+        return sorted(then.values())
 
     def section(self) -> JSONObject:
         """The report's ``predicates`` block."""
         latest: JSONObject = {}
         for key, (name, row) in sorted(self.latest.items(), key=lambda kv: (kv[1][0], _key_bytes(kv[0]))):
             latest[name if name not in latest else f"{name}#{_key_hex(key)}"] = dict(row)
+        at_completion = self.failing_at_completion
         block: JSONObject = {
             "evaluations": self.evaluations,
             "latest": latest,
             "failing_required": self.failing_required(),
-            "failing_required_at_completion": self.failing_at_completion,
-            "gate_inconsistent": bool(self.failing_at_completion),
+            "failing_required_at_completion": at_completion,
+            "gate_inconsistent": bool(at_completion),
         }
         omitted = self.evaluations - sum(row["evaluations"] for _, row in self.latest.values())
         if omitted:
             block["omitted_evaluations"] = omitted
         return block
+
+
+class _NameHeap:
+    """The failing predicates' names, smallest first: a heap of (name, key bytes, key), stale entries and all.
+
+    An entry is stale once its key no longer fails under that name; ``smallest`` drops the stale ones it
+    meets, and the heap is rebuilt from the failing set when it holds twice as many entries: amortized
+    O(log n) per change, however the verdicts and completions interleave.
+    """
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str, bytes, Identity]] = []
+
+    def push(self, name: str, key: Identity, failing: dict[Identity, str]) -> None:
+        if len(self.entries) > 2 * len(failing) + 16:
+            self.entries = [(n, _key_bytes(k), k) for k, n in failing.items()]
+            heapq.heapify(self.entries)
+        else:
+            heapq.heappush(self.entries, (name, _key_bytes(key), key))
+
+    def smallest(self, n: int, failing: dict[Identity, str]) -> list[str]:
+        """The ``n`` smallest names of ``failing`` (by name, then key), in order."""
+        entries, seen = self.entries, set()
+        kept: list[tuple[str, bytes, Identity]] = []
+        while entries and len(kept) < n:
+            entry = heapq.heappop(entries)
+            if entry[1] not in seen and failing.get(entry[2]) == entry[0]:
+                seen.add(entry[1])
+                kept.append(entry)
+        for entry in kept:
+            heapq.heappush(entries, entry)
+        return [name for name, _, _ in kept]

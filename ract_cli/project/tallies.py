@@ -33,6 +33,11 @@ class Items:
         if len(self.items) < self.limit:
             self.items.append(item)
 
+    @property
+    def full(self) -> bool:
+        """Whether an item added now would only be counted."""
+        return len(self.items) >= self.limit
+
     def to_dict(self, items: list[JSONObject] | None = None) -> JSONObject:
         """``{"count", "items", "omitted"}``; ``items`` replaces the kept list (e.g. sorted)."""
         kept = self.items if items is None else items
