@@ -7,7 +7,6 @@ read its result, so they all agree on what was left open.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 
 from ract_cli.format.json_types import Event, Payload
@@ -135,35 +134,40 @@ def _hashable(value: object) -> object:
 
 
 class _Fifo:
-    """The opens of one FIFO queue in opening order, closed ones among them until they are dropped.
+    """The opens of one FIFO queue in opening order (``entries`` from ``head`` on), closed ones among them.
 
-    An open closed at the head is dropped at once; one closed elsewhere (by
-    its id, rules 1 and 2) stays as a stale entry until it reaches the head
-    or the queue is compacted. Removing it at once would walk the queue: a
-    log closing a long queue's opens newest first made that quadratic (40,000
-    opens: 15 s). Compacting when stale entries outnumber live ones keeps
-    the queue within twice its open handles.
+    An open closed at the head moves the head past it; one closed elsewhere
+    (by its id, rules 1 and 2) stays as a stale entry, skipped when it
+    reaches the head. Removing it at once would walk the queue: a log
+    closing a long queue's opens newest first made that quadratic (40,000
+    opens: 15 s). The list is compacted when closed entries outnumber open
+    ones, so it stays within twice its open handles. (A list and an index,
+    not a deque: a run with a step per tool call has a queue per open, and
+    an empty deque alone is 760 bytes.)
     """
 
-    __slots__ = ("entries", "live")
+    __slots__ = ("entries", "head", "live")
 
     def __init__(self) -> None:
-        self.entries: deque[OpenHandle] = deque()
+        self.entries: list[OpenHandle] = []
+        self.head = 0
         self.live = 0  # entries still open
 
     def first(self, still_open: dict[str, OpenHandle]) -> OpenHandle:
         """The oldest open still open (there is one: a queue with none is deleted)."""
-        entries = self.entries
-        while still_open.get(entries[0].event_id) is not entries[0]:
-            entries.popleft()
-        return entries[0]
+        entries, i = self.entries, self.head
+        while still_open.get(entries[i].event_id) is not entries[i]:
+            i += 1
+        self.head = i
+        return entries[i]
 
     def closed(self, handle: OpenHandle, still_open: dict[str, OpenHandle]) -> None:
         entries = self.entries
-        if entries[0] is handle:
-            entries.popleft()
-        elif len(entries) > 2 * self.live + 16:
-            self.entries = deque(h for h in entries if still_open.get(h.event_id) is h)
+        if entries[self.head] is handle:
+            self.head += 1
+        if len(entries) > 2 * self.live + 16:
+            self.entries = [h for h in entries[self.head :] if still_open.get(h.event_id) is h]
+            self.head = 0
 
 
 class HandleTracker:
