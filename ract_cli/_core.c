@@ -2554,8 +2554,8 @@ static PyTypeObject IdSetType = {
  * clean lines that link on in C (Verifier.check_lines(bodies, chain=...)). */
 typedef struct {
     PyObject_HEAD uint8_t expected_prev[64], run_id[32];
-    uint8_t has_prev, has_run, has_prev_ts, has_last_ts;
-    int64_t prev_ts, last_ts;
+    uint8_t has_prev, has_run, has_prev_ts, has_last_ts, has_first_ts;
+    int64_t prev_ts, last_ts, first_ts; /* first_ts: set when C took the file's first event */
     long long events;
     IdSet *ids;
 } Chain;
@@ -2653,6 +2653,10 @@ static PyObject *chain_get_last_ts(Chain *C, void *Py_UNUSED(c))
     return C->has_last_ts ? PyLong_FromLongLong(C->last_ts) : Py_NewRef(Py_None);
 }
 static int chain_set_last_ts(Chain *C, PyObject *v, void *Py_UNUSED(c)) { return ts_set(v, &C->last_ts, &C->has_last_ts); }
+static PyObject *chain_get_first_ts(Chain *C, void *Py_UNUSED(c))
+{
+    return C->has_first_ts ? PyLong_FromLongLong(C->first_ts) : Py_NewRef(Py_None);
+}
 static PyObject *chain_get_events(Chain *C, void *Py_UNUSED(c)) { return PyLong_FromLongLong(C->events); }
 static int chain_set_events(Chain *C, PyObject *v, void *Py_UNUSED(c))
 {
@@ -2676,6 +2680,7 @@ static PyGetSetDef chain_getset[] = {
     {"last_ts", (getter)chain_get_last_ts, (setter)chain_set_last_ts, "the largest timestamp_ns so far, or None",
      NULL},
     {"events", (getter)chain_get_events, (setter)chain_set_events, "events counted", NULL},
+    {"first_ts", (getter)chain_get_first_ts, NULL, "the first event's timestamp_ns when C took it, else None", NULL},
     {"ids", (getter)chain_get_ids, NULL, "the IdSet of every event id seen (the caller adds the ids it judges)",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -2694,12 +2699,21 @@ static PyTypeObject ChainType = {
 
 /* Whether an accepted line takes ChainState.feed's fast path: it links to the expected
  * hash, has the log's run_id, and its clock does not go back. */
+/* Whether the file's first event is next: no event yet, so no run_id and no clock. ChainState takes it
+ * with no finding when it links on to expected_prev (genesis, for a file read from its start) and
+ * makes its run_id the file's. */
+static inline int chain_first(const Chain *C) { return !C->events && !C->has_run && !C->has_prev_ts; }
+
 static int chain_links(const Chain *C, const Line *L)
 {
-    if (!C->has_prev || !C->has_run || !C->has_prev_ts)
+    if (!C->has_prev)
         return 0;
     const uint8_t *prev = str_ptr(L, &L->nodes[L->val[K_PREV]]), *run = str_ptr(L, &L->nodes[L->val[K_RUN_ID]]);
-    return memcmp(prev, C->expected_prev, 64) == 0 && memcmp(run, C->run_id, 32) == 0 &&
+    if (memcmp(prev, C->expected_prev, 64) != 0)
+        return 0;
+    if (chain_first(C))
+        return 1;
+    return C->has_run && C->has_prev_ts && memcmp(run, C->run_id, 32) == 0 &&
            L->nodes[L->val[K_TS]].u.n.i >= C->prev_ts;
 }
 
@@ -2782,6 +2796,11 @@ static int chain_take(Chain *C, Line *L)
     if (r == 0)
         return 0; /* DUPLICATE_ID: the caller's to report (the id stays as it was) */
     int64_t ts = L->nodes[L->val[K_TS]].u.n.i;
+    if (chain_first(C)) {
+        memcpy(C->run_id, str_ptr(L, &L->nodes[L->val[K_RUN_ID]]), 32);
+        C->has_run = C->has_prev_ts = C->has_first_ts = 1;
+        C->first_ts = ts;
+    }
     C->prev_ts = ts;
     if (!C->has_last_ts || ts > C->last_ts) {
         C->last_ts = ts;

@@ -183,6 +183,41 @@ def test_each_edit_at_a_batch_boundary(
             assert search(path, wanted, True) == search(path, wanted, False)
 
 
+@pytest.mark.parametrize("kind", EDITS)
+def test_each_edit_at_the_start_of_a_file(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """Chain mode takes the file's first event too (genesis, then its run_id is the file's): an edit on
+    the first or second line reads as line by line."""
+    for at in (0, 1):
+        lines = list(base_lines[:40])
+        _edit(lines, random.Random(at), kind, at)
+        path = tmp_path / f"{kind}-{at}" / "events.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(b"".join(lines))
+        chained, iterated, python = three_ways(path, monkeypatch)
+        assert chained == iterated == python
+        for wanted in WANTED:
+            assert search(path, wanted, True) == search(path, wanted, False)
+
+
+@pytest.mark.parametrize("core_name", ["native", "python"])
+def test_a_clean_log_is_taken_whole_in_chain_mode(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core_name: str
+) -> None:
+    """No line of a clean log, its first one included, is read line by line."""
+    path = tmp_path / "clean" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(base_lines))
+    monkeypatch.setenv("RACT_CORE", core_name)
+    judged: list[object] = []
+    real = reader_module.line_result
+    monkeypatch.setattr(reader_module, "line_result", lambda raw, *a: judged.append(raw) or real(raw, *a))
+    reader = ChainReader(path)
+    reader.read_all()
+    assert not judged and reader.state.events == len(base_lines) and reader.exit_code == 0
+
+
 def test_a_clean_log_is_taken_whole_in_c(
     base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

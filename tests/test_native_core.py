@@ -990,6 +990,8 @@ def native_chain(lines: list[bytes], batch: int, verifier: object = VERIFIER) ->
             chain.last_ts,
             chain.events,
         )
+        if mini.run_id is None and taken:  # C took the file's first event: its run_id is the file's
+            mini.run_id, mini.seen_first = chain.run_id, True
         assert chain.run_id == mini.run_id
         for j in range(taken):
             r = results[j]
@@ -1050,6 +1052,9 @@ def block_chain(
             chain.last_ts,
             chain.events,
         )
+        if mini.run_id is None and taken:  # C took the file's first event: its run_id is the file's
+            mini.run_id, mini.seen_first = chain.run_id, True
+        assert chain.run_id == mini.run_id
         at = {index: (offset, compact) for index, offset, compact in found}
         paired: list[dict] = []  # handle events not in found: paired in C (PAIRING_VERIFIER)
         for j in range(taken):

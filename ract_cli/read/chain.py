@@ -41,6 +41,9 @@ class NativeChain(Protocol):
     last_ts: int | None
     events: int
 
+    @property
+    def first_ts(self) -> int | None: ...  # (read-only: set when C took the file's first event)
+
 
 @dataclass
 class ChainState:
@@ -94,11 +97,14 @@ class ChainState:
         chain.prev_ts, chain.last_ts, chain.events = self.prev_ts, self.last_ts, self.events
 
     def from_native(self, chain: NativeChain, last_line: int) -> None:
-        """Take the chain back after the native core took lines up to ``last_line`` on the fast path."""
+        """Take the chain back after the native core took lines up to ``last_line`` on the fast path
+        (the file's first event too: then its run_id and timestamp are the file's, as ``feed`` makes them)."""
         self.expected_prev = self.head = chain.expected_prev
         self.prev_ts, self.last_ts, self.events = chain.prev_ts, chain.last_ts, chain.events
+        if self.run_id is None:
+            self.run_id, self.first_ts = chain.run_id, chain.first_ts
         self._last_event_line = last_line
-        self.saw_record = True
+        self._seen_first_line = self.saw_record = True
 
     def skip_malformed(self, line: int) -> None:
         """A line framing alone shows is ``MALFORMED_LINE``, once ``max_findings`` are kept (issue 15, item 9).

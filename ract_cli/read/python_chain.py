@@ -38,8 +38,9 @@ class PythonBatches:
         """
         state = self.state
         expected, run_id, prev_ts, last_ts = state.expected_prev, state.run_id, state.prev_ts, state.last_ts
-        if run_id is None or prev_ts is None or last_ts is None:
-            return pos, 0  # the first event: the line path judges genesis
+        first = not state.events and run_id is None and prev_ts is None  # the file's first event is next
+        if not first and (run_id is None or prev_ts is None or last_ts is None):
+            return pos, 0  # (no such state: an event sets all three)
         add_id, feed_handle, schema_version = state._ids.add, state.handles.feed, self.schema_version
         limit = min(max_line, BIG_LINE_BYTES)
         taken = 0
@@ -53,7 +54,11 @@ class PythonBatches:
                 break
             event, stored = proven
             ts = event["timestamp_ns"]
-            if event["prev_hash"] != expected or event["run_id"] != run_id or ts < prev_ts or not add_id(event["id"]):
+            if first:  # it links on to genesis (or what the lines before left): it sets run and clock
+                if event["prev_hash"] != expected or not add_id(event["id"]):
+                    break
+                first, run_id, state.first_ts, last_ts = False, event["run_id"], ts, ts
+            elif event["prev_hash"] != expected or event["run_id"] != run_id or ts < prev_ts or not add_id(event["id"]):
                 break  # (a duplicate id is left as it was: the line path reports it)
             prev_ts = ts
             if ts > last_ts:
@@ -65,7 +70,8 @@ class PythonBatches:
             pos = end + 1
         if taken:
             state.expected_prev = state.head = expected
-            state.prev_ts, state.last_ts = prev_ts, last_ts
+            state.run_id, state.prev_ts, state.last_ts = run_id, prev_ts, last_ts
+            state._seen_first_line = True
             state.events += taken
             state._last_event_line = line_no + taken - 1
             state.saw_record = True
