@@ -3,7 +3,8 @@
 ``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, no
 ``\\r``, not ``too_many_nodes``) and hands each batch to ``_core.Verifier.check_lines(...,
 chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
-(a valid event that links on, same run, clock not going back, a new id) and
+(a valid event that links on, same run, clock not going back, a new id; the
+file's first event when it links on to genesis) and
 keeps the chain, the ids and the clock; for each taken open or close, and each
 event of a kind the caller asked for, it returns the envelope and payload. The
 first line C does not take, and the rest of its batch, are fed to
