@@ -203,6 +203,19 @@ def stderr_console(*, quiet: bool = False) -> Console:
     return _consoles()[0](stderr=True, quiet=quiet, highlight=False, soft_wrap=True, emoji=False)
 
 
+def print_lines(console: Console, lines: Iterable[str], *, chunk: int = 1000) -> None:
+    """Print plain lines (no markup), ``chunk`` to a call: a print costs rich ~0.25 ms, so one per file of
+    a 10,000-run fleet cost more than verifying it."""
+    batch: list[str] = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == chunk:
+            console.print("\n".join(batch), markup=False)
+            batch.clear()
+    if batch:
+        console.print("\n".join(batch), markup=False)
+
+
 def stdout_console(*, width: int | None = None, soft_wrap: bool = True) -> Console:
     """Data (tables, reports) goes to stdout; a closed pipe raises ``BrokenPipeError`` (see ``_StdoutConsole``)."""
     return _consoles()[1](highlight=False, soft_wrap=soft_wrap, emoji=False, width=width)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -18,6 +19,7 @@ from ract_cli.cli.render import (
     finding_detail,
     finding_line,
     flush_stdout,
+    print_lines,
     progress_enabled,
     silence_stdout,
     stderr_console,
@@ -171,18 +173,19 @@ def report_json(report: VerifyReport) -> str:
 
 
 def render_text(report: VerifyReport) -> None:
-    console = stderr_console()
+    print_lines(stderr_console(), _text_lines(report))
+
+
+def _text_lines(report: VerifyReport) -> Iterator[str]:
     for file in report.files:
-        console.print(_verdict_line(file), markup=False)
+        yield _verdict_line(file)
         for f in file.findings:
-            console.print(finding_line(f), markup=False)
+            yield finding_line(f)
         if file.suppressed:
-            console.print(
-                f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)", markup=False
-            )
+            yield f"{clean(file.path)}: {file.suppressed} more finding(s) not shown (--max-findings)"
     for f in report.findings:
-        console.print(f"FAIL {clean(f.path)}  exit {int(f.exit_code)} ({ExitCode(f.exit_code).name})", markup=False)
-        console.print(finding_line(f), markup=False)
+        yield f"FAIL {clean(f.path)}  exit {int(f.exit_code)} ({ExitCode(f.exit_code).name})"
+        yield finding_line(f)
 
 
 def _verdict_line(file: FileReport) -> str:
