@@ -3,28 +3,45 @@
 from __future__ import annotations
 
 import base64
+import bisect
+import gc
+import hashlib
 import io
+import itertools
 import json
+import random
+import re
 import shutil
 import subprocess
 import sys
+import tracemalloc
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 from google.protobuf import json_format
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 
+from ract_cli.cli.render import ci_safe_bytes
+from ract_cli.dialects import ChainReader
 from ract_cli.errors import ExitCode
-from ract_cli.otel import OtlpOptions, export_otlp
-from ract_cli.otel.spans import span_id
-from ract_cli.writer.event_writer import EventWriter
+from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.json_types import Event
+from ract_cli.format.model import GENESIS_HASH
+from ract_cli.otel import WRITE_BYTES, OtlpOptions, export_otlp, trace_line
+from ract_cli.otel.spans import EVENT_BLOCK_BYTES, TraceBuilder, span_id
+from ract_cli.otel.spans import Span as SpanModel
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 COMPLETED = FIXTURES / "120d7eae7ee0c9c181816e553722e2fe" / "events.jsonl"
 TAMPERED = FIXTURES / "8686994841309902af40ce3e190711e7" / "events.jsonl"
 INTERRUPTED = FIXTURES / "9ae2021ae4d2af95ab864b9bac116475" / "events.jsonl"
 RUN_LOGS = sorted(FIXTURES.glob("*/events.jsonl"))
+BASE_NS = 1_764_000_000_000_000_000
 
 
 def export(paths: list[Path], options: OtlpOptions | None = None) -> tuple[list[bytes], ExitCode]:
@@ -258,3 +275,271 @@ def test_cli_refuses_to_replace_a_file_without_overwrite(tmp_path: Path) -> None
     assert out.read_bytes() == before  # untouched
     third = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(INTERRUPTED))
     assert third.returncode == ExitCode.INCOMPLETE and out.read_bytes() != before
+
+
+# --- hostile sizes: work and memory bounded (docs/otel.md, "Memory and time") -------------------------
+
+
+def _quiet_writer(path: Path) -> EventWriter:
+    return EventWriter(path, fsync=FsyncPolicy.NEVER, redaction=None)
+
+
+class _CountingOpen(dict[str, Any]):
+    """A ``TraceBuilder._open`` that counts every span a walk over it visits (keys, values or items)."""
+
+    visited = 0
+
+    def _count(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            self.visited += 1
+            yield item
+
+    def __iter__(self) -> Iterator[str]:
+        return self._count(dict.__iter__(self))
+
+    def keys(self) -> Any:
+        return _Walk(self, dict.keys(self))
+
+    def values(self) -> Any:
+        return _Walk(self, dict.values(self))
+
+    def items(self) -> Any:
+        return _Walk(self, dict.items(self))
+
+
+class _Walk:
+    def __init__(self, owner: _CountingOpen, view: Any) -> None:
+        self.owner, self.view = owner, view
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+    def __iter__(self) -> Iterator[Any]:
+        return self.owner._count(iter(self.view))
+
+    def __reversed__(self) -> Iterator[Any]:
+        return self.owner._count(reversed(self.view))
+
+
+def _build(log: Path, builder_type: type[TraceBuilder] = TraceBuilder) -> TraceBuilder:
+    builder: TraceBuilder | None = None
+    for ev in ChainReader(str(log)):
+        if builder is None:
+            builder = builder_type(ev.event["run_id"])
+        builder.feed(ev)
+    assert builder is not None
+    return builder
+
+
+def test_tool_calls_in_one_open_step_find_its_span_without_walking_the_open_spans(tmp_path: Path) -> None:
+    # n tool calls in one step, none closed: finding each one's parent by walking the open spans
+    # was n^2/2 span visits (40,000 calls: 77 s); it is a look-up in the step's own list
+    calls = 2000
+    log = tmp_path / "events.jsonl"
+    step = "ab" * 16
+    with _quiet_writer(log) as w:
+        w.append("run.started", {})
+        w.append("step.started", {}, step_id=step)
+        for _ in range(calls):
+            w.append("tool.called", {"tool": "bash"}, step_id=step)
+    builder = TraceBuilder("")
+    walks = builder._open = _CountingOpen()
+    for ev in ChainReader(str(log)):
+        builder.run_id = ev.event["run_id"]
+        builder.feed(ev)
+    assert walks.visited <= calls, f"{walks.visited} open spans visited to place {calls} tool calls"
+    spans = builder.finish()
+    (step_span,) = (s for s in spans if s.name == "step")
+    tools = [s for s in spans if s.name == "execute_tool bash"]
+    assert len(tools) == calls and {s.parent_id for s in tools} == {step_span.span_id}
+    # and so in the exported trace
+    (line,), _ = export([log])
+    exported = spans_of(parse(line))
+    (step_out,) = (s for s in exported if s.name == "step")
+    assert [s.parent_span_id for s in exported if s.name.startswith("execute_tool")] == [step_out.span_id] * calls
+    assert all(attrs(s).get("ract.open") is True for s in exported)
+
+
+def test_a_step_id_opened_twice_hangs_children_under_its_newest_open_step(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    s, t = "5a" * 16, "7b" * 16
+    with _quiet_writer(log) as w:
+        w.append("run.started", {})
+        first = w.append("step.started", {}, step_id=s)
+        w.append("tool.called", {"tool": "t1"}, step_id=s)
+        second = w.append("step.started", {}, step_id=s)  # the step_id again, the first still open
+        other = w.append("step.started", {}, step_id=t)
+        w.append("tool.called", {"tool": "t2"}, step_id=s)
+        w.append("tool.called", {"tool": "t3"}, step_id=t)
+        w.append("step.committed", {"outcome": "COMMITTED"}, step_id=s, parent_id=second["id"])
+        w.append("tool.called", {"tool": "t4"}, step_id=s)
+        w.append("step.committed", {"outcome": "COMMITTED"}, step_id=s)  # (the first: the only one open)
+        w.append("tool.called", {"tool": "t5"}, step_id=s)
+        w.append("tool.called", {"tool": "t6"}, step_id="c" * 32)  # a step never opened
+        w.append("tool.called", {"tool": "t7"})  # no step
+        w.append("run.completed", {})
+    (line,), _ = export([log])
+    spans = spans_of(parse(line))
+    parent = {s.name.removeprefix("execute_tool "): s.parent_span_id.hex() for s in spans}
+    root = span_id(log_events(log)[0]["id"])  # type: ignore[arg-type]
+    assert parent == {
+        "invoke_agent": "",
+        "step": root,
+        "t1": span_id(first["id"]),
+        "t2": span_id(second["id"]),
+        "t3": span_id(other["id"]),
+        "t4": span_id(first["id"]),
+        "t5": root,
+        "t6": root,
+        "t7": root,
+    }
+
+
+class _LinearParents(TraceBuilder):
+    """The parent look-up as it was: walk every open span, newest first, for the step's span."""
+
+    def _parent_for(self, event: Event) -> SpanModel:
+        step_id = event.get("step_id")
+        if step_id is not None:
+            for span in reversed(self._open.values()):
+                if span.attributes.get("ract.step.id") == step_id and span.name == "step":
+                    return span
+        assert self.root is not None
+        return self.root
+
+
+def _chained_log(path: Path, events: list[dict[str, Any]]) -> None:
+    """Write ``events`` chained as given, ids and all (duplicate ids too: the writer refuses those)."""
+    prev, lines = GENESIS_HASH, []
+    for event in events:
+        body = {**event, "prev_hash": prev}
+        prev = hashlib.sha256(jcs_exact(body)).hexdigest()
+        lines.append(jcs_exact({**body, "hash": prev}) + b"\n")
+    path.write_bytes(b"".join(lines))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_parent_of_every_span_is_the_one_the_linear_walk_chose(tmp_path: Path, seed: int) -> None:
+    # random logs: step_ids reused while open, closes by parent_id and by FIFO, and duplicate ids
+    # (a step.started reusing an open span's id replaces it in place: the newest-open rule follows)
+    rng = random.Random(seed)
+    run_id, steps, tools = f"{seed + 1:032x}", ["1" * 32, "2" * 32, "3" * 32], ["a", "b"]
+    ids: list[str] = []
+    events: list[dict[str, Any]] = []
+
+    def add(kind: str, payload: dict[str, Any], step_id: str | None = None, parent_id: str | None = None) -> None:
+        fresh = f"e{len(events) + 1:031x}"
+        event_id = rng.choice(ids) if ids and rng.random() < 0.15 else fresh
+        ids.append(event_id)
+        events.append(
+            {
+                "id": event_id,
+                "run_id": run_id,
+                "step_id": step_id,
+                "parent_id": parent_id,
+                "timestamp_ns": BASE_NS + len(events),
+                "kind": kind,
+                "payload": payload,
+            }
+        )
+
+    add("run.started", {})
+    for _ in range(400):
+        step = rng.choice([*steps, None])
+        roll = rng.random()
+        if roll < 0.25:
+            add("step.started", {}, step_id=step or steps[0])
+        elif roll < 0.55:
+            add("tool.called", {"tool": rng.choice(tools)}, step_id=step)
+        elif roll < 0.65:
+            add("tool.result", {"tool": rng.choice(tools), "ok": True}, step_id=step)
+        elif roll < 0.75:
+            add("prompt.sent", {"provider": "p"}, step_id=step)
+        elif roll < 0.9:
+            opener = rng.choice(ids) if rng.random() < 0.5 else None
+            add(rng.choice(["step.committed", "step.rolled_back"]), {}, step_id=step, parent_id=opener)
+        else:
+            add("sandbox.granted", {"reason": "ok"}, step_id=step)
+    log = tmp_path / "events.jsonl"
+    _chained_log(log, events)
+    new, old = _build(log), _build(log, _LinearParents)
+    new_spans, old_spans = new.finish(), old.finish()
+    assert [(s.span_id, s.parent_id) for s in new_spans] == [(s.span_id, s.parent_id) for s in old_spans]
+    assert trace_line(new_spans, run_id, str(log)) == trace_line(old_spans, run_id, str(log))
+    root = new_spans[0].span_id
+    assert any(s.parent_id not in (None, root) for s in new_spans)  # some spans do hang under a step
+    assert len(set(ids)) < len(ids)  # and some ids were duplicates
+
+
+def _evaluations(path: Path, n: int) -> None:
+    """A closed run of ``n`` span events whose strings would read as workflow commands."""
+    with _quiet_writer(path) as w:
+        w.append("run.started", {})
+        for i in range(n):
+            w.append("predicate.evaluated", {"predicate_id": f"p{i}", "ok": i % 2 == 0, "reason": "##[error]x"})
+        w.append("run.completed", {})
+
+
+def test_span_events_are_kept_encoded_in_about_the_log_s_size(tmp_path: Path) -> None:
+    # each span event was an object with its own attribute dict, then a tree of dicts for the one
+    # line: 10x the log (a 71 MB log: 693 MB); now each is its encoded bytes, in a few blocks
+    n = 10_000
+    log = tmp_path / "events.jsonl"
+    with _quiet_writer(log) as w:
+        w.append("run.started", {})
+        for _ in range(n):
+            w.append("sandbox.granted", {"reason": "ok"})
+        w.append("run.completed", {})
+    gc.collect()
+    before = len(gc.get_objects())
+    builder = _build(log)
+    gc.collect()
+    assert len(gc.get_objects()) - before < n // 100  # no Python object per event
+    assert builder.root is not None and len(builder.root.events) == n + 1
+    blocks = builder.root.events.blocks
+    assert all(type(b) is bytearray and len(b) >= EVENT_BLOCK_BYTES for b in blocks[:-1])  # a few big ones
+    del builder
+    sink = io.BytesIO()
+    tracemalloc.start()
+    try:
+        export_otlp([log], sink)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * log.stat().st_size, f"peak {peak} bytes for a {log.stat().st_size}-byte log"
+    assert sink.getvalue().count(b'"name":"sandbox.granted"') == n
+
+
+class _Writes(list[bytes]):
+    def write(self, data: bytes) -> int:
+        self.append(bytes(data))
+        return len(data)
+
+
+def test_a_long_line_is_written_in_pieces_that_join_to_one_encoding_and_split_no_string(tmp_path: Path) -> None:
+    log = tmp_path / "events.jsonl"
+    _evaluations(log, 5000)
+    writes = _Writes()
+    export_otlp([log], writes)  # type: ignore[arg-type]
+    line = b"".join(writes)
+    assert len(writes) > 1 and all(len(w) < WRITE_BYTES + EVENT_BLOCK_BYTES + 4096 for w in writes)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert orjson.dumps(orjson.loads(line)) + b"\n" == line  # the bytes one orjson.dumps of it all gives
+    assert len(spans_of(parse(line))[0].events) == 5001
+    strings = [(m.start(), m.end()) for m in re.finditer(rb'"(?:[^"\\]|\\.)*"', line)]
+    cuts = list(itertools.accumulate(len(w) for w in writes))[:-1]
+    for cut in cuts:  # no piece ends inside a string
+        i = bisect.bisect_right(strings, (cut, cut)) - 1
+        assert i < 0 or strings[i][1] <= cut, line[cut - 40 : cut + 40]
+    assert b"".join(ci_safe_bytes(w, json=True) for w in writes) == ci_safe_bytes(line, json=True)
+
+
+def test_cli_stdout_of_a_long_run_is_the_file_s_line_made_ci_safe(tmp_path: Path) -> None:
+    log, out = tmp_path / "run" / "events.jsonl", tmp_path / "traces.jsonl"
+    _evaluations(log, 3000)
+    proc = _ract("--format", "otlp-json", "--output", "-", str(log))
+    assert proc.returncode == ExitCode.OK, proc.stderr
+    export_otlp([log], out)
+    assert len(out.read_bytes()) > WRITE_BYTES  # (written in several pieces)
+    assert proc.stdout == ci_safe_bytes(out.read_bytes(), json=True)
+    assert b"##[" not in proc.stdout and b"##\\u005b" in proc.stdout

@@ -6,13 +6,17 @@ them: lowerCamelCase keys, hex ``traceId``/``spanId``, enums as integers,
 64-bit integers as decimal strings. Every log is read through the one chain
 reader; what follows a chain break is exported with ``ract.trusted = false``
 and the exit code says the log did not verify.
+
+A run's line is written in pieces (``trace_chunks``), each ending between two
+JSON values: the span events are already encoded (``SpanEvents``), so the
+line is never built whole, nor as one tree of dicts and lists, in memory.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -30,7 +34,10 @@ from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 SCOPE_NAME = "ract"
 DEFAULT_SERVICE_NAME = "ract"
 
-__all__ = ["OtlpOptions", "OtlpResult", "export_otlp", "trace_line"]
+__all__ = ["OtlpOptions", "OtlpResult", "export_otlp", "trace_chunks", "trace_line"]
+
+#: ``write`` is handed a run's line in pieces of about this size
+WRITE_BYTES = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,8 @@ class OtlpResult:
         return lowest_nonzero([*(f.exit_code for f in self.files), *(f.exit_code for f in self.findings)])
 
 
-def _span_json(span: Span, trace_id: str) -> dict[str, Any]:
+def _span_chunks(span: Span, trace_id: str) -> Iterator[bytes | bytearray]:
+    """One span's OTLP/JSON object, in pieces: the same bytes ``orjson.dumps`` gives for it whole."""
     data: dict[str, Any] = {"traceId": trace_id, "spanId": span.span_id}
     if span.parent_id is not None:
         data["parentSpanId"] = span.parent_id
@@ -72,30 +80,62 @@ def _span_json(span: Span, trace_id: str) -> dict[str, Any]:
     data["startTimeUnixNano"] = str(span.start_ns)
     data["endTimeUnixNano"] = str(span.end_ns if span.end_ns is not None else span.start_ns)
     data["attributes"] = attributes_json(span.attributes)
-    if span.events:
-        data["events"] = [
-            {"timeUnixNano": str(e.time_ns), "name": e.name, "attributes": attributes_json(e.attributes)}
-            for e in span.events
-        ]
     status: dict[str, Any] = {"code": span.status}
     if span.status != STATUS_UNSET and span.status_message:
         status["message"] = span.status_message
-    data["status"] = status
-    return data
+    head = orjson.dumps(data)[:-1]  # (without its closing brace: events and status follow)
+    tail = b',"status":' + orjson.dumps(status) + b"}"
+    if span.events:
+        yield head + b',"events":['
+        yield from span.events.encoded()
+        yield b"]" + tail
+    else:
+        yield head + tail
 
 
-def trace_line(spans: Sequence[Span], trace_id: str, log_path: str, options: OtlpOptions = OtlpOptions()) -> bytes:
-    """One ``TracesData`` object as one line of OTLP/JSON (the same bytes for the same spans)."""
+_LINE_END = b"]}]}]}"  # what closes ``spans``, then ``scopeSpans``' object and list, then ``resourceSpans``'
+
+
+def trace_chunks(
+    spans: Sequence[Span], trace_id: str, log_path: str, options: OtlpOptions = OtlpOptions()
+) -> Iterator[bytes | bytearray]:
+    """One ``TracesData`` object as one line of OTLP/JSON, in pieces (the same bytes for the same spans).
+
+    Every piece ends between two JSON values, never inside a string (so a
+    writer that rewrites ``##[`` inside strings sees each whole). The first is
+    encoded before any is handed out: what could fail to encode (the log's
+    path) fails before anything is written.
+    """
     resource = {
         "attributes": attributes_json({"service.name": options.service_name, "ract.log.path": log_path}),
     }
     scope = {"name": SCOPE_NAME, "version": options.scope_version}
-    body = {
-        "resourceSpans": [
-            {"resource": resource, "scopeSpans": [{"scope": scope, "spans": [_span_json(s, trace_id) for s in spans]}]}
-        ]
-    }
-    return orjson.dumps(body) + b"\n"
+    body = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": []}]}]}
+    shell = orjson.dumps(body)
+    assert shell.endswith(b"[" + _LINE_END)
+    yield shell[: -len(_LINE_END)]
+    for i, span in enumerate(spans):
+        if i:
+            yield b","
+        yield from _span_chunks(span, trace_id)
+    yield _LINE_END + b"\n"
+
+
+def trace_line(spans: Sequence[Span], trace_id: str, log_path: str, options: OtlpOptions = OtlpOptions()) -> bytes:
+    """One ``TracesData`` object as one line of OTLP/JSON (the same bytes for the same spans)."""
+    return b"".join(trace_chunks(spans, trace_id, log_path, options))
+
+
+def _write_line(chunks: Iterable[bytes | bytearray], write: Callable[[bytes], object]) -> None:
+    """Hand the pieces to ``write`` gathered into writes of about ``WRITE_BYTES``."""
+    pending = bytearray()
+    for chunk in chunks:
+        pending += chunk
+        if len(pending) >= WRITE_BYTES:
+            write(bytes(pending))
+            pending = bytearray()
+    if pending:
+        write(bytes(pending))
 
 
 def _export_file(path: str, write: Callable[[bytes], object], options: OtlpOptions) -> OtlpFile:
@@ -113,7 +153,7 @@ def _export_file(path: str, write: Callable[[bytes], object], options: OtlpOptio
     result = OtlpFile(path, reader.exit_code, findings=list(reader.findings))
     if builder is not None:
         spans = builder.finish()
-        write(trace_line(spans, builder.run_id, path, options))
+        _write_line(trace_chunks(spans, builder.run_id, path, options), write)
         result.spans, result.events = len(spans), builder.events
     return result
 

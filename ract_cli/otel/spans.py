@@ -19,8 +19,12 @@ whose first bytes collide within a millisecond).
 from __future__ import annotations
 
 import hashlib
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
@@ -38,13 +42,44 @@ def span_id(event_id: str) -> str:
     return hashlib.sha256(b"ract.span:" + event_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-@dataclass
-class SpanEvent:
-    """An event of the log shown as an OTLP span event."""
+#: the size past which a span's encoded events start a new block
+EVENT_BLOCK_BYTES = 1 << 18
 
-    name: str
-    time_ns: int
-    attributes: dict[str, AttributeValue]
+
+class SpanEvents:
+    """A span's events, each encoded at once as its OTLP/JSON ``Span.Event`` object.
+
+    A run's line needs every event of the run, and a log's events are mostly
+    span events: kept as objects (a dataclass, an attribute dict, then the
+    encoder's dicts and lists) they took ten times the log's size (a 71 MB log:
+    693 MB). Encoded, they take what they will take in the line, in blocks of
+    about ``EVENT_BLOCK_BYTES`` that end between two events (the blocks joined
+    are the ``events`` array's members, commas included).
+    """
+
+    __slots__ = ("blocks", "count")
+
+    def __init__(self) -> None:
+        self.blocks: list[bytearray] = []
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def append(self, name: str, time_ns: int, attributes: dict[str, AttributeValue]) -> None:
+        encoded = orjson.dumps({"timeUnixNano": str(time_ns), "name": name, "attributes": attributes_json(attributes)})
+        blocks = self.blocks
+        if blocks and len(blocks[-1]) < EVENT_BLOCK_BYTES:
+            block = blocks[-1]
+            block += b","
+            block += encoded
+        else:
+            blocks.append(bytearray(b"," + encoded if self.count else encoded))
+        self.count += 1
+
+    def encoded(self) -> Iterator[bytearray]:
+        """The members of the ``events`` array as they go in the line, block by block."""
+        return iter(self.blocks)
 
 
 @dataclass
@@ -58,7 +93,7 @@ class Span:
     start_ns: int
     end_ns: int | None = None
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
-    events: list[SpanEvent] = field(default_factory=list)
+    events: SpanEvents = field(default_factory=SpanEvents)
     status: int = STATUS_UNSET
     status_message: str = ""
 
@@ -101,7 +136,14 @@ class TraceBuilder:
         self.root: Span | None = None
         self.spans: list[Span] = []
         self._open: dict[str, Span] = {}  # opening event id -> span, in opening order
-        self._pending_events: list[SpanEvent] = []  # events before the root exists
+        # Where each key of ``_open`` stands in its order (a counter): a duplicate id replaces the span
+        # but keeps the key's place, as a dict does; a key removed and added again goes last.
+        self._position: dict[str, int] = {}
+        self._next_position = 0
+        # step_id -> a heap of (-position, opening event id) of the open step spans of that step, the
+        # newest on top; entries of spans closed since (or replaced by a duplicate id) go when on top
+        self._open_steps: dict[str, list[tuple[int, str]]] = {}
+        self._pending_events = SpanEvents()  # events before the root exists
         self.first_ns: int | None = None
         self.last_ns: int | None = None
         self.events = 0
@@ -145,17 +187,16 @@ class TraceBuilder:
             root.attributes.update(_scalar_payload(ev.event["payload"]))
         self.root = root
         self.spans.insert(0, root)
-        root.events.extend(self._pending_events)
-        self._pending_events.clear()
+        root.events, self._pending_events = self._pending_events, SpanEvents()
         if ev.event["kind"] != "run.started":
-            root.events.append(SpanEvent(ev.event["kind"], ev.event["timestamp_ns"], _ract_attributes(ev)))
+            root.events.append(ev.event["kind"], ev.event["timestamp_ns"], _ract_attributes(ev))
 
     def _close_root(self, ev: LogEvent) -> None:
         root = self._ensure_root(ev)
         event = ev.event
         payload = event["payload"]
         root.end_ns = event["timestamp_ns"]
-        root.events.append(SpanEvent(event["kind"], event["timestamp_ns"], _ract_attributes(ev)))
+        root.events.append(event["kind"], event["timestamp_ns"], _ract_attributes(ev))
         if event["kind"] == "run.completed":
             root.status = STATUS_OK
             decision = _text(payload.get("final_decision"))
@@ -168,14 +209,37 @@ class TraceBuilder:
             root.status_message = cause
 
     def _parent_for(self, event: Event) -> Span:
-        """A step's child hangs under that step's span while it is open; anything else under the root."""
+        """A step's child hangs under that step's span while it is open; anything else under the root.
+
+        With several open step spans of that step_id (a step_id reused before its
+        step closed), the one latest in ``_open``'s order. Found on top of the
+        step's own heap, not by walking every open span: a log opening n tool
+        calls in one step never closed made that n^2/2 (40,000 calls: 77 s).
+        """
         step_id = event.get("step_id")
-        if step_id is not None:
-            for span in reversed(self._open.values()):
-                if span.attributes.get("ract.step.id") == step_id and span.name == "step":
+        if isinstance(step_id, str):  # (a usable event's step_id is 32 hex digits or null: SPEC §2.2)
+            heap = self._open_steps.get(step_id)
+            if heap is not None:
+                span = self._newest_open_step(step_id, heap)
+                if span is not None:
                     return span
         assert self.root is not None
         return self.root
+
+    def _newest_open_step(self, step_id: str, heap: list[tuple[int, str]]) -> Span | None:
+        """The newest open step span of ``step_id``; the entries on top of it that went stale go.
+
+        An entry is stale when its id is no longer open as a step span of
+        ``step_id``. (An id closed and opened again has two entries, the newer
+        one nearer the top: both stand or fall together, for the same span.)
+        """
+        while heap:
+            span = self._open.get(heap[0][1])
+            if span is not None and span.name == "step" and span.attributes.get("ract.step.id") == step_id:
+                return span
+            heapq.heappop(heap)
+        del self._open_steps[step_id]
+        return None
 
     def _open_span(self, ev: LogEvent) -> None:
         event = ev.event
@@ -212,14 +276,33 @@ class TraceBuilder:
         attrs.update(_ract_attributes(ev))
         span = Span(span_id(event["id"]), parent.span_id, name, span_kind, event["timestamp_ns"], None, attrs)
         self.spans.append(span)
-        self._open[event["id"]] = span
+        self._add_open(event["id"], span)
+
+    def _add_open(self, event_id: str, span: Span) -> None:
+        replaced = self._open.get(event_id)
+        self._open[event_id] = span
+        position = self._position.get(event_id)
+        if position is None:
+            position = self._position[event_id] = self._next_position
+            self._next_position += 1
+        step_id = span.attributes.get("ract.step.id") if span.name == "step" else None
+        if not isinstance(step_id, str):
+            return
+        if replaced is not None and replaced.name == "step" and replaced.attributes.get("ract.step.id") == step_id:
+            return  # (a duplicate id of the same step: its entry stands, now for this span)
+        # (a duplicate id keeps its key's earlier place, so not always on top: a heap, not a stack)
+        heapq.heappush(self._open_steps.setdefault(step_id, []), (-position, event_id))
 
     def _close_span(self, opened: OpenHandle, ev: LogEvent) -> None:
         span = self._open.pop(opened.event_id)
+        del self._position[opened.event_id]
+        step_id = span.attributes.get("ract.step.id") if span.name == "step" else None
+        if isinstance(step_id, str) and (heap := self._open_steps.get(step_id)) is not None:
+            self._newest_open_step(step_id, heap)  # drop what went stale on top (a closed newest step)
         event = ev.event
         payload = event["payload"]
         span.end_ns = event["timestamp_ns"]
-        span.events.append(SpanEvent(event["kind"], event["timestamp_ns"], _ract_attributes(ev)))
+        span.events.append(event["kind"], event["timestamp_ns"], _ract_attributes(ev))
         span.attributes["ract.close.event.id"] = event["id"]
         span.attributes["ract.close.event.hash"] = event["hash"]
         status, message = _close_status(event["kind"], payload)
@@ -248,12 +331,11 @@ class TraceBuilder:
             if reason is not None:
                 attrs["gen_ai.evaluation.explanation"] = reason
             attrs.update(_scalar_payload(payload))
-        span_event = SpanEvent(name, event["timestamp_ns"], attrs)
         if self.root is None:
-            self._pending_events.append(span_event)
+            self._pending_events.append(name, event["timestamp_ns"], attrs)
             return
         target = next(reversed(self._open.values())) if self._open else self.root
-        target.events.append(span_event)
+        target.events.append(name, event["timestamp_ns"], attrs)
 
     # --- the end --------------------------------------------------------------
 
@@ -267,6 +349,8 @@ class TraceBuilder:
                 span.end_ns = last
                 span.attributes["ract.open"] = True
         self._open.clear()
+        self._position.clear()
+        self._open_steps.clear()
         if self.first_ns is not None and self.first_ns < self.root.start_ns:
             self.root.start_ns = self.first_ns  # an event before run.started (or a clock regression)
         self.root.end_ns = max(self.root.end_ns or last, last)
