@@ -195,3 +195,17 @@ def write_journal(path: Path, records: list[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     return path
+
+
+def kind_blocks(blocks: list[list[str]], tag: str) -> list[Ev]:
+    """A run whose middle is ``blocks`` of events of the given kinds, each block followed by a separator
+    event both sides share (``budget.declared``). Every block event's payload is unique (``tag``, block,
+    position), so no event of one side equals one of the other: each block is one run of deletions and
+    insertions, paired by kind alone (the shape that made the old pairing cubic)."""
+    spec = [Ev("run.started", {}), Ev("step.started", {}, step="s", name="st")]
+    for h, kinds in enumerate(blocks):
+        spec.extend(Ev(kind, {"n": f"{tag}{h}.{i}"}, step="s") for i, kind in enumerate(kinds))
+        spec.append(Ev("budget.declared", {"sep": h}, step="s"))
+    spec.append(Ev("step.committed", {}, step="s", parent="st"))
+    spec.append(Ev("run.completed", {}))
+    return spec

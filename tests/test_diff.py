@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import pytest
-from diff_support import Ev, base_run, journal_records, rerun, with_payload, write_journal, write_run
+from diff_support import Ev, base_run, journal_records, kind_blocks, rerun, with_payload, write_journal, write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ract_cli import ExitCode, UsageError
-from ract_cli.diff import DiffOptions, align, diff_logs, rules_markdown
+from ract_cli.diff import DiffOptions, align, diff_logs, rules_markdown, sides
+from ract_cli.diff.pairing import PAIRING_CELLS, Pairing, budget, match_kinds, pair_kinds
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -619,6 +621,121 @@ def test_align_large_sequences_quickly() -> None:
     b = [*a[:1000], -1, *a[1000:150_000], *a[150_001:]]
     result = align(a, b)
     assert result.exact and result.edits == 2
+
+
+# --- pairing by kind inside a hunk: bounded work ----------------------------------------------
+
+X, Y = "sandbox.granted", "sandbox.denied"
+CALLED, RESULT, REAPED = "tool.called", "tool.result", "process.reaped"
+
+# (name, A's blocks, B's blocks, changed): each block is one hunk (no event of A equals one of B in it),
+# paired by kind alone; ``changed`` is the longest common subsequence of the kinds, summed over the hunks.
+# Few kinds, repeated: the old pairing (difflib's longest match first, unbounded) took cubic steps on each.
+HOSTILE_HUNKS: list[tuple[str, list[list[str]], list[list[str]], int]] = [
+    ("one hunk, A all X, B alternating Y and X", [[X] * 300], [[Y, X] * 150], 150),
+    ("four such hunks", [[X] * 200] * 4, [[Y, X] * 100] * 4, 400),
+    ("call and result against call, result and reap", [[CALLED, RESULT] * 200], [[CALLED, RESULT, REAPED] * 200], 400),
+]
+
+
+def _allowed(n: int, m: int) -> int:
+    """The work a hunk of n by m events may take: 10 steps a cell (the old pairing took over 3x this here)."""
+    return 10 * n * m + 50_000
+
+
+def _kinds(path: Path) -> list[str]:
+    return [json.loads(line)["kind"] for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.parametrize(("name", "blocks_a", "blocks_b", "changed"), HOSTILE_HUNKS, ids=[c[0] for c in HOSTILE_HUNKS])
+def test_hostile_hunks_pair_in_bounded_work(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    blocks_a: list[list[str]],
+    blocks_b: list[list[str]],
+    changed: int,
+) -> None:
+    calls: list[tuple[int, int, Pairing]] = []
+
+    def counted(ka: Sequence[int], kb: Sequence[int]) -> Pairing:
+        pairing = pair_kinds(ka, kb)
+        calls.append((len(ka), len(kb), pairing))
+        return pairing
+
+    monkeypatch.setattr(sides, "pair_kinds", counted)
+    spec_a, spec_b = kind_blocks(blocks_a, "a"), kind_blocks(blocks_b, "b")
+    a = write_run(tmp_path / "a" / "events.jsonl", spec_a, seed=1)
+    b = write_run(tmp_path / "b" / "events.jsonl", spec_b, seed=2)
+    result = diff_logs(a, b, DiffOptions(max_entries=100_000))
+
+    # one pairing per hunk (not one per pass over it), each past the matcher's budget and within the bound
+    assert [(n, m) for n, m, _ in calls] == [(len(x), len(y)) for x, y in zip(blocks_a, blocks_b, strict=True)]
+    for n, m, pairing in calls:
+        assert pairing.method != "matcher"
+        assert pairing.work <= _allowed(n, m), (n, m, pairing.method, pairing.work)
+
+    # still a complete diff: every event of each side is equal, changed, deleted or inserted, exactly once
+    assert result.alignment is not None and result.alignment["exact"]
+    assert result.equal == len(spec_a) - sum(map(len, blocks_a)) == len(spec_b) - sum(map(len, blocks_b))
+    assert result.equal + result.counts["changed"] + result.counts["deleted"] == len(spec_a)
+    assert result.equal + result.counts["changed"] + result.counts["inserted"] == len(spec_b)
+    assert result.entries_not_shown == 0 and len(result.entries) == sum(result.counts.values())
+    in_a = [e.a_index for e in result.entries if e.a_index is not None]
+    in_b = [e.b_index for e in result.entries if e.b_index is not None]
+    assert len(set(in_a)) == len(in_a) == len(spec_a) - result.equal
+    assert len(set(in_b)) == len(in_b) == len(spec_b) - result.equal
+    # and a good one: changed events pair events of one kind, as many as the kinds allow
+    kinds_a, kinds_b = _kinds(a), _kinds(b)
+    for e in result.entries:
+        if e.op == "changed":
+            assert e.a_index is not None and e.b_index is not None
+            assert kinds_a[e.a_index - 1] == kinds_b[e.b_index - 1] == e.kind
+    assert result.counts["changed"] == changed
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.lists(st.integers(0, 3), max_size=40), b=st.lists(st.integers(0, 3), max_size=40))
+def test_property_kind_matcher_is_sequence_matchers_alignment(a: list[int], b: list[int]) -> None:
+    groups, work = match_kinds(a, b, budget(len(a), len(b)))
+    assert groups == SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    assert work <= budget(len(a), len(b))
+
+
+def test_kind_matcher_stops_at_its_limit() -> None:
+    a, b = [0] * 300, [1, 0] * 150
+    groups, work = match_kinds(a, b, 10**9)
+    assert groups == SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    assert work > 1_000_000  # cubic: the shape the budget is for
+    stopped, spent = match_kinds(a, b, 100_000)
+    assert stopped is None and 100_000 < spent <= 100_000 + len(b) + 1
+
+
+@pytest.mark.parametrize(
+    ("ka", "kb", "method"),
+    [
+        ([], [1, 2], "trivial"),
+        ([0, 0], [], "trivial"),
+        ([0, 1, 2, 1], [1, 0, 2], "matcher"),
+        ([0, 1] * 40, [2, 0, 1] * 30, "matcher"),
+        ([0] * 300, [1, 0] * 150, "myers"),
+        ([0] * (PAIRING_CELLS // 1000 + 1), [1, 0] * 500, "positional"),
+    ],
+    ids=["insert only", "delete only", "small", "small, repeated kinds", "hostile", "too large"],
+)
+def test_pairing_method_and_groups(ka: list[int], kb: list[int], method: str) -> None:
+    pairing = pair_kinds(ka, kb)
+    assert pairing.method == method
+    if method == "matcher":
+        assert pairing.groups == SequenceMatcher(None, ka, kb, autojunk=False).get_opcodes()
+    assert pairing.work <= _allowed(len(ka), len(kb))
+    i = j = 0  # the groups cover both sequences in order, and "equal" groups pair equal kinds
+    for tag, i1, i2, j1, j2 in pairing.groups:
+        assert (i1, j1) == (i, j) and i1 <= i2 and j1 <= j2
+        if tag == "equal":
+            assert ka[i1:i2] == kb[j1:j2]
+        i, j = i2, j2
+    assert (i, j) == (len(ka), len(kb))
 
 
 # --- properties --------------------------------------------------------------------------------

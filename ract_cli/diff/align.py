@@ -39,6 +39,7 @@ class Alignment:
     opcodes: list[Opcode]
     exact: bool  # False: a bound was hit and part of it was resynchronised greedily
     edits: int  # insertions + deletions in the opcodes
+    work: int = 0  # comparison steps spent (prefix and suffix, search, resync)
 
     @property
     def method(self) -> str:
@@ -66,16 +67,18 @@ def align(
         ops.append(("equal", 0, p, 0, p))
     mid_a, mid_b = a[p : n - s], b[p : m - s]
     exact = True
-    middle = _myers(mid_a, mid_b, max_edits, max_work)
+    middle, work = _myers(mid_a, mid_b, max_edits, max_work)
+    work += p + s
     if middle is None:
         exact = False
-        middle = _resync(mid_a, mid_b, window)
+        middle, more = _resync(mid_a, mid_b, window)
+        work += more
     ops.extend((tag, a1 + p, a2 + p, b1 + p, b2 + p) for tag, a1, a2, b1, b2 in middle)
     if s:
         ops.append(("equal", n - s, n, m - s, m))
     merged = _merge(ops)
     edits = sum((a2 - a1) + (b2 - b1) for tag, a1, a2, b1, b2 in merged if tag != "equal")
-    return Alignment(merged, exact, edits)
+    return Alignment(merged, exact, edits, work)
 
 
 def _merge(ops: list[Opcode]) -> list[Opcode]:
@@ -93,11 +96,11 @@ def _merge(ops: list[Opcode]) -> list[Opcode]:
     return out
 
 
-def _myers(a: Sequence[object], b: Sequence[object], max_edits: int, max_work: int) -> list[Opcode] | None:
-    """Myers' greedy forward search with a trace for backtracking; ``None`` past a bound."""
+def _myers(a: Sequence[object], b: Sequence[object], max_edits: int, max_work: int) -> tuple[list[Opcode] | None, int]:
+    """Myers' greedy forward search with a trace for backtracking; ``None`` past a bound (and the work)."""
     n, m = len(a), len(b)
     if n == 0 or m == 0:
-        return [("delete", 0, n, 0, 0)] if n else [("insert", 0, 0, 0, m)] if m else []
+        return ([("delete", 0, n, 0, 0)] if n else [("insert", 0, 0, 0, m)] if m else []), 0
     limit = min(max_edits, n + m)
     off = limit + 1
     v = array("q", bytes(8 * (2 * limit + 3)))
@@ -118,10 +121,10 @@ def _myers(a: Sequence[object], b: Sequence[object], max_edits: int, max_work: i
             work += 1 + x - start
             v[off + k] = x
             if x >= n and y >= m:
-                return _backtrack(trace, d, n, m)
+                return _backtrack(trace, d, n, m), work
         if work > max_work:
-            return None
-    return None
+            return None, work
+    return None, work
 
 
 def _backtrack(trace: list[array[int]], d_end: int, n: int, m: int) -> list[Opcode]:
@@ -147,11 +150,12 @@ def _backtrack(trace: list[array[int]], d_end: int, n: int, m: int) -> list[Opco
     return _merge(ops)
 
 
-def _resync(a: Sequence[object], b: Sequence[object], window: int) -> list[Opcode]:
+def _resync(a: Sequence[object], b: Sequence[object], window: int) -> tuple[list[Opcode], int]:
     """Linear greedy alignment: match runs, and at a mismatch jump to the nearest equal pair in the window."""
     n, m = len(a), len(b)
     ops: list[Opcode] = []
     i = j = 0
+    work = 0
     while i < n and j < m:
         if a[i] == b[j]:
             i0, j0 = i, j
@@ -159,6 +163,7 @@ def _resync(a: Sequence[object], b: Sequence[object], window: int) -> list[Opcod
                 i += 1
                 j += 1
             ops.append(("equal", i0, i, j0, j))
+            work += i - i0
             continue
         first_in_b: dict[object, int] = {}
         for q in range(min(window + 1, m - j)):
@@ -171,6 +176,7 @@ def _resync(a: Sequence[object], b: Sequence[object], window: int) -> list[Opcod
         if best is None:  # nothing to hold on to nearby: one window of each side is replaced
             step = min(window, n - i, m - j)
             best = (step, step)
+        work += min(window + 1, m - j) + min(window + 1, n - i)
         p, q = best
         if p:
             ops.append(("delete", i, i + p, j, j))
@@ -181,4 +187,4 @@ def _resync(a: Sequence[object], b: Sequence[object], window: int) -> list[Opcod
         ops.append(("delete", i, n, j, j))
     if j < m:
         ops.append(("insert", n, n, j, m))
-    return _merge(ops)
+    return _merge(ops), work

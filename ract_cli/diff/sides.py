@@ -6,12 +6,12 @@ import os
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from typing import Any
 
 from ract_cli.dialects import ChainReader
 from ract_cli.diff.align import DEFAULT_MAX_EDITS, DEFAULT_MAX_WORK, DEFAULT_WINDOW
 from ract_cli.diff.normalise import Normaliser
+from ract_cli.diff.pairing import Pairing, pair_kinds
 from ract_cli.diff.references import Labels, References
 from ract_cli.diff.result import (
     CHANGED,
@@ -25,8 +25,6 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 
 DEFAULT_MAX_ENTRIES = 1000
 DEFAULT_MAX_FINDINGS = 100
-#: a hunk whose two sides multiply past this is paired position by position, not by a kind alignment
-_PAIRING_CELLS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -156,8 +154,9 @@ class _Walk:
     """Turn the alignment into counts and entries, checking references on every aligned pair.
 
     ``plan`` groups the opcodes into equal stretches and hunks, pairs the
-    events of each hunk that share a kind (changed events) and fills the
-    ``a2b`` / ``b2a`` maps; ``run`` then counts in alignment order, checking
+    events of each hunk that share a kind (changed events: ``pair_kinds``,
+    once per hunk, kept until ``run`` counts it) and fills the ``a2b`` /
+    ``b2a`` maps; ``run`` then counts in alignment order, checking
     every aligned pair's references, and moves each pure insertion or
     deletion that can slide to where references line up just before it
     reaches it.
@@ -169,6 +168,7 @@ class _Walk:
         self.b2a = array("q", [-1]) * len(b)
         self.references = References(labels, self.a2b)
         self.segments: list[Segment] = []
+        self.pairings: dict[int, Pairing] = {}  # segment index -> its hunk's pairing, from plan to run
         self.max_entries = max_entries
         self.equal = 0
         self.counts = {CHANGED: 0, INSERTED: 0, DELETED: 0}
@@ -187,36 +187,20 @@ class _Walk:
                 self.segments[-1].a2, self.segments[-1].b2 = a2, b2
             else:
                 self.segments.append(Segment("hunk", a1, a2, b1, b2))
-        for seg in self.segments:
+        for k, seg in enumerate(self.segments):
             if seg.tag == "equal":
                 for t in range(seg.a2 - seg.a1):
                     self.a2b[seg.a1 + t] = seg.b1 + t
                     self.b2a[seg.b1 + t] = seg.a1 + t
             else:
-                for i, j in self._changed_pairs(seg):
+                pairing = self.pairings[k] = pair_kinds(self.a.kinds[seg.a1 : seg.a2], self.b.kinds[seg.b1 : seg.b2])
+                for i, j in self._changed_pairs(seg, pairing):
                     self.a2b[i] = j
                     self.b2a[j] = i
 
-    def _groups(self, seg: Segment) -> list[tuple[str, int, int, int, int]]:
-        """The hunk's events grouped by a kind alignment: "equal" groups pair into changed events."""
-        ka, kb = self.a.kinds[seg.a1 : seg.a2], self.b.kinds[seg.b1 : seg.b2]
-        if not ka or not kb:
-            return [("delete", 0, len(ka), 0, 0)] if ka else [("insert", 0, 0, 0, len(kb))]
-        if len(ka) * len(kb) <= _PAIRING_CELLS:
-            matcher = SequenceMatcher(None, ka.tolist(), kb.tolist(), autojunk=False)
-            return [(str(tag), i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
-        common = min(len(ka), len(kb))  # too large to align: position by position
-        groups: list[tuple[str, int, int, int, int]] = [
-            ("equal" if ka[t] == kb[t] else "replace", t, t + 1, t, t + 1) for t in range(common)
-        ]
-        if len(ka) > common:
-            groups.append(("delete", common, len(ka), common, common))
-        if len(kb) > common:
-            groups.append(("insert", common, common, common, len(kb)))
-        return groups
-
-    def _changed_pairs(self, seg: Segment) -> Iterator[tuple[int, int]]:
-        for tag, i1, i2, j1, _ in self._groups(seg):
+    @staticmethod
+    def _changed_pairs(seg: Segment, pairing: Pairing) -> Iterator[tuple[int, int]]:
+        for tag, i1, i2, j1, _ in pairing.groups:
             if tag == "equal":
                 for t in range(i2 - i1):
                     yield seg.a1 + i1 + t, seg.b1 + j1 + t
@@ -268,10 +252,12 @@ class _Walk:
                 left, right = slider.extents(segments, k)  # no equal stretch before it: it can only go right
                 if right:
                     slider.settle(segments, k, 0, right)
-            self._hunk(seg)
+            self._hunk(seg, self.pairings.pop(k))  # counted once: its memory goes with it
 
-    def _hunk(self, seg: Segment) -> None:
-        for tag, i1, i2, j1, j2 in self._groups(seg):
+    def _hunk(self, seg: Segment, pairing: Pairing) -> None:
+        """Count one hunk from its pairing (groups are relative to the hunk: a slide moves a pure hunk
+        without changing them)."""
+        for tag, i1, i2, j1, j2 in pairing.groups:
             if tag == "equal":
                 for t in range(i2 - i1):
                     self._pair(seg.a1 + i1 + t, seg.b1 + j1 + t, False)
