@@ -2344,10 +2344,10 @@ static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
  * bytes per id; the all-zero id, which marks an empty slot, is kept apart. The same
  * design as read/idset.py's compact form.
  *
- * An id's place comes from a keyed hash: CPython's SipHash of its 16 bytes, keyed per
- * process (PYTHONHASHSEED). The ids are the log's to choose: under a fixed hash a
- * crafted log puts every id in one slot and each insert steps over all of them (a
- * million such ids: hours). The hash's top 6 bits pick the part, the rest the slot. */
+ * An id's place comes from a keyed hash (id_hash): the ids are the log's to choose, and
+ * under a fixed hash a crafted log puts every id in one slot, so that each insert steps
+ * over all of them (a million such ids: hours). The hash's top 6 bits pick the part, the
+ * rest the slot. */
 #define ID_PARTS 64
 
 typedef struct {
@@ -2366,16 +2366,33 @@ typedef struct {
     unsigned long long probes; /* occupied slots inserts stepped over (a test's measure of clustering) */
 } IdSet;
 
-#if PY_VERSION_HEX >= 0x030E0000
-#define id_siphash Py_HashBuffer
-#else
-#define id_siphash _Py_HashBytes
-#endif
+/* Simple tabulation (Zobrist; Patrascu and Thorup, "The power of simple tabulation hashing"): the XOR
+ * of one random 64-bit word per byte of the id, from 16 tables of 256. Linear probing on it takes O(1)
+ * expected probes for any set of ids, which a linear (multiply-shift) hash does not give: ids in an
+ * arithmetic progression cluster (they did, in tests/test_id_sets.py, for a third of the keys). It costs
+ * 16 loads from a 32 KB table, against ~20 ns for SipHash of the 16 bytes (7 % of a verify). The tables
+ * are filled at import from CPython's hash secret (random per process unless PYTHONHASHSEED fixes it). */
+static uint64_t id_table[16][256];
+
+static void id_key_init(void)
+{
+    static const char label[] = "ract.idset.tabulation";
+    uint64_t x = (uint64_t)_Py_HashBytes(label, sizeof label - 1); /* SipHash under the process's secret */
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 256; j++) { /* splitmix64 from that seed */
+            uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+            z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+            id_table[i][j] = z ^ (z >> 31);
+        }
+}
 
 static inline uint64_t id_hash(uint64_t hi, uint64_t lo)
 {
-    const uint64_t id[2] = {hi, lo};
-    return (uint64_t)id_siphash(id, sizeof id); /* pure: no GIL needed (the helper thread) */
+    uint64_t h = 0;
+    for (int i = 0; i < 8; i++)
+        h ^= id_table[i][(hi >> (8 * i)) & 0xFF] ^ id_table[8 + i][(lo >> (8 * i)) & 0xFF];
+    return h;
 }
 
 /* (a multiply, not a division: the high half of x * size maps the uniform x onto [0, size) evenly) */
@@ -4412,6 +4429,7 @@ PyMODINIT_FUNC PyInit__core(void)
         PyErr_SetString(PyExc_ImportError, "ract_cli._core: OpenSSL has no SHA-256");
         return NULL;
     }
+    id_key_init();
     if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);

@@ -3,34 +3,23 @@
 from __future__ import annotations
 
 import mmap
-import os
 
 # --- across lines --------------------------------------------------------
 
 _MASK64 = (1 << 64) - 1
-_MASK192 = (1 << 192) - 1
 _LOW58 = (1 << 58) - 1
 
 
-def _key() -> tuple[int, int]:
-    key = os.urandom(48)
-    return int.from_bytes(key[:24], "little"), int.from_bytes(key[24:], "little")
-
-
-#: a random key per process: (a, b), each of 192 bits
-_A, _B = _key()
-
-
 def _hash(value: int) -> int:
-    """A keyed 64-bit hash of a 128-bit id: ``(a*id + b) mod 2^192 div 2^128`` (multiply-add-shift,
-    Dietzfelbinger 1996: for random a and b, two ids collide with probability 2^-64).
+    """A keyed 64-bit hash of a 128-bit id: CPython's hash of its 16 bytes (SipHash, keyed per process).
 
     Keyed because the ids are the log's to choose: under a fixed hash a
     crafted log can put every id in one slot, and each insert then steps over
-    all of them (a million such ids: hours). The top 6 bits pick the part, the
-    rest the slot.
+    all of them (a million such ids: hours). And not a linear (multiply-shift)
+    hash: under linear probing, ids in an arithmetic progression cluster. The
+    top 6 bits pick the part, the rest the slot.
     """
-    return ((_A * value + _B) & _MASK192) >> 128
+    return hash(value.to_bytes(16, "big")) & _MASK64
 
 
 def _zeroed_u64(n: int) -> memoryview:
@@ -97,7 +86,7 @@ class _IdSet:
             seen, self._zero = self._zero, True
             return not seen
         hi, lo = value >> 64, value & _MASK64
-        h = ((_A * value + _B) & _MASK192) >> 128  # (``_hash``, inlined)
+        h = hash(value.to_bytes(16, "big")) & _MASK64  # (``_hash``, inlined)
         index = h >> 58
         part = self._parts[index]
         if part.used >= part.limit:
