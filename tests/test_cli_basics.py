@@ -160,11 +160,16 @@ def test_a_lone_version_imports_neither_typer_nor_rich(flag: str) -> None:
     assert not modules & {"typer", "click", "rich", "importlib_metadata"}, modules
 
 
-def test_a_quiet_verify_does_not_import_rich() -> None:
-    """``-q`` prints nothing: the consoles (and rich) are made only once something is printed."""
+def test_a_quiet_verify_imports_neither_typer_nor_rich() -> None:
+    """``-q`` prints nothing: ``trace verify -q PATH`` is verified before the CLI is imported (launch.py), and
+    the consoles (and rich) are made only once something is printed."""
     code, out, modules = _imported_by(["trace", "verify", "-q", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
     assert (code, out) == (0, "")
-    assert "rich" not in modules and "typer" in modules
+    assert not modules & {"rich", "typer", "click"}
+    code, out, modules = _imported_by(
+        ["trace", "verify", "-q", "--max-findings", "9", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"]
+    )
+    assert (code, out) == (0, "") and "typer" in modules and "rich" not in modules  # (another option: the CLI)
     # nor a journal dialect (a RACT log), nor the process pools (concurrent.futures imports logging)
     assert not modules & {"ract_cli.dialects.raxol", "concurrent", "logging", "multiprocessing"}, modules
 

@@ -115,3 +115,56 @@ def test_quiet_subprocess_project_and_replay() -> None:
     for command in ("project", "replay"):
         proc = run_subprocess(["trace", command, "-q", fixture("tampered")], timeout=60)
         assert (proc.returncode, proc.stdout, proc.stderr) == (1, b"", b""), (command, proc.stderr[-500:])
+
+
+# --- ``trace verify -q`` answered before the CLI is imported (cli/launch.py) -------------------------------
+
+
+def _quiet_verify_targets(tmp_path: Path) -> list[list[str]]:
+    """Every fixture, a fleet of them, journals, and what is not a log or not there."""
+    runs = sorted(str(p) for p in (FIXTURES / "runs").glob("*/events.jsonl"))
+    journals = sorted(str(p) for p in (FIXTURES / "journals").glob("*.jsonl"))
+    (tmp_path / "readme.txt").write_text("not a log\n")
+    (tmp_path / "empty").mkdir()
+    return [
+        *([r] for r in runs),
+        *([j] for j in journals),
+        [str(FIXTURES / "runs")],
+        runs[:2],
+        [str(tmp_path / "readme.txt")],
+        [str(tmp_path / "empty")],
+        [str(tmp_path / "missing" / "events.jsonl")],
+        [""],
+    ]
+
+
+@pytest.mark.parametrize("env", [{}, {"RACT_CORE": "python"}, {"RACT_CORE": "bogus"}], ids=["native", "python", "bad"])
+def test_quiet_verify_before_the_cli_is_the_cli_s_verdict(tmp_path: Path, env: dict[str, str]) -> None:
+    """Every verdict the quick path gives is the CLI's, and a failure it cannot say is the CLI's to say:
+    ``--max-findings 1000`` (the default, spelled out) sends the same run through typer."""
+    for paths in _quiet_verify_targets(tmp_path):
+        for jobs in ([], ["--jobs", "2"]):
+            quick = run_subprocess(["trace", "verify", "-q", *jobs, *paths], env=env)
+            full = run_subprocess(["trace", "verify", "-q", "--max-findings", "1000", *jobs, *paths], env=env)
+            assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), paths
+
+
+def test_quiet_verify_defaults_are_the_cli_s() -> None:
+    """The quick path's options are the verify command's defaults (what it does not parse it leaves so)."""
+    import typer.main
+
+    from ract_cli.cli.app import _register_commands, app
+    from ract_cli.cli.launch import quick_verify_options
+
+    _register_commands(["trace", "verify"])
+    verify = typer.main.get_command(app).commands["trace"].commands["verify"]  # type: ignore[attr-defined]
+    defaults = {p.name: p.default for p in verify.params}
+    options = quick_verify_options(1)
+    assert defaults["max_findings"] == options.max_findings
+    assert defaults["schema_version"] == options.schema_version
+    assert defaults["require_closed"] is options.require_closed is False
+    assert defaults["expect_head"] is options.expect_head is None
+    assert defaults["max_line_bytes"] == options.max_line_bytes
+    assert defaults["jobs"] == options.jobs
+    assert str(getattr(defaults["dialect"], "value", defaults["dialect"])) == options.dialect
+    assert not defaults["checkpoint"] and not options.checkpoints and not defaults["vkey"] and not options.vkeys

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from ract_cli.cli.limits import MAX_JOBS
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
@@ -72,10 +73,6 @@ RequireClosed = Annotated[
     ),
 ]
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
-
-#: the most worker processes ``--jobs`` starts (well above the cores of a CI runner): ``--jobs 100000`` is a
-#: usage error (exit 2), not an attempt to fork that many processes
-MAX_JOBS = 64
 
 
 Jobs = Annotated[

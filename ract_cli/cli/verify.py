@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ract_cli.cli.app import trace_app
+from ract_cli.cli.limits import DEFAULT_MAX_FINDINGS
 from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Paths, Quiet, RequireClosed, SchemaVersion
 from ract_cli.cli.render import (
     byte_progress,
@@ -109,7 +110,7 @@ def verify_command(
             help="Keep at most N findings per file (the rest are counted, and still decide the exit code). "
             "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.",
         ),
-    ] = 1000,
+    ] = DEFAULT_MAX_FINDINGS,
     jobs: Jobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
