@@ -2714,13 +2714,13 @@ static PyTypeObject ChainType = {
     .tp_getset = chain_getset,
 };
 
-/* Whether an accepted line takes ChainState.feed's fast path: it links to the expected
- * hash, has the log's run_id, and its clock does not go back. */
 /* Whether the file's first event is next: no event yet, so no run_id and no clock. ChainState takes it
  * with no finding when it links on to expected_prev (genesis, for a file read from its start) and
  * makes its run_id the file's. */
 static inline int chain_first(const Chain *C) { return !C->events && !C->has_run && !C->has_prev_ts; }
 
+/* Whether an accepted line takes ChainState.feed's fast path: it links to the expected
+ * hash, has the log's run_id, and its clock does not go back (or it is the first event). */
 static int chain_links(const Chain *C, const Line *L)
 {
     if (!C->has_prev)
