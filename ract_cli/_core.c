@@ -2370,9 +2370,10 @@ typedef struct {
  * of one random 64-bit word per byte of the id, from 16 tables of 256. Linear probing on it takes O(1)
  * expected probes for any set of ids, which a linear (multiply-shift) hash does not give: ids in an
  * arithmetic progression cluster (they did, in tests/test_id_sets.py, for a third of the keys). It costs
- * 16 loads from a 32 KB table, against ~20 ns for SipHash of the 16 bytes (7 % of a verify). The tables
- * are filled at import from CPython's hash secret (random per process unless PYTHONHASHSEED fixes it). */
-static uint64_t id_table[16][256];
+ * 16 loads from a 16 KB table of 32-bit words (64-bit words, 32 KB, crowded L1 out: 7 % of a verify, as
+ * SipHash of the 16 bytes cost; 16 KB: 1 %). The tables are filled at import from CPython's hash secret
+ * (random per process unless PYTHONHASHSEED fixes it). */
+static uint32_t id_table[16][256]; /* (32-bit words: 16 KB, half of L1; 26 bits of slot are plenty) */
 
 static void id_key_init(void)
 {
@@ -2383,25 +2384,27 @@ static void id_key_init(void)
             uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
             z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
             z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-            id_table[i][j] = z ^ (z >> 31);
+            id_table[i][j] = (uint32_t)(z ^ (z >> 31));
         }
 }
 
-static inline uint64_t id_hash(uint64_t hi, uint64_t lo)
+static inline uint32_t id_hash(uint64_t hi, uint64_t lo)
 {
-    uint64_t h = 0;
+    uint32_t h = 0;
     for (int i = 0; i < 8; i++)
         h ^= id_table[i][(hi >> (8 * i)) & 0xFF] ^ id_table[8 + i][(lo >> (8 * i)) & 0xFF];
     return h;
 }
 
-/* (a multiply, not a division: the high half of x * size maps the uniform x onto [0, size) evenly) */
-static inline size_t id_home(const IdPart *p, uint64_t h)
+/* The part: the hash's top 6 bits; the slot: its other 26 scaled onto the part's size (a multiply, not
+ * a division). */
+#define ID_PART(h) ((h) >> 26)
+static inline size_t id_home(const IdPart *p, uint32_t h)
 {
-    return (size_t)(((unsigned __int128)(h << 6) * p->size) >> 64);
+    return (size_t)(((uint64_t)(h & 0x3FFFFFF) * p->size) >> 26);
 }
 
-static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo, uint64_t h, unsigned long long *probes)
+static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo, uint32_t h, unsigned long long *probes)
 {
     size_t i = id_home(p, h);
     while (p->slot[i].hi | p->slot[i].lo) {
@@ -2443,8 +2446,8 @@ static int idset_add(IdSet *S, uint64_t hi, uint64_t lo)
         S->count += !seen;
         return !seen;
     }
-    uint64_t h = id_hash(hi, lo);
-    IdPart *p = &S->part[h >> 58];
+    uint32_t h = id_hash(hi, lo);
+    IdPart *p = &S->part[ID_PART(h)];
     if (p->used * 4 >= p->size * 3 && idpart_grow(p) < 0)
         return -1;
     int r = idpart_insert(p, hi, lo, h, &S->probes);
@@ -2456,8 +2459,8 @@ static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
 {
     if (!hi && !lo)
         return S->zero;
-    uint64_t h = id_hash(hi, lo);
-    const IdPart *p = &S->part[h >> 58];
+    uint32_t h = id_hash(hi, lo);
+    const IdPart *p = &S->part[ID_PART(h)];
     if (!p->size)
         return 0;
     size_t i = id_home(p, h);
