@@ -165,22 +165,29 @@ def test_chain_mode_agrees_on_edited_logs(
         assert hinted == search(path, wanted, False, max_findings=cap)
 
 
+def _edited_reads_agree(
+    lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, at: int
+) -> tuple[object, ...]:
+    """Edit ``lines`` at ``at``, write them, and hold the readings and the hinted searches to one verdict."""
+    _edit(lines, random.Random(at), kind, at)
+    path = tmp_path / f"{kind}-{at}" / "events.jsonl"
+    path.parent.mkdir()
+    path.write_bytes(b"".join(lines))
+    chained, iterated, python = three_ways(path, monkeypatch)
+    assert chained == iterated == python
+    for wanted in WANTED:
+        assert search(path, wanted, True) == search(path, wanted, False)
+    return chained
+
+
 @pytest.mark.parametrize("kind", EDITS)
 def test_each_edit_at_a_batch_boundary(
     base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
     """An edit on the last line of a batch, the first of the next, and one line further (512 lines a batch)."""
     for at in (511, 512, 513):
-        lines = list(base_lines)
-        _edit(lines, random.Random(at), kind, at)
-        path = tmp_path / f"{kind}-{at}" / "events.jsonl"
-        path.parent.mkdir()
-        path.write_bytes(b"".join(lines))
-        chained, iterated, python = three_ways(path, monkeypatch)
-        assert chained == iterated == python
-        assert chained[2] != 0 or kind == "crlf"  # the edit was seen (a CRLF ending is allowed)
-        for wanted in WANTED:
-            assert search(path, wanted, True) == search(path, wanted, False)
+        verdict = _edited_reads_agree(list(base_lines), tmp_path, monkeypatch, kind, at)
+        assert verdict[2] != 0 or kind == "crlf"  # the edit was seen (a CRLF ending is allowed)
 
 
 @pytest.mark.parametrize("kind", EDITS)
@@ -190,15 +197,7 @@ def test_each_edit_at_the_start_of_a_file(
     """Chain mode takes the file's first event too (genesis, then its run_id is the file's): an edit on
     the first or second line reads as line by line."""
     for at in (0, 1):
-        lines = list(base_lines[:40])
-        _edit(lines, random.Random(at), kind, at)
-        path = tmp_path / f"{kind}-{at}" / "events.jsonl"
-        path.parent.mkdir()
-        path.write_bytes(b"".join(lines))
-        chained, iterated, python = three_ways(path, monkeypatch)
-        assert chained == iterated == python
-        for wanted in WANTED:
-            assert search(path, wanted, True) == search(path, wanted, False)
+        _edited_reads_agree(list(base_lines[:40]), tmp_path, monkeypatch, kind, at)
 
 
 @pytest.mark.parametrize("core_name", ["native", "python"])

@@ -55,14 +55,18 @@ def test_ids_a_log_crafted_to_collide_spread_out(impl: str, family: str) -> None
     assert not any(ids.add(x) for x in crafted[::7])  # type: ignore[attr-defined]  # still exact
 
 
+#: lists of ids with repeats, the all-zero id (an empty slot's mark), and ids whose halves are equal
+ID_LISTS = st.lists(
+    st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
+    | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
+    | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"),
+    max_size=400,
+)
+
+
 @settings(max_examples=60, deadline=None)
 @given(
-    ids=st.lists(
-        st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
-        | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
-        | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"),
-        max_size=400,
-    ),
+    ids=ID_LISTS,
     small=st.sampled_from([1, 3, 50, 1 << 18]),
     start=st.sampled_from([2, 5, 4096]),
 )
@@ -77,14 +81,7 @@ def test_the_python_id_set_is_exact_before_and_after_it_fills_its_set(ids: list[
 
 @pytest.mark.skipif(_core is None, reason="the native core ract_cli._core is not built")
 @settings(max_examples=60, deadline=None)
-@given(
-    ids=st.lists(
-        st.sampled_from(["0" * 32, "f" * 32, "0" * 31 + "1", "8" + "0" * 31])
-        | st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}")
-        | st.integers(0, 40).map(lambda n: f"{n << 64 | n:032x}"),
-        max_size=400,
-    )
-)
+@given(ids=ID_LISTS)
 def test_the_native_id_set_is_exact(ids: list[str]) -> None:
     assert _core is not None
     id_set = _core.IdSet()
