@@ -89,7 +89,7 @@ class _IdSet:
         # growth ladder (_START times 1.5 to the n), so later growth ends where it would have anyway
         size = self._START
         while size < 2 * len(small) // self.PARTS:
-            size = size * 3 // 2
+            size = _grown(size)
         self._parts = [_Part(size) for _ in range(self.PARTS)]
         add = self._add_compact
         for hex_id in small:
@@ -105,32 +105,39 @@ class _IdSet:
         part = self._parts[index]
         if part.used >= part.limit:
             part = self._grow(index)
-        his, los, size = part.his, part.los, part.size
-        i = (h & _LOW58) % size
-        while his[i] or los[i]:
-            if his[i] == hi and los[i] == lo:
-                return False
-            self.probes += 1
-            i += 1
-            if i == size:
-                i = 0
-        his[i] = hi
-        los[i] = lo
-        part.used += 1
+        probes = _place(part, hi, lo, h)
+        if probes < 0:
+            return False
+        self.probes += probes
         return True
 
     def _grow(self, index: int) -> _Part:
         old = self._parts[index]
-        part = self._parts[index] = _Part(old.size * 3 // 2)
-        his, los, size = part.his, part.los, part.size
+        part = self._parts[index] = _Part(_grown(old.size))
         for hi, lo in zip(old.his, old.los, strict=True):
             if hi or lo:
-                i = (_hash(hi << 64 | lo) & _LOW58) % size
-                while his[i] or los[i]:
-                    i += 1
-                    if i == size:
-                        i = 0
-                his[i] = hi
-                los[i] = lo
-        part.used = old.used
+                _place(part, hi, lo, _hash(hi << 64 | lo))  # (moving ids is not counted in probes)
         return part
+
+
+def _grown(size: int) -> int:
+    """A part's next size: 1.5 times (the growth ladder)."""
+    return size * 3 // 2
+
+
+def _place(part: _Part, hi: int, lo: int, h: int) -> int:
+    """Put the id (``hi``, ``lo``; hash ``h``) in ``part``: the occupied slots stepped over, -1 if it was there."""
+    his, los, size = part.his, part.los, part.size
+    i = (h & _LOW58) % size
+    probes = 0
+    while his[i] or los[i]:
+        if his[i] == hi and los[i] == lo:
+            return -1
+        probes += 1
+        i += 1
+        if i == size:
+            i = 0
+    his[i] = hi
+    los[i] = lo
+    part.used += 1
+    return probes
