@@ -60,6 +60,12 @@ def _scalar_fields(kind: str) -> frozenset[str]:
 _KEPT_PAYLOAD_KEYS = {kind: _scalar_fields(kind) for kind in CLOSE_FOR_OPEN}
 
 
+def _payload(event: Event) -> Payload:
+    """An event's payload, or ``{}`` when it has none that is an object (an event with findings)."""
+    payload = event.get("payload")
+    return payload if isinstance(payload, dict) else {}
+
+
 def _kept(kind: str, event: Event) -> Event:
     """What an open handle keeps of its event: the envelope and the documented scalar payload fields.
 
@@ -67,9 +73,8 @@ def _kept(kind: str, event: Event) -> Event:
     events (tool arguments, free-form dicts, undocumented keys) would let it
     grow memory far beyond the log's own line sizes.
     """
-    payload = event.get("payload")
     keep = _KEPT_PAYLOAD_KEYS[kind]
-    kept_payload = {k: v for k, v in payload.items() if k in keep} if isinstance(payload, dict) else {}
+    kept_payload = {k: v for k, v in _payload(event).items() if k in keep}
     # the envelope in the schema's order, whatever the line's (or the native core's compact form's)
     try:
         return {
@@ -119,9 +124,7 @@ def _fifo_key(kind: str, event: Event) -> QueueKey | None:
         return None
     if family == "step":
         return ("step", event.get("step_id"))
-    payload = event.get("payload")
-    if not isinstance(payload, dict):
-        payload = {}
+    payload = _payload(event)
     if family == "tool":
         return ("tool", event.get("step_id"), _hashable(payload.get("tool")))
     if family == "prompt":
@@ -187,7 +190,7 @@ class HandleTracker:
         if kind in CLOSE_FOR_OPEN:
             self._open_handle(kind, event, line, offset)
         elif kind in RUN_CLOSES:
-            self._note_synthesized(event)
+            self._note_synthesized(_payload(event))
             self.run_closed_by = event
             for later in self._later_run_starts:  # any run close closes the run: every run.started
                 self._open.pop(later, None)
@@ -198,25 +201,27 @@ class HandleTracker:
             return self._close(kind, event)
         return None
 
-    def _note_synthesized(self, event: Event) -> None:
-        payload = event.get("payload")
-        if isinstance(payload, dict) and payload.get("synthesized") is True:
-            self.synthesized_closes += 1
+    def _note_synthesized(self, payload: Payload) -> bool:
+        """Count a close ``repair`` wrote (its payload says ``synthesized``); whether it is one."""
+        synthesized = payload.get("synthesized") is True
+        self.synthesized_closes += synthesized
+        return synthesized
 
     def _open_handle(self, kind: str, event: Event, line: int, offset: int) -> None:
-        if kind != "run.started" and event["id"] in self._open:
-            return  # a duplicate id is the reader's finding; keep the first open
-        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
-        if kind == "run.started":
+        if kind == "run.started":  # (no FIFO queue: any run close closes it)
+            handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
             if self.run_started is None:
                 self.run_started = handle
-            if self.run_closed_by is not None:
-                return  # a run already closed stays closed
-        if handle.event_id in self._open:
+            if self.run_closed_by is not None or handle.event_id in self._open:
+                return  # a run already closed stays closed; a duplicate id is the reader's finding
+            self._open[handle.event_id] = handle
+            if handle is not self.run_started:
+                self._later_run_starts.append(handle.event_id)
+            return
+        if event["id"] in self._open:
             return  # a duplicate id is the reader's finding; keep the first open
+        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
         self._open[handle.event_id] = handle
-        if kind == "run.started" and handle is not self.run_started:
-            self._later_run_starts.append(handle.event_id)
         key = handle.queue_key = _fifo_key(kind, event)
         if key is not None:
             queue = self._queues.get(key)
@@ -227,10 +232,8 @@ class HandleTracker:
 
     def _close(self, close_kind: str, event: Event) -> OpenHandle | None:
         open_kind = CLOSE_TO_OPEN[close_kind]
-        found = event.get("payload")
-        payload: Payload = found if isinstance(found, dict) else {}
-        if payload.get("synthesized") is True:
-            self.synthesized_closes += 1
+        payload = _payload(event)
+        if self._note_synthesized(payload):
             # 1. a synthesized close (payload.synthesized is true) names its open
             source = payload.get("source_event_id")
             if isinstance(source, str) and (taken := self._take(source, open_kind)):
