@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 import typer
 
 from ract_cli.cli.app import trace_app
+from ract_cli.cli.limits import DEFAULT_MAX_FINDINGS
 from ract_cli.cli.options import (
     DEFAULTS,
     Dialect,
@@ -103,7 +104,7 @@ def export_command(
             help="Keep at most N findings per log in the findings table (the rest are counted in "
             "runs.suppressed_findings, and still decide the exit code).",
         ),
-    ] = 1000,
+    ] = DEFAULT_MAX_FINDINGS,
     jobs: ReadJobs = 1,
     max_line_bytes: MaxLineBytes = DEFAULTS["max_line_bytes"],
     dialect: DialectOption = Dialect.auto,

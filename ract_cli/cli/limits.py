@@ -6,6 +6,6 @@ from __future__ import annotations
 #: usage error (exit 2), not an attempt to fork that many processes
 MAX_JOBS = 64
 
-#: ``verify --max-findings``' default: a small hostile file of blank lines would otherwise hold one finding
-#: per byte
+#: ``--max-findings``' default (verify, export): a small hostile file of blank lines would otherwise hold one
+#: finding per byte
 DEFAULT_MAX_FINDINGS = 1000
