@@ -53,7 +53,7 @@
 #define CHUNK_LINES 64
 #define CHUNK_BYTES (1u << 20)
 #define TRIM_BYTES (4u << 20) /* a workspace buffer bigger than this is freed after its chunk */
-#define POOL_SIZE 4
+#define POOL_SIZE 6 /* check_block with a helper holds 1 + SHARE_SLOTS */
 /* (overridable at build time, e.g. -DLAZY_STR=8, so that a fuzzing build takes these paths often) */
 #ifndef STREAM_BYTES
 #define STREAM_BYTES (64u << 10) /* the canonical form is fed to SHA-256 this much at a time */
@@ -132,6 +132,8 @@ typedef struct {
     const struct KindEntry *kind; /* Verifier mode: the kind's entry */
     uint32_t key[K_COUNT], val[K_COUNT]; /* envelope member nodes */
     uint8_t computed[64];                /* ST_HASH_BAD: the canonical hash, hex */
+    uint64_t id_hi, id_lo;               /* ST_OK: the id's 128 bits and id_hash of them, worked out */
+    uint32_t id_h;                       /* while staging (in parallel), not while taking */
 } Line;
 
 typedef struct {
@@ -1710,6 +1712,9 @@ static int check_payload(const Line *L, const KindEntry *k)
 /* --- the stages of one line (no GIL) -------------------------------------- */
 
 /* Payload (Verifier mode), canonical form without "hash", SHA-256, compare with the stored hash. */
+static inline uint32_t id_hash(uint64_t hi, uint64_t lo);
+static void hex128(const uint8_t *p, uint64_t *hi, uint64_t *lo);
+
 static void finish_check(Line *L, EVP_MD_CTX *ctx)
 {
     if (L->kind) {
@@ -1755,6 +1760,8 @@ static void finish_check(Line *L, EVP_MD_CTX *ctx)
     /* HASH_MISMATCH when they differ */
     if (memcmp(hex, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64) == 0) {
         L->status = ST_OK;
+        hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &L->id_hi, &L->id_lo);
+        L->id_h = id_hash(L->id_hi, L->id_lo);
         return;
     }
     L->status = L->need_py ? ST_BAD : ST_HASH_BAD;
@@ -2437,8 +2444,8 @@ static int idpart_grow(IdPart *p)
     return 0;
 }
 
-/* 1 added, 0 already present, -1 out of memory. */
-static int idset_add(IdSet *S, uint64_t hi, uint64_t lo)
+/* 1 added, 0 already present, -1 out of memory. h: id_hash(hi, lo). */
+static int idset_add_hashed(IdSet *S, uint64_t hi, uint64_t lo, uint32_t h)
 {
     if (!hi && !lo) {
         int seen = S->zero;
@@ -2446,13 +2453,24 @@ static int idset_add(IdSet *S, uint64_t hi, uint64_t lo)
         S->count += !seen;
         return !seen;
     }
-    uint32_t h = id_hash(hi, lo);
     IdPart *p = &S->part[ID_PART(h)];
     if (p->used * 4 >= p->size * 3 && idpart_grow(p) < 0)
         return -1;
     int r = idpart_insert(p, hi, lo, h, &S->probes);
     S->count += r;
     return r;
+}
+
+static int idset_add(IdSet *S, uint64_t hi, uint64_t lo) { return idset_add_hashed(S, hi, lo, id_hash(hi, lo)); }
+
+/* Start loading the slot where the id of h is placed or found first (the load of one insert waits
+ * for memory: a set of 500,000 ids is bigger than the caches; a chunk's loads in flight together
+ * overlap their waits). */
+static inline void idset_prefetch(const IdSet *S, uint32_t h)
+{
+    const IdPart *p = &S->part[ID_PART(h)];
+    if (p->size)
+        __builtin_prefetch(&p->slot[id_home(p, h)], 1);
 }
 
 static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
@@ -2806,9 +2824,7 @@ static int chain_take(Chain *C, Line *L)
 {
     if (L->status != ST_OK || !chain_links(C, L))
         return 0;
-    uint64_t hi, lo;
-    hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
-    int r = idset_add(C->ids, hi, lo);
+    int r = idset_add_hashed(C->ids, L->id_hi, L->id_lo, L->id_h);
     if (r < 0) {
         PyErr_NoMemory();
         return -1;
@@ -3332,6 +3348,14 @@ typedef struct {
     Py_ssize_t taken, last, paired; /* see check_block; paired: entries of found left None */
 } Taking;
 
+/* Start loading the id-set slots of a staged chunk's lines before they are taken one by one. */
+static void prefetch_ids(const Taking *T, const Workspace *w, int k)
+{
+    for (int j = 0; j < k; j++)
+        if (w->lines[j].status == ST_OK)
+            idset_prefetch(T->C->ids, w->lines[j].id_h);
+}
+
 /* Take a staged line: 1 taken, 0 not (C stops before it), -1 exception set. */
 static int take_line(Taking *T, Line *L)
 {
@@ -3345,12 +3369,10 @@ static int take_line(Taking *T, Line *L)
         open->kind = NULL;
         T->paired++;
     } else if (L->kind->pairable) { /* built at the end, unless a close pairs with it first */
-        uint64_t hi, lo;
-        hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &hi, &lo);
         if (PyList_Append(T->found, Py_None) < 0)
             return -1;
         if (deferred_add(P, PyList_GET_SIZE(T->found) - 1, T->taken, T->pos, L->len) < 0 ||
-            pending_add(P, hi, lo, L->kind, (Py_ssize_t)P->dn - 1) < 0) {
+            pending_add(P, L->id_hi, L->id_lo, L->kind, (Py_ssize_t)P->dn - 1) < 0) {
             PyErr_NoMemory();
             return -1;
         }
@@ -3400,34 +3422,44 @@ static void fill_lines(Workspace *ws, const uint8_t *s, const size_t *at, const 
 
 /* --- a second thread for check_block (threads=2) --------------------------------------------- */
 
-/* Chunks alternate: the calling thread stages the even ones and takes every one, in order; a helper
- * thread stages the odd ones (parse, checks, canonical form and hash: no Python object touched) in
- * workspaces of its own. The calling thread frames each chunk one ahead (cheap: framing costs what
- * the lines taken cost). Taking stays sequential, so the answer is the one-thread answer. */
-#define HELPER_SLOTS 2                  /* odd chunk c uses slot (c / 2) % HELPER_SLOTS */
+/* Work sharing: chunks are framed in order, under a mutex, by whichever thread claims the next one,
+ * and staged (parse, checks, canonical form and hash: no Python object touched) by the thread that
+ * claimed it, in the workspace of its slot. The calling thread takes every chunk, in order, and
+ * stages one itself whenever the chunk it is to take next is not ready yet; the helper only stages.
+ * Taking stays sequential, so the answer is the one-thread answer; and neither thread waits while a
+ * chunk is left to stage (a helper of fixed chunks left the calling thread half the staging on top
+ * of all the taking: at best ~1.45 x one thread). */
+#define SHARE_SLOTS 4 /* chunk c is framed into slot c % SHARE_SLOTS once chunk c - SHARE_SLOTS is taken */
 
 typedef struct {
     const uint8_t *s;
+    size_t n, max_line;
     const Verifier *V;
-    Workspace *ws[HELPER_SLOTS]; /* the helper's */
+    Workspace *ws[SHARE_SLOTS];
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    /* a slot's at, len and k are written by the caller before it sets framed (release), and read by
-     * the helper after it sees framed (acquire); dbl and the slot's workspace likewise with ready */
-    size_t at[HELPER_SLOTS][CHUNK_LINES], len[HELPER_SLOTS][CHUNK_LINES];
-    int k[HELPER_SLOTS];       /* the lines framed in the slot */
-    long framed[HELPER_SLOTS]; /* the chunk framed in the slot, for the helper to stage; -1: none */
-    long ready[HELPER_SLOTS];  /* the chunk staged in the slot; -1: none */
-    int dbl[HELPER_SLOTS];     /* a line of it waits for a double (stage_dbl, GIL held) */
+    /* under mu: where framing goes on, the next chunk's line budget and number */
+    size_t p;
+    int chunk;
+    long next;
+    /* written under mu, read under it or atomically (acquire) by a spinner */
+    long end;   /* how many chunks framing found (-1: not known yet) */
+    long taken; /* the chunks the calling thread has taken */
     int quit;
-} Helper;
+    int sleeping; /* threads waiting on cv */
+    /* a slot's k and dbl, and its workspace's lines, are written by the thread that claimed it, before
+     * it sets ready (release); the calling thread reads them once it sees ready (acquire) */
+    int k[SHARE_SLOTS];
+    int dbl[SHARE_SLOTS];      /* a line of it waits for a double (stage_dbl, GIL held) */
+    long ready[SHARE_SLOTS];   /* the chunk staged in the slot; -1: none */
+} Share;
 
-/* A handover usually comes within microseconds: spin that long on *v before sleeping on the condition
- * variable (a futex sleep and wake-up cost ~10 us each, a tenth of the work handed over). 1: *v == want. */
-#define HELPER_SPINS 4000
+/* A handover usually comes within microseconds: spin that long before sleeping on the condition
+ * variable (a futex sleep and wake-up cost ~10 us each, a fifth of a chunk's staging). 1: *v == want. */
+#define SHARE_SPINS 4000
 static int spin_until(const long *v, long want)
 {
-    for (int i = 0; i < HELPER_SPINS; i++) {
+    for (int i = 0; i < SHARE_SPINS; i++) {
         if (__atomic_load_n(v, __ATOMIC_ACQUIRE) == want)
             return 1;
 #ifdef __SSE2__
@@ -3437,92 +3469,124 @@ static int spin_until(const long *v, long want)
     return 0;
 }
 
-/* Set *v under the mutex (a sleeper is woken; a spinner sees it at once). */
-static void helper_set(Helper *H, long *v, long value)
+/* Claim the next chunk (mu held): frame it into its slot. Its number, or -1 when there is none to
+ * claim now (framing ended, or the window of SHARE_SLOTS chunks is full). */
+static long claim_locked(Share *H)
 {
-    pthread_mutex_lock(&H->mu);
-    __atomic_store_n(v, value, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&H->cv);
-    pthread_mutex_unlock(&H->mu);
+    if (H->end >= 0 || H->quit || H->next >= H->taken + SHARE_SLOTS)
+        return -1;
+    long c = H->next;
+    int slot = (int)(c % SHARE_SLOTS), stop;
+    size_t at[CHUNK_LINES], len[CHUNK_LINES];
+    int k = frame_chunk(H->s, H->n, &H->p, H->max_line, H->chunk, at, len, &stop);
+    if (k == 0) {
+        __atomic_store_n(&H->end, c, __ATOMIC_RELEASE);
+        return -1;
+    }
+    fill_lines(H->ws[slot], H->s, at, len, k);
+    H->k[slot] = k;
+    H->next = c + 1;
+    if (stop)
+        __atomic_store_n(&H->end, c + 1, __ATOMIC_RELEASE);
+    if (H->chunk < CHUNK_LINES)
+        H->chunk *= 2;
+    return c;
 }
 
-/* Wait until *v == want or quit (helper: never with the GIL). */
-static void helper_wait(Helper *H, const long *v, long want)
+/* Stage claimed chunk c (no GIL, mu not held), then publish it (mu taken and released). */
+static void stage_claimed(Share *H, long c)
 {
-    if (spin_until(v, want))
-        return;
+    int slot = (int)(c % SHARE_SLOTS);
+    int dbl = stage_free(H->ws[slot], H->k[slot], H->V);
     pthread_mutex_lock(&H->mu);
-    while (!H->quit && __atomic_load_n(v, __ATOMIC_ACQUIRE) != want)
-        pthread_cond_wait(&H->cv, &H->mu);
+    H->dbl[slot] = dbl;
+    __atomic_store_n(&H->ready[slot], c, __ATOMIC_RELEASE);
+    if (H->sleeping)
+        pthread_cond_broadcast(&H->cv);
     pthread_mutex_unlock(&H->mu);
 }
 
 static void *helper_main(void *arg)
 {
-    Helper *H = arg;
-    for (long c = 1;; c += 2) {
-        int slot = (int)((c / 2) % HELPER_SLOTS);
-        helper_wait(H, &H->framed[slot], c);
-        if (__atomic_load_n(&H->quit, __ATOMIC_ACQUIRE))
+    Share *H = arg;
+    for (;;) {
+        pthread_mutex_lock(&H->mu);
+        long c = claim_locked(H);
+        long taken = H->taken;
+        int done = H->quit || H->end >= 0; /* nothing left to claim: the calling thread takes the rest */
+        pthread_mutex_unlock(&H->mu);
+        if (c >= 0) {
+            stage_claimed(H, c);
+            continue;
+        }
+        if (done)
             return NULL;
-        int k = H->k[slot];
-        fill_lines(H->ws[slot], H->s, H->at[slot], H->len[slot], k);
-        H->dbl[slot] = stage_free(H->ws[slot], k, H->V);
-        helper_set(H, &H->ready[slot], c);
+        /* the window is full (the calling thread is taking): spin, then sleep until a chunk is taken */
+        if (spin_until(&H->taken, taken + 1))
+            continue;
+        pthread_mutex_lock(&H->mu);
+        if (H->taken == taken && !H->quit) {
+            H->sleeping++;
+            pthread_cond_wait(&H->cv, &H->mu);
+            H->sleeping--;
+        }
+        pthread_mutex_unlock(&H->mu);
     }
 }
 
-/* check_block's loop with a running helper. 0 ok, -1 exception set. */
-static int take_with_helper(Taking *T, Helper *H, Workspace *ws, size_t n, size_t max_line)
+/* Wait (GIL released by the caller) until chunk c is ready in its slot. */
+static void wait_ready(Share *H, long c)
 {
-    size_t at[CHUNK_LINES], len[CHUNK_LINES]; /* the even chunk in hand (or framed next) */
-    size_t p = T->pos;                         /* where framing goes on */
-    int chunk = 1, stop;
-    int k = frame_chunk(H->s, n, &p, max_line, chunk, at, len, &stop);
-    for (long c = 0; k > 0; c++) {
-        /* frame chunk c+1 first: when odd, the helper stages it while this thread does chunk c */
-        int next = chunk < CHUNK_LINES ? chunk * 2 : chunk, knext = 0, nstop = 1;
-        if (!stop && (c + 1) % 2) {
-            /* (the slot is free: its last chunk, c-3, is taken; the helper reads it once framed[slot] says so) */
-            int slot = (int)(((c + 1) / 2) % HELPER_SLOTS);
-            knext = H->k[slot] = frame_chunk(H->s, n, &p, max_line, next, H->at[slot], H->len[slot], &nstop);
-            if (knext > 0)
-                helper_set(H, &H->framed[slot], c + 1);
-        }
-        Workspace *w = ws;
-        if (c % 2) { /* staged by the helper */
-            int slot = (int)((c / 2) % HELPER_SLOTS);
-            if (!spin_until(&H->ready[slot], c)) {
+    int slot = (int)(c % SHARE_SLOTS);
+    pthread_mutex_lock(&H->mu);
+    while (__atomic_load_n(&H->ready[slot], __ATOMIC_ACQUIRE) != c) {
+        H->sleeping++;
+        pthread_cond_wait(&H->cv, &H->mu);
+        H->sleeping--;
+    }
+    pthread_mutex_unlock(&H->mu);
+}
+
+/* check_block's loop with a running helper. 0 ok, -1 exception set. */
+static int take_shared(Taking *T, Share *H)
+{
+    for (long c = 0;; c++) {
+        int slot = (int)(c % SHARE_SLOTS);
+        while (__atomic_load_n(&H->ready[slot], __ATOMIC_ACQUIRE) != c) {
+            pthread_mutex_lock(&H->mu);
+            long end = H->end;
+            long mine = end >= 0 && c >= end ? -1 : claim_locked(H);
+            end = H->end;
+            pthread_mutex_unlock(&H->mu);
+            if (mine >= 0) { /* c or a later chunk: staged here rather than waiting */
                 Py_BEGIN_ALLOW_THREADS
-                helper_wait(H, &H->ready[slot], c);
+                stage_claimed(H, mine);
+                Py_END_ALLOW_THREADS
+            } else if (end >= 0 && c >= end)
+                return 0; /* every chunk framed is taken */
+            else if (!spin_until(&H->ready[slot], c)) {
+                Py_BEGIN_ALLOW_THREADS
+                wait_ready(H, c); /* the helper claimed c: it is staging it */
                 Py_END_ALLOW_THREADS
             }
-            w = H->ws[slot];
-            if (H->dbl[slot] && stage_dbl(w, k) < 0)
-                return -1;
-        } else {
-            fill_lines(ws, H->s, at, len, k);
-            if (stage_chunk(ws, k, H->V) < 0)
-                return -1;
         }
+        Workspace *w = H->ws[slot];
+        int k = H->k[slot];
+        if (H->dbl[slot] && stage_dbl(w, k) < 0)
+            return -1;
+        prefetch_ids(T, w, k);
         for (int j = 0; j < k; j++) {
             int t = take_line(T, &w->lines[j]);
             if (t <= 0)
                 return t;
         }
-        if (c % 2) { /* the slot is free for chunk c+4 (framed by this thread, after this) */
-            int slot = (int)((c / 2) % HELPER_SLOTS);
-            __atomic_store_n(&H->ready[slot], -1, __ATOMIC_RELAXED);
-        }
-        if (stop)
-            return 0;
-        if ((c + 1) % 2 == 0) /* an even chunk next: framed here, now that at/len are free */
-            knext = frame_chunk(H->s, n, &p, max_line, next, at, len, &nstop);
-        k = knext;
-        chunk = next;
-        stop = nstop;
+        pthread_mutex_lock(&H->mu);
+        __atomic_store_n(&H->ready[slot], -1, __ATOMIC_RELAXED);
+        __atomic_store_n(&H->taken, c + 1, __ATOMIC_RELEASE); /* the slot is free for chunk c + SHARE_SLOTS */
+        if (H->sleeping)
+            pthread_cond_broadcast(&H->cv);
+        pthread_mutex_unlock(&H->mu);
     }
-    return 0;
 }
 
 PyDoc_STRVAR(v_check_block_doc,
@@ -3539,8 +3603,8 @@ PyDoc_STRVAR(v_check_block_doc,
              "is in found, when its parent_id names an open of its open kind taken earlier in this\n"
              "call, it is not synthesized, and no close (compile_kinds' closes) was put in found in\n"
              "between (then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
-             "threads=2: a second thread checks every other chunk (the answer is the same; it costs\n"
-             "a thread's start, worth it on a block of many lines).");
+             "threads=2: a second thread shares the checking of chunks (the answer is the same; it\n"
+             "costs a thread's start, worth it on a block of many lines).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
@@ -3560,7 +3624,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     }
     Taking T = {(Chain *)chain, PyList_New(0), {NULL, NULL, NULL}, {NULL, 0, 0, 1, NULL, 0, 0}, (size_t)start, 0, -1, 0};
     Workspace *ws = T.found ? ws_get() : NULL;
-    Helper *H = NULL;
+    Share *H = NULL;
     pthread_t helper;
     int started = 0, rc = -1;
     if (!ws) {
@@ -3569,21 +3633,26 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         goto done;
     }
     /* a helper thread (the caller asks for one where the block is worth it: starting it costs) */
-    if (threads >= 2 && (H = calloc(1, sizeof(Helper)))) {
+    if (threads >= 2 && (H = calloc(1, sizeof(Share)))) {
         H->s = s;
+        H->n = n;
+        H->max_line = (size_t)max_line;
         H->V = V;
-        for (int i = 0; i < HELPER_SLOTS; i++)
-            H->framed[i] = H->ready[i] = -1;
+        H->p = T.pos;
+        H->chunk = 1;
+        H->end = -1;
+        for (int i = 0; i < SHARE_SLOTS; i++)
+            H->ready[i] = -1;
         int ok = pthread_mutex_init(&H->mu, NULL) == 0;
         if (ok && pthread_cond_init(&H->cv, NULL) != 0) {
             pthread_mutex_destroy(&H->mu);
             ok = 0;
         }
-        for (int i = 0; ok && i < HELPER_SLOTS; i++)
+        for (int i = 0; ok && i < SHARE_SLOTS; i++)
             ok = (H->ws[i] = ws_get()) != NULL;
         started = ok && pthread_create(&helper, NULL, helper_main, H) == 0;
         if (!started) { /* no thread here: one thread does it all */
-            for (int i = 0; i < HELPER_SLOTS; i++)
+            for (int i = 0; i < SHARE_SLOTS; i++)
                 if (H->ws[i])
                     ws_put(H->ws[i]);
             if (ok) {
@@ -3595,7 +3664,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         }
     }
     if (H) {
-        int r = take_with_helper(&T, H, ws, n, (size_t)max_line);
+        int r = take_shared(&T, H);
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&H->mu);
         __atomic_store_n(&H->quit, 1, __ATOMIC_RELEASE);
@@ -3603,7 +3672,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         pthread_mutex_unlock(&H->mu);
         pthread_join(helper, NULL);
         Py_END_ALLOW_THREADS
-        for (int i = 0; i < HELPER_SLOTS; i++)
+        for (int i = 0; i < SHARE_SLOTS; i++)
             ws_put(H->ws[i]);
         pthread_cond_destroy(&H->cv);
         pthread_mutex_destroy(&H->mu);
@@ -3620,6 +3689,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
             fill_lines(ws, s, at, len, k);
             if (stage_chunk(ws, k, V) < 0)
                 goto done;
+            prefetch_ids(&T, ws, k);
             for (int j = 0; j < k; j++) {
                 int t = take_line(&T, &ws->lines[j]);
                 if (t < 0)

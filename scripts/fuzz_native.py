@@ -322,7 +322,7 @@ def child(args: argparse.Namespace) -> int:
                 flat = b"\n".join(lines).split(b"\n")  # (a mutant may hold a newline: the block frames it)
                 for max_line in (1 << 20, rng.randrange(1, 400)):
                     for verifier in (oracle.VERIFIER, oracle.PAIRING_VERIFIER):  # type: ignore[attr-defined]
-                        for threads in (1, 2):  # 2: a helper thread checks every other chunk
+                        for threads in (1, 2):  # 2: a helper thread shares the chunks
                             got = oracle.block_chain(flat, max_line, verifier, threads).state()  # type: ignore[attr-defined]
                             if got != oracle.reference_chain(flat).state():  # type: ignore[attr-defined]
                                 raise AssertionError(

@@ -1133,7 +1133,7 @@ def test_chain_mode_equals_line_by_line(batch: int) -> None:
         # the block framing: every line within max_line, or the longer ones left to Python
         assert block_chain(lines, max_line=batch * 40).state() == expected.state(), (batch, trial, faults)
         assert block_chain(lines, batch * 40, PAIRING_VERIFIER).state() == expected.state(), (batch, trial, faults)
-        for verifier in (VERIFIER, PAIRING_VERIFIER):  # a helper thread checking every other chunk
+        for verifier in (VERIFIER, PAIRING_VERIFIER):  # a helper thread sharing the chunks
             assert block_chain(lines, batch * 40, verifier, threads=2).state() == expected.state(), (batch, faults)
 
 

@@ -49,7 +49,7 @@ class Batches:
         self, state: ChainState, schema_version: int, max_line_bytes: int, wanted: KindTest | None, threads: int = 1
     ) -> None:
         assert core.NATIVE is not None
-        self.threads = threads  # 2: a helper thread in C checks every other chunk of a large block
+        self.threads = threads  # 2: a helper thread in C shares the checking of a large block's chunks
         self.state = state
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
