@@ -468,6 +468,58 @@ json_values = st.recursive(
 )
 
 
+_OTHER_VALUES = ["0", "null", "[]", '" "']
+
+
+def _blank_layout(value: object, rng: random.Random, ascii_: bool, duplicate: bool) -> str:
+    """``value`` as JSON with random JSON whitespace (space, tab, a lone CR) between any two tokens, strings
+    ``\\u``-escaped or raw; with ``duplicate``, each object's first key written twice, first with another
+    value (a parser that keeps the last value reads the values the hash covers: only the duplicate is wrong)."""
+
+    def blank() -> str:
+        return rng.choice(["", "", "", " ", "  ", "\t", "\r", " \t "])
+
+    def write(v: object) -> str:
+        if isinstance(v, dict):
+            members = [
+                f"{blank()}{json.dumps(k, ensure_ascii=ascii_)}{blank()}:{blank()}{write(x)}{blank()}"
+                for k, x in v.items()
+            ]
+            if duplicate and v:
+                key = json.dumps(next(iter(v)), ensure_ascii=ascii_)
+                other = rng.choice(_OTHER_VALUES)
+                members.insert(0, f"{blank()}{key}{blank()}:{blank()}{other}{blank()}")
+            return "{" + ",".join(members) + "}" if members else "{" + blank() + "}"
+        if isinstance(v, list):
+            return "[" + ",".join(blank() + write(x) + blank() for x in v) + "]" if v else "[" + blank() + "]"
+        return json.dumps(v, ensure_ascii=ascii_)
+
+    return write(value)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    payload=st.dictionaries(st.text(max_size=6), json_values, max_size=4), seed=st.integers(0, 2**32), data=st.data()
+)
+def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, data) -> None:
+    """Any JSON whitespace between tokens, strings escaped or not: the fast path proves the line exactly when
+    the reference path finds nothing, and a duplicate key hidden among blanks never passes (the proof deletes
+    every blank, inside strings too: ``_written_as_orjson_would``)."""
+    rng = random.Random(seed)
+    event = orjson.loads(_event_line({**payload, "note": "a , b :  c"}))
+    ascii_ = data.draw(st.booleans())
+    duplicate = data.draw(st.booleans())
+    body = _blank_layout(event, rng, ascii_, duplicate).encode()
+    _same_line_verdict(body)
+    slow = analyze_line(body, fast=False)
+    if duplicate:
+        assert fast_analyze(body, 9) is None and slow.problems
+    elif not slow.problems and not re.search(
+        r"e[-+]|\.0\b|\d{16}|[\ue000-\uffff]|[\U00010000-\U0010ffff]", json.dumps(payload, ensure_ascii=False)
+    ):
+        assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
+
+
 @settings(max_examples=300, deadline=None)
 @given(kind=st.sampled_from(sorted(VALIDATORS)), data=st.data())
 def test_fast_payload_checks_property(kind: str, data) -> None:

@@ -3,8 +3,10 @@
 ``reader.analyze_line`` first asks ``prove`` (``fast_analyze``, or the native
 core's ``native_analyze`` when ``ract_cli._core`` is built and chosen, SPEC
 §11). It returns a result only for a line with no finding at all -- values
-whose canonical bytes orjson's sorted dump gives exactly (in any key order and
-layout orjson's own or ``json.dumps``' defaults), orjson's form already JCS, a valid envelope, the hash matching, a kind
+whose canonical bytes orjson's sorted dump gives exactly (in any key order,
+with any JSON whitespace, and ``\\u`` escapes of the non-ASCII characters as
+``json.dumps`` writes them), orjson's form already JCS, a valid envelope, the
+hash matching, a kind
 of the vocabulary and a payload its validator accepts. For anything else it
 returns ``None`` and the reference path in ``analyze_line`` decides (and
 words the findings). So the fast path can only ever change speed, never a
@@ -13,13 +15,13 @@ verdict: ``tests/test_parallel.py`` checks both paths agree.
 Why each shortcut is exact:
 
 * ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``, or the
-  unsorted dump equals the line up to ``", "``/``": "`` separators, or
-  ``json.dumps`` of the values is the line (``\\u`` escapes and all): the line
-  is orjson's or ``json.dumps``' own form of its values in some key order (no
-  duplicate keys, no foreign whitespace or escapes, numbers spelled as the
-  values parsed round-trip), so the sorted dump is its canonical form. orjson
-  parses integers outside [-2^63, 2^64) as floats, which never dump back to
-  the same integer token, so such lines leave the fast path here.
+  unsorted dump (its non-ASCII characters ``\\u``-escaped when the line is
+  ASCII) equals the line once JSON whitespace is deleted from both: the line
+  is orjson's form of its values in some key order, whitespace aside (no
+  duplicate keys, numbers spelled as the values parsed round-trip:
+  ``_written_as_orjson_would`` says why), so the sorted dump is its canonical
+  form. orjson parses integers outside [-2^63, 2^64) as floats, which never
+  dump back to the same integer token, so such lines leave the fast path here.
 * orjson's form equals JCS unless a number token has an exponent, is an
   integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
   characters; each of those sends the line to the reference path.
@@ -37,9 +39,9 @@ Why each shortcut is exact:
 
 from __future__ import annotations
 
+import codecs
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -50,10 +52,8 @@ from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS, VALIDATORS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
-from ract_cli.format.text import json_escape
 from ract_cli.read import core
 
-_json_dumps = json.dumps
 _loads = orjson.loads
 _dumps = orjson.dumps
 _SORT = orjson.OPT_SORT_KEYS
@@ -200,37 +200,44 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
         return None
 
 
-_NON_ASCII = re.compile("[^\x00-\x7f]")
+#: JSON's whitespace (RFC 8259): the only bytes a line may hold outside its tokens
+_BLANKS = b" \t\n\r"
+
+
+def _json_u_escapes(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: the run of characters ASCII cannot encode as JSON ``\\uXXXX`` escapes, lowercase,
+    a surrogate pair past U+FFFF (``json.dumps``' form)."""
+    assert isinstance(error, UnicodeEncodeError)
+    run = error.object[error.start : error.end]
+    return "\\u" + run.encode("utf-16-be").hex("-", 2).replace("-", "\\u"), error.end
+
+
+codecs.register_error("ract.json_u_escapes", _json_u_escapes)
 
 
 def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
-    """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, separators aside.
+    """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, but for JSON
+    whitespace and, in an ASCII line, ``\\u`` escapes of the non-ASCII characters (``json.dumps``' form).
 
-    Then the line holds no duplicate key (orjson would have dropped a member,
-    and removing blanks after ``,``/``:`` never removes one), no whitespace or
-    escape orjson would not write, and every number spelled as orjson spells
-    the value it parsed (a round trip, so the parse was exact): its canonical
-    form is orjson's sorted dump, which ``_checked`` then treats exactly like a
-    line written that way. A ``", "`` inside a string makes the comparison
-    fail (the dump keeps it), which only costs the reference path.
+    Then the line holds no duplicate key and every number is spelled as orjson
+    spells the value it parsed (a round trip, so the parse was exact): its
+    canonical form is orjson's sorted dump, which ``_checked`` then treats
+    exactly like a line written that way. Why comparing with every blank
+    deleted is exact: in a valid line a ``\\`` is never followed by a blank,
+    so the quotes that open and close strings sit at the same places of both
+    texts once blanks are gone, and outside strings every two adjacent tokens
+    are split by a structural character: equal texts without blanks have the
+    same tokens, so the same members (none dropped as a duplicate) and the
+    same number tokens. Blanks inside strings are deleted from both alike.
+    (A line whose non-ASCII characters are escaped some other way, or only
+    some of them, takes the reference path.)
     """
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
         return True
-    squeezed = body.replace(b", ", b",").replace(b": ", b":") if len(body) > len(plain) else None
-    if squeezed == plain:
-        return True
-    if not plain.isascii() and body.isascii():  # orjson's text with each non-ASCII character \u-escaped
-        plain = _NON_ASCII.sub(json_escape, plain.decode()).encode()
-        if plain == body or squeezed == plain:
-            return True
-    # ``json.dumps``' defaults write each non-ASCII character as a ``\\u`` escape (orjson writes it raw),
-    # and a ", " inside a string defeats the replace above: a line that is exactly ``json.dumps``' text
-    # of its values is exact in the same way (numbers in Python's round-trip spelling of the values
-    # parsed, no member dropped). Only lines that would take the reference path pay for the try.
-    compact = b'", "' not in body and b'": ' not in body
-    text = _json_dumps(obj, separators=(",", ":") if compact else None, ensure_ascii=body.isascii())
-    return text.encode() == body
+    if body.isascii() and not plain.isascii():  # orjson writes raw UTF-8
+        plain = plain.decode().encode("ascii", "ract.json_u_escapes")
+    return body.translate(None, _BLANKS) == plain.translate(None, _BLANKS)
 
 
 def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
