@@ -29,7 +29,17 @@ from ract_cli.read import core, fastpath
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
 from ract_cli.read.files import is_decoded, open_log, source_offset
-from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
+from ract_cli.read.framing import (
+    BLOCK_BYTES,
+    THREADED_BLOCK_BYTES,
+    Block,
+    Frame,
+    LineFramer,
+    cut_archive,
+    frame_blocks,
+    lines_of,
+    within_limit,
+)
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
@@ -251,7 +261,11 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
-        framed = framer if batches is None else self._batched(frame_blocks(framer), batches, out, progress)
+        if batches is None:
+            framed: Iterable[tuple[int, int, bytes | None]] = framer
+        else:
+            size = THREADED_BLOCK_BYTES if self.threads > 1 and isinstance(batches, Batches) else BLOCK_BYTES
+            framed = self._batched(frame_blocks(framer, size), batches, out, progress)
         for line_no, start, raw in framed:
             if out:
                 for candidate in out:
