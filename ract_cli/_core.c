@@ -2463,16 +2463,6 @@ static int idset_add_hashed(IdSet *S, uint64_t hi, uint64_t lo, uint32_t h)
 
 static int idset_add(IdSet *S, uint64_t hi, uint64_t lo) { return idset_add_hashed(S, hi, lo, id_hash(hi, lo)); }
 
-/* Start loading the slot where the id of h is placed or found first (the load of one insert waits
- * for memory: a set of 500,000 ids is bigger than the caches; a chunk's loads in flight together
- * overlap their waits). */
-static inline void idset_prefetch(const IdSet *S, uint32_t h)
-{
-    const IdPart *p = &S->part[ID_PART(h)];
-    if (p->size)
-        __builtin_prefetch(&p->slot[id_home(p, h)], 1);
-}
-
 static int idset_has(const IdSet *S, uint64_t hi, uint64_t lo)
 {
     if (!hi && !lo)
@@ -3348,14 +3338,6 @@ typedef struct {
     Py_ssize_t taken, last, paired; /* see check_block; paired: entries of found left None */
 } Taking;
 
-/* Start loading the id-set slots of a staged chunk's lines before they are taken one by one. */
-static void prefetch_ids(const Taking *T, const Workspace *w, int k)
-{
-    for (int j = 0; j < k; j++)
-        if (w->lines[j].status == ST_OK)
-            idset_prefetch(T->C->ids, w->lines[j].id_h);
-}
-
 /* Take a staged line: 1 taken, 0 not (C stops before it), -1 exception set. */
 static int take_line(Taking *T, Line *L)
 {
@@ -3574,7 +3556,6 @@ static int take_shared(Taking *T, Share *H)
         int k = H->k[slot];
         if (H->dbl[slot] && stage_dbl(w, k) < 0)
             return -1;
-        prefetch_ids(T, w, k);
         for (int j = 0; j < k; j++) {
             int t = take_line(T, &w->lines[j]);
             if (t <= 0)
@@ -3689,7 +3670,6 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
             fill_lines(ws, s, at, len, k);
             if (stage_chunk(ws, k, V) < 0)
                 goto done;
-            prefetch_ids(&T, ws, k);
             for (int j = 0; j < k; j++) {
                 int t = take_line(&T, &ws->lines[j]);
                 if (t < 0)
