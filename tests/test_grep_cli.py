@@ -7,6 +7,7 @@ The expected lines are computed here by plain Python over the fixture files
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -654,3 +655,64 @@ def test_a_last_line_without_newline_does_not_run_into_the_next_file(tmp_path, c
         assert json.loads(text)["kind"] in ("run.started", "run.completed")
     last_of_first = body[:-1].rsplit(b"\n", 1)[1]
     assert last_of_first + b"\n" in out  # the unterminated line, given its newline, otherwise byte for byte
+
+
+# --- ``trace grep --kind ... PATH...`` into a pipe, answered before the CLI is imported (cli/launch.py) ---------
+
+
+def _quick_grep_targets(tmp_path: Path) -> list[list[str]]:
+    """Every fixture run and journal, the fleet of them, and what is not a log or not there."""
+    runs = sorted(str(p) for p in (ROOT / "fixtures" / "runs").glob("*/events.jsonl"))
+    journals = sorted(str(p) for p in (ROOT / "fixtures" / "journals").glob("*.jsonl"))
+    (tmp_path / "readme.txt").write_text("not a log\n")
+    (tmp_path / "empty").mkdir()
+    return [
+        *([r] for r in runs),
+        *([j] for j in journals),
+        [str(ROOT / "fixtures" / "runs")],
+        [str(tmp_path / "readme.txt"), runs[0]],
+        [str(tmp_path / "empty")],
+        [str(tmp_path / "missing" / "events.jsonl")],
+    ]
+
+
+QUICK_GREP_KINDS = [
+    ["--kind", "process.reaped"],
+    ["-k", "tool.*", "--kind", "run.*"],
+    ["--kind", "*"],
+    ["--kind", "no.such.kind"],  # a warning on stderr
+    ["--kind", "tool.called", "--kind", "tool.called"],
+]
+
+
+@pytest.mark.parametrize("env", [{}, {"RACT_CORE": "python"}], ids=["native", "python"])
+def test_piped_grep_before_the_cli_prints_what_the_cli_prints(tmp_path: Path, env: dict[str, str]) -> None:
+    """The quick path's stdout, stderr and exit code are the CLI's, byte for byte: ``--format jsonl`` (the form
+    a pipe gets anyway) sends the same search through typer."""
+    from hardening_support import run_subprocess
+
+    targets = _quick_grep_targets(tmp_path)
+    fleet = [str(ROOT / "fixtures" / "runs")]
+    cases = [(paths, kinds, []) for paths, kinds in zip(targets, itertools.cycle(QUICK_GREP_KINDS))]
+    cases += [(fleet, kinds, ["--jobs", "2"]) for kinds in QUICK_GREP_KINDS]  # every kind form, the pool too
+    seen_stderr = seen_stdout = False
+    for paths, kinds, jobs in cases:
+        quick = run_subprocess(["trace", "grep", *kinds, *jobs, *paths], env=env)
+        full = run_subprocess(["trace", "grep", "--format", "jsonl", *kinds, *jobs, *paths], env=env)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), paths
+        seen_stdout |= bool(quick.stdout)
+        seen_stderr |= bool(quick.stderr)
+    assert seen_stdout and seen_stderr  # (matches, and findings or warnings, were compared)
+
+
+def test_a_piped_grep_of_a_clean_log_imports_neither_typer_nor_rich() -> None:
+    """Start-up: typer and rich cost ~0.1 s; a clean log's matches need neither (stderr says nothing)."""
+    script = (
+        "import sys\n"
+        "from ract_cli.cli.launch import main\n"
+        "code = main(['trace', 'grep', '--kind', 'tool.called', sys.argv[1]])\n"
+        "print(code, sorted(m for m in ('typer', 'click', 'rich') if m in sys.modules), file=sys.stderr)\n"
+    )
+    log = str(fixture_path(ROOT / "fixtures", "completed"))
+    proc = subprocess.run([sys.executable, "-c", script, log], capture_output=True, text=True, timeout=60)
+    assert proc.stderr == "0 []\n" and proc.stdout.count("\n") >= 1, proc.stderr[-800:]

@@ -1,16 +1,15 @@
 """``ract trace grep``: find events across many runs, verified while searching (SPEC §6).
 
-The options and stderr live here; stdout (every output form, the table) in ``ract_cli.cli.grep_output``.
+The options live here; stderr and the streaming loop in ``ract_cli.cli.grep_report`` (shared with the quick
+path of ``cli/launch.py``); stdout in ``ract_cli.cli.grep_output`` and ``grep_table``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.grep_output import (
@@ -20,9 +19,9 @@ from ract_cli.cli.grep_output import (
     JsonlSink,
     JsonSink,
     Sink,
-    Stop,
-    TableSink,
 )
+from ract_cli.cli.grep_report import Stderr, stream, warn
+from ract_cli.cli.grep_table import TableSink
 from ract_cli.cli.options import (
     Dialect,
     DialectOption,
@@ -37,23 +36,17 @@ from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     byte_progress,
     clean,
-    finding_line,
     progress_enabled,
-    silence_stdout,
-    stderr_console,
     stdout_closed,
     stdout_is_terminal,
 )
 from ract_cli.errors import RactError, UsageError
-from ract_cli.findings import ERROR
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.grep.filters import build_filter, unknown_kind_patterns
-from ract_cli.grep.results import FileResult, GrepOptions, Match
+from ract_cli.grep.filters import build_filter
+from ract_cli.grep.results import GrepOptions
 from ract_cli.grep.search import GrepSearch, grep_paths
 from ract_cli.grep.times import parse_time
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-
-SHOWN_FINDINGS_PER_FILE = 10
 
 
 class Format(enum.StrEnum):
@@ -203,7 +196,7 @@ def grep_command(
 
     Example: ract trace grep --kind 'tool.*refused' evals/runs/ | jq -c .payload
     """
-    err = stderr_console(quiet=quiet)
+    err = Stderr(quiet=quiet)
     if count and files_with_matches:
         raise UsageError("-c/--count and -l/--files-with-matches cannot be combined")
     if (count or files_with_matches) and format in (Format.table, Format.json):
@@ -230,35 +223,18 @@ def grep_command(
     with byte_progress("grepping", enabled=shown) as progress:
         search = grep_paths(paths, flt, options, progress=progress)
 
-        _warn(err, (kind or ()) if dialect is not Dialect.raxol else (), schema_version, no_verify)
+        warn(err, (kind or ()) if dialect is not Dialect.raxol else (), schema_version, no_verify)
         if not quiet and stdout_closed():  # started with `>&-`: nowhere to print the matches
             search.close()
             err.print(
                 "ract trace grep: stdout is closed: the matches cannot be printed (-q tests for a match "
-                f"without printing); exit {BROKEN_PIPE_EXIT}",
-                markup=False,
+                f"without printing); exit {BROKEN_PIPE_EXIT}"
             )
             raise typer.Exit(BROKEN_PIPE_EXIT)
         terminal = False if quiet else stdout_is_terminal()  # -q never touches stdout
         OUT.reset()
         sink = _sink(search, quiet, count, files_with_matches, format, terminal, with_filename)
-        _run(err, search, sink)
-
-
-def _warn(err: Console, kinds: Sequence[str], schema_version: int, no_verify: bool) -> None:
-    """Before the search: kind patterns that match no RACT kind, and what --no-verify gives up."""
-    for pattern in unknown_kind_patterns(kinds, schema_version):
-        err.print(
-            f"ract trace grep: warning: --kind {clean(pattern)!r} matches no RACT event kind "
-            f"(schema version {schema_version})",
-            markup=False,
-        )
-    if no_verify:
-        err.print(
-            "ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a "
-            "verdict on their logs",
-            markup=False,
-        )
+        raise typer.Exit(stream(err, search, sink))
 
 
 def _sink(
@@ -283,56 +259,3 @@ def _sink(
     if fmt is Format.table:
         return TableSink(with_filename, terminal)
     return JsonlSink(terminal, with_filename)
-
-
-def _run(err: Console, search: GrepSearch, sink: Sink) -> None:
-    """Stream the search into ``sink`` (findings to stderr, file by file); exit with its code."""
-    try:
-        for item in search:
-            if isinstance(item, Match):
-                sink.match(item)
-            else:
-                _report(err, item)
-                sink.file_done(item)
-        sink.finish(search)
-    except (Stop, BrokenPipeError):  # BrokenPipeError: from the table's console (render.stdout_console)
-        silence_stdout()
-        raise typer.Exit(BROKEN_PIPE_EXIT) from None
-    finally:
-        search.close()  # with --jobs: stop the workers now, not at interpreter exit
-    raise typer.Exit(int(search.exit_code))
-
-
-# --- stderr -------------------------------------------------------------------
-
-
-def _report(err: Console, result: FileResult) -> None:
-    """Say on stderr what went wrong in one file (errors, the stop, a repaired log)."""
-    if not result.is_file:
-        for f in result.findings:
-            err.print(f"ract trace grep: {clean(f.message)}", markup=False)
-        return
-    errors = [f for f in result.findings if f.severity == ERROR]
-    for f in errors[:SHOWN_FINDINGS_PER_FILE]:
-        err.print(finding_line(f), markup=False)
-    if len(errors) > SHOWN_FINDINGS_PER_FILE:
-        err.print(
-            f"{clean(result.path)}: {len(errors) - SHOWN_FINDINGS_PER_FILE} more error(s) not shown", markup=False
-        )
-    if result.suppressed:
-        # past the reader's cap, findings are only counted: their severity is not known here
-        err.print(
-            f"{clean(result.path)}: {result.suppressed} further finding(s), errors or warnings, past the "
-            f"first {len(result.findings)} not kept (the exit code counts them)",
-            markup=False,
-        )
-    for f in result.findings:
-        if f.code == "REPAIRED":
-            err.print(finding_line(f), markup=False)
-    if result.stopped_at is not None:
-        first_hidden = result.stopped_at
-        err.print(
-            f"{clean(result.path)}:{result.stopped_at}: chain not verified from here: grep stopped this file; "
-            f"nothing at or after line {first_hidden} was printed",
-            markup=False,
-        )
