@@ -695,6 +695,7 @@ def test_piped_grep_before_the_cli_prints_what_the_cli_prints(tmp_path: Path, en
     fleet = [str(ROOT / "fixtures" / "runs")]
     cases = [(paths, kinds, []) for paths, kinds in zip(targets, itertools.cycle(QUICK_GREP_KINDS))]
     cases += [(fleet, kinds, ["--jobs", "2"]) for kinds in QUICK_GREP_KINDS]  # every kind form, the pool too
+    cases += [(fleet, ["--kind", "tool.*"], ["--no-verify"]), (targets[0], ["-k", "run.*"], ["--no-verify", "-j", "2"])]
     seen_stderr = seen_stdout = False
     for paths, kinds, jobs in cases:
         quick = run_subprocess(["trace", "grep", *kinds, *jobs, *paths], env=env)

@@ -5,7 +5,7 @@
 none of them. ``ract trace verify -q [--jobs N] PATH...``, what CI runs on
 every log, prints nothing and only needs the verdict: it is verified here
 without typer (40 ms of the ~130 ms a call took on a small log; start-up,
-issue 14). ``ract trace grep --kind PATTERN... [--jobs N] PATH...`` into a
+issue 14). ``ract trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` into a
 pipe, what an auditor or a benchmark runs, prints the matched lines as the CLI
 does, through the same streaming loop (``cli/grep_report.py``), without typer
 or (until something is said on stderr) rich: ~0.1 s of a 1 s search of a
@@ -106,17 +106,19 @@ def _quiet_verify(args: list[str]) -> int | None:
 
 
 def _quick_grep(args: list[str]) -> int | None:
-    """The exit code of ``trace grep --kind PATTERN... [--jobs N] PATH...`` (only those options, each value and
+    """The exit code of ``trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` (only those options, each value and
     path a word that does not start with ``-``) with stdout and stderr not terminals (the CLI's output there:
     the lines byte for byte, no progress bar), or None: the CLI runs it (any other form, or an error before
     the search starts, to be said)."""
     if len(args) < 5 or args[0] != "trace" or args[1] != "grep":
         return None
     kinds: list[str] = []
-    jobs, paths = 1, []
+    jobs, paths, verify = 1, [], True
     rest = iter(args[2:])
     for arg in rest:
-        if arg in ("-k", "--kind"):
+        if arg == "--no-verify":
+            verify = False
+        elif arg in ("-k", "--kind"):
             value = next(rest, "-")
             if value.startswith("-"):
                 return None
@@ -142,14 +144,14 @@ def _quick_grep(args: list[str]) -> int | None:
 
     try:
         flt = build_filter(kinds=kinds)
-        search = grep_paths(paths, flt, GrepOptions(schema_version=LATEST_SCHEMA_VERSION, jobs=jobs))
+        search = grep_paths(paths, flt, GrepOptions(verify=verify, schema_version=LATEST_SCHEMA_VERSION, jobs=jobs))
     except KeyboardInterrupt:
         return 130
     except Exception:  # (nothing printed yet: the CLI runs it again and says what went wrong)
         return None
     err = Stderr()
     try:
-        warn(err, kinds, LATEST_SCHEMA_VERSION, no_verify=False)
+        warn(err, kinds, LATEST_SCHEMA_VERSION, no_verify=not verify)
         OUT.reset()
         return stream(err, search, JsonlSink(terminal=False, with_filename=False))
     except KeyboardInterrupt:
