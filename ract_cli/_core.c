@@ -3406,12 +3406,16 @@ static void fill_lines(Workspace *ws, const uint8_t *s, const size_t *at, const 
 
 /* Work sharing: chunks are framed in order, under a mutex, by whichever thread claims the next one,
  * and staged (parse, checks, canonical form and hash: no Python object touched) by the thread that
- * claimed it, in the workspace of its slot. The calling thread takes every chunk, in order, and
- * stages one itself whenever the chunk it is to take next is not ready yet; the helper only stages.
- * Taking stays sequential, so the answer is the one-thread answer; and neither thread waits while a
- * chunk is left to stage (a helper of fixed chunks left the calling thread half the staging on top
- * of all the taking: at best ~1.45 x one thread). */
-#define SHARE_SLOTS 4 /* chunk c is framed into slot c % SHARE_SLOTS once chunk c - SHARE_SLOTS is taken */
+ * claimed it. The helper only stages, into the workspaces of four slots; the calling thread takes
+ * every chunk, in order. When the chunk it is to take is not claimed yet it claims and stages it
+ * itself (in a workspace of its own); when the helper holds it, it stages chunks ahead into free
+ * slots meanwhile, and when none is free it spins for about a chunk's time, then stages the helper's
+ * chunk again itself (the helper's copy is dropped once done): a helper the scheduler took off its
+ * core (the other core busy) never holds the calling thread for more than that. Taking stays
+ * sequential, so the answer is the one-thread answer. (A helper of fixed chunks, every other one,
+ * left the calling thread half the staging on top of all the taking: at best ~1.45 x one thread,
+ * and slower than one thread while the other core was busy.) */
+#define SHARE_SLOTS 4
 
 typedef struct {
     const uint8_t *s;
@@ -3429,16 +3433,24 @@ typedef struct {
     long taken; /* the chunks the calling thread has taken */
     int quit;
     int sleeping; /* threads waiting on cv */
-    /* a slot's k and dbl, and its workspace's lines, are written by the thread that claimed it, before
-     * it sets ready (release); the calling thread reads them once it sees ready (acquire) */
+    /* a slot holds chunk c (c % SHARE_SLOTS) from its claim (busy) until the claimer published it (ready)
+     * and the calling thread took it; at, len and k are written under mu by the claimer, the workspace's
+     * lines by the claimer before it sets ready (release), read by the calling thread once it sees ready
+     * (acquire) */
+    size_t at[SHARE_SLOTS][CHUNK_LINES], len[SHARE_SLOTS][CHUNK_LINES];
     int k[SHARE_SLOTS];
-    int dbl[SHARE_SLOTS];      /* a line of it waits for a double (stage_dbl, GIL held) */
-    long ready[SHARE_SLOTS];   /* the chunk staged in the slot; -1: none */
+    int busy[SHARE_SLOTS];   /* claimed and not yet published (its claimer still writes its workspace) */
+    int dbl[SHARE_SLOTS];    /* a line of it waits for a double (stage_dbl, GIL held) */
+    long ready[SHARE_SLOTS]; /* the chunk staged in the slot; -1: none */
 } Share;
 
 /* A handover usually comes within microseconds: spin that long before sleeping on the condition
- * variable (a futex sleep and wake-up cost ~10 us each, a fifth of a chunk's staging). 1: *v == want. */
+ * variable (a futex sleep and wake-up cost ~10 us each, a fifth of a chunk's staging) or, in the
+ * calling thread, before staging the helper's chunk again. 1: *v == want. (make fuzz-native's
+ * ThreadSanitizer build sets 0: every wait then sleeps or stages again, the paths a busy machine takes.) */
+#ifndef SHARE_SPINS
 #define SHARE_SPINS 4000
+#endif
 static int spin_until(const long *v, long want)
 {
     for (int i = 0; i < SHARE_SPINS; i++) {
@@ -3451,27 +3463,40 @@ static int spin_until(const long *v, long want)
     return 0;
 }
 
-/* Claim the next chunk (mu held): frame it into its slot. Its number, or -1 when there is none to
- * claim now (framing ended, or the window of SHARE_SLOTS chunks is full). */
-static long claim_locked(Share *H)
+/* Frame the next chunk (mu held) into at/len: its number, or -1 when framing ended (then end is
+ * known). *k: its lines. */
+static long frame_next_locked(Share *H, size_t *at, size_t *len, int *k)
 {
-    if (H->end >= 0 || H->quit || H->next >= H->taken + SHARE_SLOTS)
+    if (H->end >= 0)
         return -1;
     long c = H->next;
-    int slot = (int)(c % SHARE_SLOTS), stop;
-    size_t at[CHUNK_LINES], len[CHUNK_LINES];
-    int k = frame_chunk(H->s, H->n, &H->p, H->max_line, H->chunk, at, len, &stop);
-    if (k == 0) {
+    int stop;
+    *k = frame_chunk(H->s, H->n, &H->p, H->max_line, H->chunk, at, len, &stop);
+    if (*k == 0) {
         __atomic_store_n(&H->end, c, __ATOMIC_RELEASE);
         return -1;
     }
-    fill_lines(H->ws[slot], H->s, at, len, k);
-    H->k[slot] = k;
     H->next = c + 1;
     if (stop)
         __atomic_store_n(&H->end, c + 1, __ATOMIC_RELEASE);
     if (H->chunk < CHUNK_LINES)
         H->chunk *= 2;
+    return c;
+}
+
+/* Claim the next chunk into its slot (mu held). Its number, or -1 when there is none to claim now
+ * (framing ended, the window of SHARE_SLOTS chunks past the last taken is full, or the slot's last
+ * claimer has not published yet). */
+static long claim_locked(Share *H)
+{
+    int slot = (int)(H->next % SHARE_SLOTS);
+    if (H->quit || H->next >= H->taken + SHARE_SLOTS || H->busy[slot])
+        return -1;
+    long c = frame_next_locked(H, H->at[slot], H->len[slot], &H->k[slot]);
+    if (c < 0)
+        return -1;
+    fill_lines(H->ws[slot], H->s, H->at[slot], H->len[slot], H->k[slot]);
+    H->busy[slot] = 1;
     return c;
 }
 
@@ -3482,6 +3507,7 @@ static void stage_claimed(Share *H, long c)
     int dbl = stage_free(H->ws[slot], H->k[slot], H->V);
     pthread_mutex_lock(&H->mu);
     H->dbl[slot] = dbl;
+    H->busy[slot] = 0;
     __atomic_store_n(&H->ready[slot], c, __ATOMIC_RELEASE);
     if (H->sleeping)
         pthread_cond_broadcast(&H->cv);
@@ -3516,55 +3542,64 @@ static void *helper_main(void *arg)
     }
 }
 
-/* Wait (GIL released by the caller) until chunk c is ready in its slot. */
-static void wait_ready(Share *H, long c)
+/* check_block's loop with a running helper; own: the calling thread's workspace. 0 ok, -1 exception set. */
+static int take_shared(Taking *T, Share *H, Workspace *own)
 {
-    int slot = (int)(c % SHARE_SLOTS);
-    pthread_mutex_lock(&H->mu);
-    while (__atomic_load_n(&H->ready[slot], __ATOMIC_ACQUIRE) != c) {
-        H->sleeping++;
-        pthread_cond_wait(&H->cv, &H->mu);
-        H->sleeping--;
-    }
-    pthread_mutex_unlock(&H->mu);
-}
-
-/* check_block's loop with a running helper. 0 ok, -1 exception set. */
-static int take_shared(Taking *T, Share *H)
-{
+    size_t at[CHUNK_LINES], len[CHUNK_LINES];
     for (long c = 0;; c++) {
-        int slot = (int)(c % SHARE_SLOTS);
-        while (__atomic_load_n(&H->ready[slot], __ATOMIC_ACQUIRE) != c) {
+        int slot = (int)(c % SHARE_SLOTS), k = 0;
+        Workspace *w = NULL; /* the chunk's staged lines: its slot's, or own's */
+        while (!w) {
+            if (__atomic_load_n(&H->ready[slot], __ATOMIC_ACQUIRE) == c) {
+                w = H->ws[slot];
+                k = H->k[slot];
+                if (H->dbl[slot] && stage_dbl(w, k) < 0)
+                    return -1;
+                break;
+            }
             pthread_mutex_lock(&H->mu);
+            long mine = -1, copy = -1;
+            if (c == H->next) /* not claimed yet: framed and staged here */
+                copy = frame_next_locked(H, at, len, &k);
+            else if (__atomic_load_n(&H->ready[slot], __ATOMIC_RELAXED) != c) /* the helper holds it */
+                mine = claim_locked(H);
             long end = H->end;
-            long mine = end >= 0 && c >= end ? -1 : claim_locked(H);
-            end = H->end;
             pthread_mutex_unlock(&H->mu);
-            if (mine >= 0) { /* c or a later chunk: staged here rather than waiting */
+            if (copy < 0 && c == end)
+                return 0; /* every chunk framed is taken */
+            if (mine >= 0) { /* a chunk ahead, staged here rather than waiting */
                 Py_BEGIN_ALLOW_THREADS
                 stage_claimed(H, mine);
                 Py_END_ALLOW_THREADS
-            } else if (end >= 0 && c >= end)
-                return 0; /* every chunk framed is taken */
-            else if (!spin_until(&H->ready[slot], c)) {
-                Py_BEGIN_ALLOW_THREADS
-                wait_ready(H, c); /* the helper claimed c: it is staging it */
-                Py_END_ALLOW_THREADS
+                continue;
             }
+            if (copy < 0) {
+                if (spin_until(&H->ready[slot], c))
+                    continue;
+                pthread_mutex_lock(&H->mu); /* the helper is slow (off its core?): stage its chunk again */
+                if (__atomic_load_n(&H->ready[slot], __ATOMIC_RELAXED) != c) {
+                    k = H->k[slot];
+                    memcpy(at, H->at[slot], (size_t)k * sizeof at[0]);
+                    memcpy(len, H->len[slot], (size_t)k * sizeof len[0]);
+                    copy = c;
+                }
+                pthread_mutex_unlock(&H->mu);
+                if (copy < 0)
+                    continue;
+            }
+            fill_lines(own, H->s, at, len, k);
+            if (stage_chunk(own, k, H->V) < 0)
+                return -1;
+            w = own;
         }
-        Workspace *w = H->ws[slot];
-        int k = H->k[slot];
-        if (H->dbl[slot] && stage_dbl(w, k) < 0)
-            return -1;
         for (int j = 0; j < k; j++) {
             int t = take_line(T, &w->lines[j]);
             if (t <= 0)
                 return t;
         }
         pthread_mutex_lock(&H->mu);
-        __atomic_store_n(&H->ready[slot], -1, __ATOMIC_RELAXED);
         __atomic_store_n(&H->taken, c + 1, __ATOMIC_RELEASE); /* the slot is free for chunk c + SHARE_SLOTS */
-        if (H->sleeping)
+        if (H->sleeping)                                       /* (once its claimer published, if own took it) */
             pthread_cond_broadcast(&H->cv);
         pthread_mutex_unlock(&H->mu);
     }
@@ -3645,7 +3680,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         }
     }
     if (H) {
-        int r = take_shared(&T, H);
+        int r = take_shared(&T, H, ws);
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&H->mu);
         __atomic_store_n(&H->quit, 1, __ATOMIC_RELEASE);
