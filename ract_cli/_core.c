@@ -3432,7 +3432,9 @@ typedef struct {
     long end;   /* how many chunks framing found (-1: not known yet) */
     long taken; /* the chunks the calling thread has taken */
     int quit;
-    int sleeping; /* threads waiting on cv */
+    int sleeping;     /* threads waiting on cv */
+    long helper_done; /* chunks the helper published (atomic): has it run since the calling thread last
+                         staged one of its chunks again? */
     /* a slot holds chunk c (c % SHARE_SLOTS) from its claim (busy) until the claimer published it (ready)
      * and the calling thread took it; at, len and k are written under mu by the claimer, the workspace's
      * lines by the claimer before it sets ready (release), read by the calling thread once it sees ready
@@ -3525,6 +3527,7 @@ static void *helper_main(void *arg)
         pthread_mutex_unlock(&H->mu);
         if (c >= 0) {
             stage_claimed(H, c);
+            __atomic_add_fetch(&H->helper_done, 1, __ATOMIC_RELAXED);
             continue;
         }
         if (done)
@@ -3546,6 +3549,7 @@ static void *helper_main(void *arg)
 static int take_shared(Taking *T, Share *H, Workspace *own)
 {
     size_t at[CHUNK_LINES], len[CHUNK_LINES];
+    long stalled = -1; /* helper_done when the calling thread last staged a chunk of the helper's again */
     for (long c = 0;; c++) {
         int slot = (int)(c % SHARE_SLOTS), k = 0;
         Workspace *w = NULL; /* the chunk's staged lines: its slot's, or own's */
@@ -3574,8 +3578,11 @@ static int take_shared(Taking *T, Share *H, Workspace *own)
                 continue;
             }
             if (copy < 0) {
-                if (spin_until(&H->ready[slot], c))
+                /* no spin while the helper has published nothing since the last time it was too slow:
+                 * it is off its core, and a spin for each of its chunks would cost more than the chunk */
+                if (__atomic_load_n(&H->helper_done, __ATOMIC_RELAXED) != stalled && spin_until(&H->ready[slot], c))
                     continue;
+                stalled = __atomic_load_n(&H->helper_done, __ATOMIC_RELAXED);
                 pthread_mutex_lock(&H->mu); /* the helper is slow (off its core?): stage its chunk again */
                 if (__atomic_load_n(&H->ready[slot], __ATOMIC_RELAXED) != c) {
                     k = H->k[slot];
