@@ -525,7 +525,6 @@ def test_chain_mode_in_small_reads_agrees(
     whole = three_ways(path, monkeypatch)
     searched = {wanted: search(path, wanted, True) for wanted in WANTED}
     monkeypatch.setattr(reader_module, "BLOCK_BYTES", block)
-    monkeypatch.setattr(reader_module, "THREADED_BLOCK_BYTES", block)
     assert three_ways(path, monkeypatch) == whole
     assert whole[0] == whole[1] == whole[2]
     for wanted in WANTED:

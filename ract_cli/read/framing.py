@@ -147,9 +147,8 @@ class LineFramer:
 
 #: bytes per read of the block framings (``frame_blocks``; the prefilter of ``grep --no-verify``)
 BLOCK_BYTES = PREFILTER_BLOCK_BYTES = 1 << 20
-#: ... when C checks a block in two threads: each block starts a thread and begins with small chunks
-#: (docs/reader.md), a cost per block that 4 MiB spreads over four times the lines
-THREADED_BLOCK_BYTES = 4 << 20
+#: (also when C checks a block in two threads: 4 MiB, which starts and joins a thread a quarter as often,
+#: was no faster on a quiet machine and 15-25 % slower with the other core busy; docs/performance.md)
 
 
 @dataclass(slots=True)

@@ -31,7 +31,6 @@ from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
 from ract_cli.read.files import is_decoded, open_log, source_offset
 from ract_cli.read.framing import (
     BLOCK_BYTES,
-    THREADED_BLOCK_BYTES,
     Block,
     Frame,
     LineFramer,
@@ -264,8 +263,7 @@ class ChainReader:
         if batches is None:
             framed: Iterable[tuple[int, int, bytes | None]] = framer
         else:
-            size = THREADED_BLOCK_BYTES if self.threads > 1 and isinstance(batches, Batches) else BLOCK_BYTES
-            framed = self._batched(frame_blocks(framer, size), batches, out, progress)
+            framed = self._batched(frame_blocks(framer, BLOCK_BYTES), batches, out, progress)
         for line_no, start, raw in framed:
             if out:
                 for candidate in out:
