@@ -106,10 +106,10 @@ def _quiet_verify(args: list[str]) -> int | None:
 
 
 def _quick_grep(args: list[str]) -> int | None:
-    """The exit code of ``trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` (only those options, each value and
-    path a word that does not start with ``-``) with stdout and stderr not terminals (the CLI's output there:
-    the lines byte for byte, no progress bar), or None: the CLI runs it (any other form, or an error before
-    the search starts, to be said)."""
+    """The exit code of ``trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` (only those options,
+    each value and path a word that does not start with ``-``) with stdout and stderr not terminals (the CLI's
+    output there: the lines byte for byte, no progress bar), or None: the CLI runs it (any other form, or an
+    error before the search starts, to be said)."""
     if len(args) < 5 or args[0] != "trace" or args[1] != "grep":
         return None
     kinds: list[str] = []
