@@ -260,10 +260,8 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
-        if batches is None:
-            framed: Iterable[tuple[int, int, bytes | None]] = framer
-        else:
-            framed = self._batched(frame_blocks(framer, BLOCK_BYTES), batches, out, progress)
+        # (BLOCK_BYTES read here, not bound as frame_blocks' default: tests set smaller reads)
+        framed = framer if batches is None else self._batched(frame_blocks(framer, BLOCK_BYTES), batches, out, progress)
         for line_no, start, raw in framed:
             if out:
                 for candidate in out:
