@@ -23,7 +23,6 @@ from rows_layouts import layout_log
 
 from bench import cached_log
 
-ROOT = Path(__file__).resolve().parent.parent
 RACT = str(Path(sys.executable).with_name("ract"))
 FLOOR = """
 import hashlib, orjson, sys

@@ -11,6 +11,7 @@ handles, on logs edited at random across batch boundaries.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.read import chain_mode, core
+from ract_cli.read import chain_mode, core, framing
 from ract_cli.read import reader as reader_module
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.reader import ChainReader
@@ -524,7 +525,7 @@ def test_chain_mode_in_small_reads_agrees(
     path.write_bytes(b"".join(lines))
     whole = three_ways(path, monkeypatch)
     searched = {wanted: search(path, wanted, True) for wanted in WANTED}
-    monkeypatch.setattr(reader_module, "BLOCK_BYTES", block)
+    monkeypatch.setattr(reader_module, "frame_blocks", functools.partial(framing.frame_blocks, block_size=block))
     assert three_ways(path, monkeypatch) == whole
     assert whole[0] == whole[1] == whole[2]
     for wanted in WANTED:

@@ -29,16 +29,7 @@ from ract_cli.read import core, fastpath
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
 from ract_cli.read.files import is_decoded, open_log, source_offset
-from ract_cli.read.framing import (
-    BLOCK_BYTES,
-    Block,
-    Frame,
-    LineFramer,
-    cut_archive,
-    frame_blocks,
-    lines_of,
-    within_limit,
-)
+from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
@@ -260,8 +251,7 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
-        # (BLOCK_BYTES read here, not bound as frame_blocks' default: tests set smaller reads)
-        framed = framer if batches is None else self._batched(frame_blocks(framer, BLOCK_BYTES), batches, out, progress)
+        framed = framer if batches is None else self._batched(frame_blocks(framer), batches, out, progress)
         for line_no, start, raw in framed:
             if out:
                 for candidate in out:
