@@ -348,7 +348,7 @@ class EventWriter:
         than drawn at random (``event_id=``, or a ``new_id`` of the caller's):
         one pass over the file (framing and a JSON parse per line, as
         ``grep --no-verify``), kept in ``read.idset._IdSet`` (about 100 bytes
-        an id up to 2^18 ids, 25-35 bytes past that). From then on each
+        an id up to 2^18 ids, 20-25 bytes past that). From then on each
         appended id is added to it. The default random ids (``new_event_id``,
         122 random bits) are not checked until then, so a writer that never
         chooses an id never reads its log. The id is added here, before the
