@@ -28,7 +28,7 @@ from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import VALIDATORS
 from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
-from ract_cli.read.fastpath import fast_analyze, fast_checks
+from ract_cli.read.fastpath import ascii_escaped, fast_analyze, fast_checks
 from ract_cli.read.framing import split_line_ending
 from ract_cli.read.line import analyze_line
 from ract_cli.read.reader import ChainReader
@@ -518,6 +518,33 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
         r"e[-+]|\.0\b|\d{16}|[\ue000-\uffff]|[\U00010000-\U0010ffff]", json.dumps(payload, ensure_ascii=False)
     ):
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
+
+
+#: the escapes' two paths: backslashreplace (no backslash in the text, nothing past U+FFFF), else the handler
+ESCAPE_CASES = [
+    "plain",
+    "café",
+    "\u4e2d\u6587",
+    "\x80\xff\u0100",
+    "\u2028 \u2029",
+    "\x7f\x1f",
+    "a\\b é",
+    "😀",
+    "é 😀",
+    '"é"',
+]
+
+
+@pytest.mark.parametrize("text", ESCAPE_CASES)
+def test_ascii_escapes_are_json_dumps_escapes(text: str) -> None:
+    assert ascii_escaped(orjson.dumps(text)) == json.dumps(text).encode()
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=8), st.text(max_size=12) | st.lists(st.text(max_size=6)), max_size=4))
+def test_ascii_escapes_of_any_text_are_json_dumps_escapes(value: dict) -> None:
+    """The proof's ``\\u`` escapes of orjson's text are ``json.dumps``' own, byte for byte, whichever path."""
+    assert ascii_escaped(orjson.dumps(value)) == json.dumps(value, separators=(",", ":")).encode()
 
 
 @settings(max_examples=300, deadline=None)

@@ -217,7 +217,7 @@ codecs.register_error("ract.json_u_escapes", _json_u_escapes)
 
 def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, but for JSON
-    whitespace and, in an ASCII line, ``\\u`` escapes of the non-ASCII characters (``json.dumps``' form).
+    whitespace and, in an ASCII line, ``\\u`` escapes of the non-ASCII characters and DEL (``json.dumps``' form).
 
     Then the line holds no duplicate key and every number is spelled as orjson
     spells the value it parsed (a round trip, so the parse was exact): its
@@ -235,9 +235,20 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
         return True
+    stripped = body.translate(None, _BLANKS)
     if body.isascii() and not plain.isascii():  # orjson writes raw UTF-8
-        plain = plain.decode().encode("ascii", "ract.json_u_escapes")
-    return body.translate(None, _BLANKS) == plain.translate(None, _BLANKS)
+        return stripped == ascii_escaped(plain).translate(None, _BLANKS)
+    if stripped == plain.translate(None, _BLANKS):
+        return True
+    # orjson writes DEL raw, json.dumps escapes it
+    return b"\x7f" in plain and stripped == ascii_escaped(plain).translate(None, _BLANKS)
+
+
+def ascii_escaped(text: bytes) -> bytes:
+    """orjson's JSON text with each non-ASCII character and DEL as ``json.dumps`` escapes them: ``\\u``
+    and four lowercase hex digits, a surrogate pair past U+FFFF."""
+    escaped = text.decode().encode("ascii", "ract.json_u_escapes")
+    return escaped.replace(b"\x7f", b"\\u007f")  # (ASCII: no codec escapes it; only ever inside a string)
 
 
 def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
