@@ -155,16 +155,17 @@ def test_quiet_verify_defaults_are_the_cli_s() -> None:
 
     from ract_cli.cli.app import _register_commands, app
     from ract_cli.cli.launch import quick_verify_options
+    from ract_cli.verify.verifier import AUTO_JOBS
 
     _register_commands(["trace", "verify"])
     verify = typer.main.get_command(app).commands["trace"].commands["verify"]  # type: ignore[attr-defined]
     defaults = {p.name: p.default for p in verify.params}
-    options = quick_verify_options(1)
+    options = quick_verify_options(None)  # (no --jobs given)
     assert defaults["max_findings"] == options.max_findings
     assert defaults["schema_version"] == options.schema_version
     assert defaults["require_closed"] is options.require_closed is False
     assert defaults["expect_head"] is options.expect_head is None
     assert defaults["max_line_bytes"] == options.max_line_bytes
-    assert defaults["jobs"] == options.jobs
+    assert defaults["jobs"] is None and options.jobs == AUTO_JOBS  # verify_paths picks the number
     assert str(getattr(defaults["dialect"], "value", defaults["dialect"])) == options.dialect
     assert not defaults["checkpoint"] and not options.checkpoints and not defaults["vkey"] and not options.vkeys

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import random
 import re
 from collections.abc import Iterator
@@ -287,6 +288,30 @@ def test_many_small_files_go_to_the_pool_in_tasks_a_window_at_a_time(tmp_path: P
     assert pool.sizes == [3] * 7 + [2]  # 23 files in tasks of 3
     assert pool.most <= verifier.TASKS_AHEAD * 2 + 1 < len(pool.sizes)  # a window, not every task at once
     assert verifier._tasks([0, 1, 2], [verifier.TASK_BYTES, 1, 1]) == [[0], [1, 2]]  # and about TASK_BYTES
+
+
+def test_the_default_jobs_start_a_pool_only_for_enough_bytes_one_worker_per_cpu(tmp_path: Path, monkeypatch) -> None:
+    """The default (``AUTO_JOBS``) is one job for one log or under ``POOL_MIN_BYTES`` in all (starting
+    workers costs more than they save), else one per usable CPU; ``--jobs N`` is N workers, as asked."""
+    from ract_cli.verify import verifier
+
+    for i in range(4):
+        path = tmp_path / f"run{i}" / "events.jsonl"
+        path.parent.mkdir()
+        path.write_bytes(FIXTURE_PATHS["completed"].read_bytes())
+    started: list[int] = []
+    real_make_pool = verifier.make_pool
+    monkeypatch.setattr(verifier, "make_pool", lambda jobs: started.append(jobs) or real_make_pool(jobs))
+    expected = verify_paths([tmp_path], VerifyOptions(jobs=1)).to_dict()
+    assert verify_paths([tmp_path], VerifyOptions(jobs=verifier.AUTO_JOBS)).to_dict() == expected and started == []
+    assert verify_paths([tmp_path], VerifyOptions(jobs=2)).to_dict() == expected and started == [2]
+    started.clear()
+    monkeypatch.setattr(verifier, "POOL_MIN_BYTES", 0)
+    assert verify_paths([tmp_path], VerifyOptions(jobs=verifier.AUTO_JOBS)).to_dict() == expected
+    cpus = min(len(os.sched_getaffinity(0)), verifier.AUTO_MAX_JOBS)
+    assert started == ([cpus] if cpus > 1 else [])
+    assert verifier.auto_jobs(1, 1 << 40) == 1 and verifier.auto_jobs(2, verifier.POOL_MIN_BYTES - 1) == 1
+    assert verifier.auto_jobs(10_000, 1 << 30) == cpus
 
 
 def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:

@@ -62,11 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
-def quick_verify_options(jobs: int) -> VerifyOptions:
-    """What ``trace verify`` runs with when given only ``-q``, ``--jobs`` and paths: its defaults."""
-    from ract_cli.verify.verifier import VerifyOptions
+def quick_verify_options(jobs: int | None) -> VerifyOptions:
+    """What ``trace verify`` runs with when given only ``-q``, ``--jobs`` (None: not given) and paths: its
+    defaults."""
+    from ract_cli.verify.verifier import AUTO_JOBS, VerifyOptions
 
-    return VerifyOptions(max_findings=DEFAULT_MAX_FINDINGS, jobs=jobs)
+    return VerifyOptions(max_findings=DEFAULT_MAX_FINDINGS, jobs=AUTO_JOBS if jobs is None else jobs)
 
 
 def _jobs(value: str) -> int | None:
@@ -79,7 +80,7 @@ def _quiet_verify(args: list[str]) -> int | None:
     does not start with ``-``), or None: the CLI runs it (any other form, or an error to be said)."""
     if len(args) < 4 or args[0] != "trace" or args[1] != "verify":
         return None
-    quiet, jobs, paths = False, 1, []
+    quiet, jobs, paths = False, None, []
     rest = iter(args[2:])
     for arg in rest:
         if arg in ("-q", "--quiet"):

@@ -76,15 +76,16 @@ Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the e
 
 
 Jobs = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--jobs",
         "-j",
         min=1,
         max=MAX_JOBS,
         metavar="N",
-        help="Worker processes: files in parallel, and a log of 8 MB or more in parallel byte "
-        "ranges. The verdict does not depend on N.",
+        help="Worker processes: files in parallel, and a log of 8 MB or more in two threads or "
+        "parallel byte ranges. Default: one for a single log or logs of under 8 MB in all, else one "
+        "per CPU (at most 8). The verdict does not depend on N.",
     ),
 ]
 GrepJobs = Annotated[

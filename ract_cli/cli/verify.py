@@ -31,7 +31,7 @@ from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.text import iso_utc
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport, verify_paths
+from ract_cli.verify.verifier import AUTO_JOBS, FileReport, VerifyOptions, VerifyReport, verify_paths
 
 if TYPE_CHECKING:
     pass
@@ -111,7 +111,7 @@ def verify_command(
             "Default 1000: a small hostile file of blank lines would otherwise hold one finding per byte.",
         ),
     ] = DEFAULT_MAX_FINDINGS,
-    jobs: Jobs = 1,
+    jobs: Jobs = None,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
     checkpoint: CheckpointOption = None,
@@ -130,7 +130,7 @@ def verify_command(
         expect_head=expect_head,
         max_findings=max_findings,
         max_line_bytes=max_line_bytes,
-        jobs=jobs,
+        jobs=AUTO_JOBS if jobs is None else jobs,
         dialect=dialect.value,
         checkpoints=tuple(checkpoint or ()),
         vkeys=tuple(vkey or ()),

@@ -110,7 +110,7 @@ def check_options(options: VerifyOptions, n_files: int | None = None) -> None:
         raise UsageError("--checkpoint/--vkey apply to a single log; give exactly one file")
     if options.checkpoints and not options.vkeys:
         raise UsageError("--checkpoint needs the --vkey of its signer")
-    if options.jobs < 1:
+    if options.jobs < AUTO_JOBS:
         raise UsageError("--jobs must be at least 1")
     if options.max_findings is not None and options.max_findings < 1:
         raise UsageError("--max-findings must be at least 1")
@@ -129,7 +129,10 @@ def verify_file(
     is verified in byte ranges by worker processes (``pool``, or a pool made
     here); the verdict is the sequential reader's, byte for byte.
     ``progress`` is called with the byte offset reached, every few MB.
+    ``AUTO_JOBS`` is one job here (``auto_jobs`` of one log).
     """
+    if options.jobs == AUTO_JOBS:
+        options = replace(options, jobs=1)
     state: ChainState | None = None
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
@@ -236,6 +239,23 @@ TASK_FILES = 64
 TASK_BYTES = 8 << 20
 #: tasks in flight per job: the pool never holds more (memory independent of the number of files)
 TASKS_AHEAD = 2
+#: logs holding fewer bytes in all are verified one after the other unless ``--jobs`` asks otherwise:
+#: starting the pool costs ~50 ms, what 8 MB of small runs take (200 runs: 0.18 s either way; 10: 0.10 s
+#: against 0.15)
+POOL_MIN_BYTES = 8 << 20
+#: ``VerifyOptions.jobs`` when the CLI is given no ``--jobs``: ``verify_paths`` picks it (``auto_jobs``)
+AUTO_JOBS = 0
+#: the most workers ``AUTO_JOBS`` starts (each holds its own interpreter, ~35 MB)
+AUTO_MAX_JOBS = 8
+
+
+def auto_jobs(n_files: int, total_bytes: int) -> int:
+    """``AUTO_JOBS``: one job for one log (``--jobs 2`` on one log pays only where a second core is free),
+    else one per CPU this process may run on, at most ``AUTO_MAX_JOBS``."""
+    if n_files <= 1 or total_bytes < POOL_MIN_BYTES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(cpus, AUTO_MAX_JOBS))
 
 
 def _tasks(indices: list[int], sizes: list[int]) -> list[list[int]]:
@@ -261,7 +281,8 @@ def verify_paths(
 
     ``progress(done_bytes, total_bytes)`` is called as files (and ranges of
     large files) are verified. With ``options.jobs > 1`` files are verified
-    in parallel by a process pool, and each large file in byte ranges.
+    in parallel by a process pool, and each large file in byte ranges;
+    ``AUTO_JOBS`` picks the number (``auto_jobs``).
     """
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     check_options(options, len(found.files) + len(found.findings))
@@ -274,6 +295,8 @@ def verify_paths(
         if progress is not None:
             progress(min(done + offset, total), total)
 
+    if options.jobs == AUTO_JOBS:
+        options = replace(options, jobs=auto_jobs(len(found.files), total))
     if options.jobs <= 1 or len(found.files) <= 1:  # one file: split in verify_file if large enough
         for path, size in zip(found.files, sizes, strict=True):
             report.files.append(verify_file(path, options, progress=file_progress))
