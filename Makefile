@@ -43,7 +43,7 @@ demo: $(STAMP)
 
 # The whole suite with the default core (native when built), then the differential and SPEC checks again
 # with the pure-Python core (SPEC §11: both cores give the same verdicts).
-PYTHON_CORE_TESTS := tests/spec tests/test_parallel.py tests/test_json_corpus.py tests/test_bitflip.py \
+PYTHON_CORE_TESTS := tests/spec tests/test_parallel.py tests/test_fast_path.py tests/test_json_corpus.py tests/test_bitflip.py \
 	tests/test_reader.py tests/test_verify_cli.py tests/test_native_core.py
 
 test: $(STAMP)

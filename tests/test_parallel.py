@@ -3,19 +3,16 @@
 ``parallel.scan_file`` cuts a log into byte ranges analysed by worker
 processes and feeds the results through ``ChainState.feed`` in order. Here
 every fixture and many mutated logs are verified both ways, with cuts at
-every line boundary, and next to a torn tail, a CRLF line and a bad line.
-The fast path (``fastpath.py``) is checked against the reference path the
-same way: it may only change speed, never a verdict.
+every line boundary, and next to a torn tail, a CRLF line and a bad line;
+and over many files, the pool's tasks, its window and the default number of
+jobs. (The fast path is held to the reference path in ``test_fast_path.py``.)
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 import os
 import random
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,15 +20,9 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kind_examples import all_field_invalid_cases, all_valid_cases
 
-from ract_cli.format.canonical import jcs_exact
-from ract_cli.format.kinds import VALIDATORS
 from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
-from ract_cli.read.fastpath import ascii_escaped, fast_analyze, fast_checks
-from ract_cli.read.framing import split_line_ending
-from ract_cli.read.line import analyze_line
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import FIXTURES, fixture_path, write_benchmark_log, write_completed
 from ract_cli.verify.verifier import VerifyOptions, verify_file, verify_paths
@@ -324,263 +315,6 @@ def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:
         verify_paths([path], VerifyOptions(jobs=jobs), progress=lambda d, t, seen=seen: seen.append((d, t)))
         assert seen and seen[-1] == (path.stat().st_size, path.stat().st_size)
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
-
-
-# --- the fast path agrees with the reference path ------------------------------------
-
-
-def _lines(path: Path) -> list[bytes]:
-    return [split_line_ending(line)[0] for line in path.read_bytes().splitlines(keepends=True)]
-
-
-def _same_line_verdict(body: bytes, schema_version: int = 9) -> None:
-    fast = analyze_line(body, schema_version)
-    slow = analyze_line(body, schema_version, fast=False)
-    assert (fast.event, fast.stored_hash, fast.parsed) == (slow.event, slow.stored_hash, slow.parsed)
-    assert [(p.code, p.message, p.expected, p.actual, p.severity) for p in fast.problems] == [
-        (p.code, p.message, p.expected, p.actual, p.severity) for p in slow.problems
-    ]
-    if fast_analyze(body, schema_version) is not None:
-        assert not slow.problems
-
-
-@pytest.mark.parametrize("name", sorted(FIXTURES))
-def test_fast_path_agrees_on_fixture_lines(name: str) -> None:
-    for body in _lines(FIXTURE_PATHS[name]):
-        for version in (9, 3):
-            _same_line_verdict(body, version)
-
-
-def _event_line(payload: object, kind: str = "tool.result", envelope: dict | None = None) -> bytes:
-    event = {
-        "id": "ab" * 16,
-        "run_id": "cd" * 16,
-        "step_id": None,
-        "parent_id": None,
-        "timestamp_ns": 1_764_000_000_000_000_000,
-        "kind": kind,
-        "payload": payload,
-        "prev_hash": "0" * 64,
-    }
-    event.update(envelope or {})
-    event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
-    return jcs_exact(event)
-
-
-NUMBER_CASES = [
-    {"x": 2.0},
-    {"x": -0.0},
-    {"x": 1e16},
-    {"x": 1e21},
-    {"x": 1e-7},
-    {"x": 5e-6},
-    {"x": 0.000001},
-    {"x": 4.5},
-    {"x": 2**53},
-    {"x": 2**53 + 1},
-    {"x": 2**63 - 1},
-    {"x": -(2**63)},
-    {"x": 9_000_000_000_000_000_001},
-    {"x": [1.0, 2.5, {"y": 3.0}]},
-    {"x": "text with e+ and e- and .0, inside"},
-    {"x": "\ue000\U0001f600"},
-    {"\ue000": 1, "\U0001f600": 2},
-    {"x": "ünïcödé"},
-]
-
-
-@pytest.mark.parametrize("payload", NUMBER_CASES, ids=range(len(NUMBER_CASES)))
-def test_fast_path_agrees_on_number_and_unicode_edges(payload: dict) -> None:
-    body = _event_line(payload)
-    _same_line_verdict(body)
-    assert analyze_line(body).problems == []  # each of these is a valid event
-
-
-def _dumps_layouts(body: bytes, seed: int) -> list[bytes]:
-    """The event of ``body`` as ``json.dumps`` writes it: ASCII escapes or raw, default or compact
-    separators, keys shuffled at every level (seeded)."""
-    rng = random.Random(seed)
-
-    def shuffled(value: object) -> object:
-        if isinstance(value, dict):
-            keys = list(value)
-            rng.shuffle(keys)
-            return {k: shuffled(value[k]) for k in keys}
-        return [shuffled(v) for v in value] if isinstance(value, list) else value
-
-    event = shuffled(json.loads(body))
-    return [
-        json.dumps(event, ensure_ascii=ascii_, separators=separators).encode()
-        for ascii_ in (True, False)
-        for separators in (None, (",", ":"))
-    ]
-
-
-#: the cases the fast path leaves to the reference path in any layout: exponents, integral floats,
-#: integers past 2^53, U+E000 and up (and a string that only looks like one of those)
-SLOW_CASES = [c for c in NUMBER_CASES if re.search(r"e[-+]|\.0\b|\d{16}|\\ue|\\ud83d", json.dumps(c))]
-assert len(SLOW_CASES) < len(NUMBER_CASES) - 1  # (some cases are fast: the test below checks it)
-
-
-@pytest.mark.parametrize("payload", NUMBER_CASES, ids=range(len(NUMBER_CASES)))
-def test_fast_path_agrees_on_json_dumps_layouts(payload: dict) -> None:
-    """``json.dumps``' layouts (``\\u`` escapes included) agree with the reference path, and are proven
-    as cheaply as our own when the values are (a ", " in a string does not stop it)."""
-    for i, body in enumerate(_dumps_layouts(_event_line({**payload, "note": "a, b: c"}), seed=len(str(payload)))):
-        _same_line_verdict(body)
-        assert analyze_line(body, fast=False).problems == []
-        if payload not in SLOW_CASES:
-            assert fast_analyze(body, 9) is not None, (i, body)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        b"9223372036854775808",
-        b"18446744073709551615",
-        b"18446744073709551616",
-        b"-9223372036854775809",
-        b"1.0",
-        b"1e400",
-        b"NaN",
-    ],
-)
-def test_fast_path_agrees_on_out_of_range_number_tokens(text: bytes) -> None:
-    body = _event_line({"x": 1}).replace(b'"x":1', b'"x":' + text)
-    _same_line_verdict(body)
-    _same_line_verdict(_event_line({}).replace(b'"timestamp_ns":1764000000000000000', b'"timestamp_ns":' + text))
-
-
-ENVELOPE_CASES = [
-    {"id": "AB" * 16},
-    {"id": 5},
-    {"run_id": None},
-    {"step_id": "xyz"},
-    {"parent_id": "ab" * 15},
-    {"prev_hash": "0" * 63},
-    {"timestamp_ns": -1},
-    {"timestamp_ns": 1.5},
-    {"timestamp_ns": True},
-    {"kind": 7},
-    {"kind": "no.such.kind"},
-    {"payload": []},
-    {"extra": 1},
-]
-
-
-@pytest.mark.parametrize("change", ENVELOPE_CASES, ids=range(len(ENVELOPE_CASES)))
-def test_fast_path_agrees_on_envelope_errors(change: dict) -> None:
-    body = _event_line({"tool": "bash", "ok": True}, envelope=change)
-    _same_line_verdict(body)
-    assert analyze_line(body).problems
-
-
-def test_fast_payload_checks_equal_the_validators() -> None:
-    cases = list(all_valid_cases()) + list(all_field_invalid_cases())
-    assert cases
-    for _, kind, payload in cases:
-        assert fast_checks()[kind](payload) == (VALIDATORS[kind](payload) == []), (kind, payload)
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**63), 2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=6), children, max_size=3),
-    max_leaves=8,
-)
-
-
-_OTHER_VALUES = ["0", "null", "[]", '" "']
-
-
-def _blank_layout(value: object, rng: random.Random, ascii_: bool, duplicate: bool) -> str:
-    """``value`` as JSON with random JSON whitespace (space, tab, a lone CR) between any two tokens, strings
-    ``\\u``-escaped or raw; with ``duplicate``, each object's first key written twice, first with another
-    value (a parser that keeps the last value reads the values the hash covers: only the duplicate is wrong)."""
-
-    def blank() -> str:
-        return rng.choice(["", "", "", " ", "  ", "\t", "\r", " \t "])
-
-    def write(v: object) -> str:
-        if isinstance(v, dict):
-            members = [
-                f"{blank()}{json.dumps(k, ensure_ascii=ascii_)}{blank()}:{blank()}{write(x)}{blank()}"
-                for k, x in v.items()
-            ]
-            if duplicate and v:
-                key = json.dumps(next(iter(v)), ensure_ascii=ascii_)
-                other = rng.choice(_OTHER_VALUES)
-                members.insert(0, f"{blank()}{key}{blank()}:{blank()}{other}{blank()}")
-            return "{" + ",".join(members) + "}" if members else "{" + blank() + "}"
-        if isinstance(v, list):
-            return "[" + ",".join(blank() + write(x) + blank() for x in v) + "]" if v else "[" + blank() + "]"
-        return json.dumps(v, ensure_ascii=ascii_)
-
-    return write(value)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    payload=st.dictionaries(st.text(max_size=6), json_values, max_size=4), seed=st.integers(0, 2**32), data=st.data()
-)
-def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, data) -> None:
-    """Any JSON whitespace between tokens, strings escaped or not: the fast path proves the line exactly when
-    the reference path finds nothing, and a duplicate key hidden among blanks never passes (the proof deletes
-    every blank, inside strings too: ``_written_as_orjson_would``)."""
-    rng = random.Random(seed)
-    event = orjson.loads(_event_line({**payload, "note": "a , b :  c"}))
-    ascii_ = data.draw(st.booleans())
-    duplicate = data.draw(st.booleans())
-    body = _blank_layout(event, rng, ascii_, duplicate).encode()
-    _same_line_verdict(body)
-    slow = analyze_line(body, fast=False)
-    if duplicate:
-        assert fast_analyze(body, 9) is None and slow.problems
-    elif not slow.problems and not re.search(
-        r"e[-+]|\.0\b|\d{16}|[\ue000-\uffff]|[\U00010000-\U0010ffff]", json.dumps(payload, ensure_ascii=False)
-    ):
-        assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
-
-
-#: the escapes' two paths: backslashreplace (no backslash in the text, nothing past U+FFFF), else the handler
-ESCAPE_CASES = [
-    "plain",
-    "café",
-    "\u4e2d\u6587",
-    "\x80\xff\u0100",
-    "\u2028 \u2029",
-    "\x7f\x1f",
-    "a\\b é",
-    "😀",
-    "é 😀",
-    '"é"',
-]
-
-
-@pytest.mark.parametrize("text", ESCAPE_CASES)
-def test_ascii_escapes_are_json_dumps_escapes(text: str) -> None:
-    assert ascii_escaped(orjson.dumps(text)) == json.dumps(text).encode()
-
-
-@settings(max_examples=500, deadline=None)
-@given(value=st.dictionaries(st.text(max_size=8), st.text(max_size=12) | st.lists(st.text(max_size=6)), max_size=4))
-def test_ascii_escapes_of_any_text_are_json_dumps_escapes(value: dict) -> None:
-    """The proof's ``\\u`` escapes of orjson's text are ``json.dumps``' own, byte for byte, whichever path."""
-    assert ascii_escaped(orjson.dumps(value)) == json.dumps(value, separators=(",", ":")).encode()
-
-
-@settings(max_examples=300, deadline=None)
-@given(kind=st.sampled_from(sorted(VALIDATORS)), data=st.data())
-def test_fast_payload_checks_property(kind: str, data) -> None:
-    from ract_cli.format.kinds import KINDS_BY_NAME
-
-    names = [f.name for f in KINDS_BY_NAME[kind].fields] or ["x"]
-    payload = data.draw(st.dictionaries(st.sampled_from(names) | st.text(max_size=5), json_values, max_size=4))
-    assert fast_checks()[kind](payload) == (VALIDATORS[kind](payload) == [])
-    _same_line_verdict(_event_line(payload, kind=kind))
 
 
 def test_a_dead_worker_falls_back_to_the_sequential_reader(tmp_path: Path, monkeypatch) -> None:
