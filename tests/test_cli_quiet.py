@@ -155,7 +155,7 @@ def test_quiet_verify_defaults_are_the_cli_s() -> None:
 
     from ract_cli.cli.app import _register_commands, app
     from ract_cli.cli.launch import quick_verify_options
-    from ract_cli.verify.verifier import AUTO_JOBS
+    from ract_cli.read.parallel import AUTO_JOBS
 
     _register_commands(["trace", "verify"])
     verify = typer.main.get_command(app).commands["trace"].commands["verify"]  # type: ignore[attr-defined]

@@ -134,3 +134,52 @@ def test_a_small_in_flight_budget_changes_nothing(capfdbinary, monkeypatch, tree
     one = run(capfdbinary, "-H", "--kind", "*", str(tree))
     many = run(capfdbinary, "-j", "3", "-H", "--kind", "*", str(tree))
     assert many == one and one[1].count(b"\n") > 500
+
+
+@pytest.mark.parametrize("task_files,budget", [(1, 64 << 20), (3, 64 << 20), (3, 1), (64, 1)])
+def test_files_in_tasks_of_several_change_nothing(capfdbinary, monkeypatch, tree, task_files, budget) -> None:
+    """Small files go to the workers in tasks (``TASK_FILES`` each, at most ``IN_FLIGHT_BYTES`` waiting)
+    and come back in file order: the same bytes for any task size and budget."""
+    import ract_cli.grep.search
+
+    monkeypatch.setattr(ract_cli.grep.search, "TASK_FILES", task_files)
+    monkeypatch.setattr(ract_cli.grep.search, "IN_FLIGHT_BYTES", budget)
+    workers = ract_cli.grep.search._Workers(
+        [str(p) for p in sorted(tree.rglob("events.jsonl"))], build_filter(), GrepOptions(jobs=2)
+    )
+    try:
+        sizes = [len(task) for task in workers.tasks]
+        assert sizes and all(n == task_files for n in sizes[:-1]) and 0 < sizes[-1] <= task_files
+    finally:
+        workers.shutdown()
+    for args in (["-H", "--kind", "*"], ["-c", "--kind", "process.*"], ["--no-verify", "--kind", "tool.*"]):
+        one = run(capfdbinary, *args, str(tree), str(tree / "missing"))
+        assert run(capfdbinary, "-j", "2", *args, str(tree), str(tree / "missing")) == one and one[1]
+
+
+#: the task whose worker kills itself (set by the test before the pool forks its workers)
+_DIES_ON: list[str] | None = None
+
+
+def _grep_or_die(paths, flt, options):  # type: ignore[no-untyped-def]
+    """``grep_files_packed``, but the worker given ``_DIES_ON`` is killed, as the OOM killer would."""
+    import os
+    import signal
+
+    import ract_cli.grep.file_search
+
+    if paths == _DIES_ON:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return ract_cli.grep.file_search.grep_files_packed(paths, flt, options)
+
+
+def test_a_worker_that_dies_leaves_its_files_to_the_main_process(capfdbinary, monkeypatch, tree) -> None:
+    """A worker killed mid-search: the files not back yet are grepped here, the same bytes come out."""
+    import ract_cli.grep.search
+
+    files = [str(p) for p in sorted(tree.rglob("events.jsonl"))]
+    one = run(capfdbinary, "-H", "--kind", "*", *files)
+    monkeypatch.setattr(ract_cli.grep.search, "TASK_FILES", 2)
+    monkeypatch.setattr(ract_cli.grep.search, "grep_files_packed", _grep_or_die)
+    monkeypatch.setitem(globals(), "_DIES_ON", files[4:6])  # the third task
+    assert run(capfdbinary, "-j", "2", "-H", "--kind", "*", *files) == one

@@ -294,15 +294,15 @@ def test_the_default_jobs_start_a_pool_only_for_enough_bytes_one_worker_per_cpu(
     real_make_pool = verifier.make_pool
     monkeypatch.setattr(verifier, "make_pool", lambda jobs: started.append(jobs) or real_make_pool(jobs))
     expected = verify_paths([tmp_path], VerifyOptions(jobs=1)).to_dict()
-    assert verify_paths([tmp_path], VerifyOptions(jobs=verifier.AUTO_JOBS)).to_dict() == expected and started == []
+    assert verify_paths([tmp_path], VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected and started == []
     assert verify_paths([tmp_path], VerifyOptions(jobs=2)).to_dict() == expected and started == [2]
     started.clear()
-    monkeypatch.setattr(verifier, "POOL_MIN_BYTES", 0)
-    assert verify_paths([tmp_path], VerifyOptions(jobs=verifier.AUTO_JOBS)).to_dict() == expected
-    cpus = min(len(os.sched_getaffinity(0)), verifier.AUTO_MAX_JOBS)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    assert verify_paths([tmp_path], VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
+    cpus = min(len(os.sched_getaffinity(0)), parallel.AUTO_MAX_JOBS)
     assert started == ([cpus] if cpus > 1 else [])
-    assert verifier.auto_jobs(1, 1 << 40) == 1 and verifier.auto_jobs(2, verifier.POOL_MIN_BYTES - 1) == 1
-    assert verifier.auto_jobs(10_000, 1 << 30) == cpus
+    assert parallel.auto_jobs(1, 1 << 40) == 1 and parallel.auto_jobs(2, parallel.POOL_MIN_BYTES - 1) == 1
+    assert parallel.auto_jobs(10_000, 1 << 30) == cpus
 
 
 def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:

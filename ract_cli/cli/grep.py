@@ -47,6 +47,7 @@ from ract_cli.grep.results import GrepOptions
 from ract_cli.grep.search import GrepSearch, grep_paths
 from ract_cli.grep.times import parse_time
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.parallel import AUTO_JOBS
 
 
 class Format(enum.StrEnum):
@@ -182,7 +183,7 @@ def grep_command(
     files_with_matches: FilesWithMatches = False,
     no_verify: NoVerify = False,
     quiet: Quiet = False,
-    jobs: GrepJobs = 1,
+    jobs: GrepJobs = None,
     schema_version: SchemaVersion = LATEST_SCHEMA_VERSION,
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
@@ -216,7 +217,7 @@ def grep_command(
         schema_version=schema_version,
         max_line_bytes=max_line_bytes,
         dialect=dialect.value,
-        jobs=jobs,
+        jobs=AUTO_JOBS if jobs is None else jobs,
     )
     # the bar (stderr, a terminal, large logs): never under -q nor a JSON form asked for by name
     shown = progress_enabled(quiet=quiet, json=format in (Format.json, Format.jsonl))

@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
 def quick_verify_options(jobs: int | None) -> VerifyOptions:
     """What ``trace verify`` runs with when given only ``-q``, ``--jobs`` (None: not given) and paths: its
     defaults."""
-    from ract_cli.verify.verifier import AUTO_JOBS, VerifyOptions
+    from ract_cli.read.parallel import AUTO_JOBS
+    from ract_cli.verify.verifier import VerifyOptions
 
     return VerifyOptions(max_findings=DEFAULT_MAX_FINDINGS, jobs=AUTO_JOBS if jobs is None else jobs)
 
@@ -114,7 +115,8 @@ def _quick_grep(args: list[str]) -> int | None:
     if len(args) < 5 or args[0] != "trace" or args[1] != "grep":
         return None
     kinds: list[str] = []
-    jobs, paths, verify = 1, [], True
+    jobs: int | None = None  # (not given: the search picks the number)
+    paths, verify = [], True
     rest = iter(args[2:])
     for arg in rest:
         if arg == "--no-verify":
@@ -142,10 +144,12 @@ def _quick_grep(args: list[str]) -> int | None:
     from ract_cli.grep.filters import build_filter
     from ract_cli.grep.results import GrepOptions
     from ract_cli.grep.search import grep_paths
+    from ract_cli.read.parallel import AUTO_JOBS
 
+    options = GrepOptions(verify=verify, schema_version=LATEST_SCHEMA_VERSION, jobs=AUTO_JOBS if jobs is None else jobs)
     try:
         flt = build_filter(kinds=kinds)
-        search = grep_paths(paths, flt, GrepOptions(verify=verify, schema_version=LATEST_SCHEMA_VERSION, jobs=jobs))
+        search = grep_paths(paths, flt, options)
     except KeyboardInterrupt:
         return 130
     except Exception:  # (nothing printed yet: the CLI runs it again and says what went wrong)

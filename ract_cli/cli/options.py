@@ -89,7 +89,7 @@ Jobs = Annotated[
     ),
 ]
 GrepJobs = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--jobs",
         "-j",
@@ -97,7 +97,8 @@ GrepJobs = Annotated[
         max=MAX_JOBS,
         metavar="N",
         help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
-        "main process, streaming). Output and exit code do not depend on N.",
+        "main process, streaming). Default: one for a single log or logs of under 8 MB in all, else "
+        "one per CPU (at most 8). Output and exit code do not depend on N.",
     ),
 ]
 

@@ -31,7 +31,8 @@ from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.text import iso_utc
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.verify.verifier import AUTO_JOBS, FileReport, VerifyOptions, VerifyReport, verify_paths
+from ract_cli.read.parallel import AUTO_JOBS
+from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport, verify_paths
 
 if TYPE_CHECKING:
     pass

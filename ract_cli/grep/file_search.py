@@ -63,10 +63,15 @@ def grep_file(
 
 
 def grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
-    """Worker entry point: grep one file; pickle its matches as (line, offset, raw) and its result."""
+    """Grep one file; pickle its matches as (line, offset, raw) and its result."""
     result = FileResult(path, verified=options.verify)
     found = [(m.line, m.offset, m.raw) for m in grep_file(path, flt, options, result)]
     return pickle.dumps((found, result), pickle.HIGHEST_PROTOCOL)
+
+
+def grep_files_packed(paths: list[str], flt: GrepFilter, options: GrepOptions) -> list[bytes]:
+    """Worker entry point: grep a task of files (``parallel.file_tasks``), each packed alone."""
+    return [grep_file_packed(path, flt, options) for path in paths]
 
 
 def _verified(

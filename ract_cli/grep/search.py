@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
-from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -34,7 +33,7 @@ import orjson
 
 from ract_cli.dialects import discovery_suffixes
 from ract_cli.errors import ExitCode, lowest_nonzero
-from ract_cli.grep.file_search import grep_file, grep_file_packed
+from ract_cli.grep.file_search import grep_file, grep_files_packed
 from ract_cli.grep.filters import GrepFilter, build_filter
 from ract_cli.grep.filters import unknown_kind_patterns as unknown_kind_patterns
 from ract_cli.grep.results import DEFAULT_MAX_FINDINGS as DEFAULT_MAX_FINDINGS
@@ -63,6 +62,9 @@ __all__ = [
 
 #: bytes of log files being grepped by workers at once (their matches wait here, in file order)
 IN_FLIGHT_BYTES = 64 << 20
+#: a worker's task: files, and about bytes (``parallel.file_tasks``; names of their own here, for tests)
+TASK_FILES = parallel.TASK_FILES
+TASK_BYTES = parallel.TASK_BYTES
 
 #: ``grep_paths``'s default options (frozen: one instance serves every call)
 _DEFAULT_OPTIONS = GrepOptions()
@@ -90,6 +92,9 @@ class GrepSearch:
         self.options = options
         found = discover(paths, suffixes=discovery_suffixes(options.dialect))
         self.files = [str(p) for p in found.files]
+        if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: one job for one log or a few MB, else one a CPU)
+            total = sum(log_size(p) for p in self.files) if len(self.files) > 1 else 0
+            self.options = options = dataclasses.replace(options, jobs=parallel.auto_jobs(len(self.files), total))
         self._progress = progress
         self._sizes = [log_size(p) for p in self.files] if progress is not None else []
         self._total = sum(self._sizes)
@@ -192,11 +197,13 @@ class GrepSearch:
 class _Workers:
     """The worker processes of one ``--jobs N`` search, and the files handed to them.
 
-    Memory stays bounded whatever N is: a file's matches are at most its
-    size, the files in flight are at most ``2 * jobs`` and at most
-    ``IN_FLIGHT_BYTES`` together (always at least one), and a file of
-    ``PARALLEL_MIN_BYTES`` or more is never handed out: it is grepped in this
-    process, streaming, in its turn.
+    Small files go out in tasks of several (``parallel.file_tasks``: up to
+    ``TASK_FILES`` files, about ``TASK_BYTES``), each file packed alone and
+    taken back in file order. Memory stays bounded whatever N is: a file's
+    matches are at most its size, the tasks in flight are at most ``2 * jobs``
+    and hold at most ``IN_FLIGHT_BYTES`` together (always at least one), and
+    a file of ``PARALLEL_MIN_BYTES`` or more is never handed out: it is
+    grepped in this process, streaming, in its turn.
     """
 
     def __init__(self, paths: list[str], flt: GrepFilter, options: GrepOptions) -> None:
@@ -205,55 +212,65 @@ class _Workers:
         self.options = options
         self.one_job = dataclasses.replace(options, jobs=1)  # a worker greps its file alone: no helper thread
         self.sizes = [log_size(p) for p in paths]
-        self.queue = deque(i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES)
-        self.pending: dict[int, Future[bytes]] = {}
+        small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES]
+        self.tasks = parallel.file_tasks(small, self.sizes, TASK_FILES, TASK_BYTES)
+        self.task_of = {i: t for t, task in enumerate(self.tasks) for i in task}
+        self.next_task = 0  # the first task not handed out yet
+        self.pending: dict[int, Future[list[bytes]]] = {}  # task -> its packed files
+        self.taken: dict[int, bytes] = {}  # file -> packed, back from a task and not yet taken
         self.limit = 2 * options.jobs
-        self.in_flight = 0  # bytes of the files in ``pending``
+        self.in_flight = 0  # bytes of the files in ``pending`` and ``taken``
         self.pool: ProcessPoolExecutor | None
         try:
             self.pool = parallel.make_pool(options.jobs)
         except parallel.pool_failures():
             self.pool = None
 
+    def _bytes(self, t: int) -> int:
+        return sum(self.sizes[i] for i in self.tasks[t])
+
     def give_up(self) -> None:
         """A worker died (OOM killer...): what is not back yet is grepped here, with the same output."""
-        self.in_flight = 0
         if self.pool is not None:
             # wait: the broken pool's threads end before anything else forks (a fork while
             # they hold a lock can deadlock the child)
             self.pool.shutdown(wait=True, cancel_futures=True)
         self.pool = None
         self.pending.clear()
+        self.in_flight = sum(self.sizes[i] for i in self.taken)
 
     def refill(self) -> None:
-        """Hand out the next files while the limits allow."""
-        queue, sizes, pending = self.queue, self.sizes, self.pending
+        """Hand out the next tasks while the limits allow."""
         while (
             self.pool is not None
-            and queue
-            and len(pending) < self.limit
-            and (not pending or self.in_flight + sizes[queue[0]] <= IN_FLIGHT_BYTES)
+            and self.next_task < len(self.tasks)
+            and len(self.pending) < self.limit
+            and (not self.pending or self.in_flight + self._bytes(self.next_task) <= IN_FLIGHT_BYTES)
         ):
-            i = queue.popleft()
+            t = self.next_task
+            self.next_task += 1
             try:
-                pending[i] = self.pool.submit(grep_file_packed, self.paths[i], self.filter, self.one_job)
-                self.in_flight += sizes[i]
+                paths = [self.paths[i] for i in self.tasks[t]]
+                self.pending[t] = self.pool.submit(grep_files_packed, paths, self.filter, self.one_job)
+                self.in_flight += self._bytes(t)
             except parallel.pool_failures():
                 self.give_up()
 
     def take(self, i: int) -> bytes | None:
         """File ``i``'s packed matches and result from its worker; None: grep it here."""
-        future = self.pending.pop(i, None)
-        if future is None:
-            return None
-        try:
-            packed = future.result()
-        except parallel.pool_failures():
-            self.give_up()
-            return None
+        if i not in self.taken:
+            t = self.task_of.get(i, -1)
+            future = self.pending.pop(t, None)
+            if future is None:  # a large file, a task not handed out (the pool is gone), or no task
+                return None
+            try:
+                self.taken.update(zip(self.tasks[t], future.result(), strict=True))
+            except parallel.pool_failures():
+                self.give_up()
+                return None
         self.in_flight -= self.sizes[i]
         self.refill()
-        return packed
+        return self.taken.pop(i)
 
     def shutdown(self) -> None:
         if self.pool is not None:

@@ -18,7 +18,9 @@ from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.read.parallel import can_split, make_pool, pool_failures, scan_file
+from ract_cli.read.parallel import AUTO_JOBS, auto_jobs, can_split, file_tasks, make_pool, pool_failures, scan_file
+from ract_cli.read.parallel import TASK_BYTES as PARALLEL_TASK_BYTES
+from ract_cli.read.parallel import TASK_FILES as PARALLEL_TASK_FILES
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -233,42 +235,16 @@ def _verify_many(paths: list[str], options: VerifyOptions) -> list[FileReport]:
     return [verify_file(path, options) for path in paths]
 
 
-#: files per task of the pool, and bytes: one task per small file cost more in pickling and
-#: queueing than it saved (``--jobs 2`` over 10,000 small runs was slower than ``--jobs 1``)
-TASK_FILES = 64
-TASK_BYTES = 8 << 20
+#: files per task of the pool, and bytes (``parallel.file_tasks``; names of their own here, for tests)
+TASK_FILES = PARALLEL_TASK_FILES
+TASK_BYTES = PARALLEL_TASK_BYTES
 #: tasks in flight per job: the pool never holds more (memory independent of the number of files)
 TASKS_AHEAD = 2
-#: logs holding fewer bytes in all are verified one after the other unless ``--jobs`` asks otherwise:
-#: starting the pool costs ~50 ms, what 8 MB of small runs take (200 runs: 0.18 s either way; 10: 0.10 s
-#: against 0.15)
-POOL_MIN_BYTES = 8 << 20
-#: ``VerifyOptions.jobs`` when the CLI is given no ``--jobs``: ``verify_paths`` picks it (``auto_jobs``)
-AUTO_JOBS = 0
-#: the most workers ``AUTO_JOBS`` starts (each holds its own interpreter, ~35 MB)
-AUTO_MAX_JOBS = 8
-
-
-def auto_jobs(n_files: int, total_bytes: int) -> int:
-    """``AUTO_JOBS``: one job for one log (``--jobs 2`` on one log pays only where a second core is free),
-    else one per CPU this process may run on, at most ``AUTO_MAX_JOBS``."""
-    if n_files <= 1 or total_bytes < POOL_MIN_BYTES:
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(1, min(cpus, AUTO_MAX_JOBS))
 
 
 def _tasks(indices: list[int], sizes: list[int]) -> list[list[int]]:
     """``indices`` (in file order) cut into runs of at most ``TASK_FILES`` files and about ``TASK_BYTES``."""
-    tasks: list[list[int]] = []
-    held = 0
-    for i in indices:
-        if not tasks or len(tasks[-1]) >= TASK_FILES or held + sizes[i] > TASK_BYTES:
-            tasks.append([])
-            held = 0
-        tasks[-1].append(i)
-        held += sizes[i]
-    return tasks
+    return file_tasks(indices, sizes, TASK_FILES, TASK_BYTES)
 
 
 def verify_paths(
