@@ -18,6 +18,7 @@ import pytest
 import ract_cli.read.parallel
 from ract_cli.cli.app import main
 from ract_cli.grep.search import GrepOptions, build_filter, grep_paths
+from ract_cli.read.files import log_size
 from ract_cli.testing.synth import write_completed, write_fixtures
 
 JOURNALS = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
@@ -144,9 +145,8 @@ def test_files_in_tasks_of_several_change_nothing(capfdbinary, monkeypatch, tree
 
     monkeypatch.setattr(ract_cli.grep.search, "TASK_FILES", task_files)
     monkeypatch.setattr(ract_cli.grep.search, "IN_FLIGHT_BYTES", budget)
-    workers = ract_cli.grep.search._Workers(
-        [str(p) for p in sorted(tree.rglob("events.jsonl"))], build_filter(), GrepOptions(jobs=2)
-    )
+    paths = [str(p) for p in sorted(tree.rglob("events.jsonl"))]
+    workers = ract_cli.grep.search._Workers(paths, [log_size(p) for p in paths], build_filter(), GrepOptions(jobs=2))
     try:
         sizes = [len(task) for task in workers.tasks]
         assert sizes and all(n == task_files for n in sizes[:-1]) and 0 < sizes[-1] <= task_files

@@ -92,12 +92,13 @@ class GrepSearch:
         self.options = options
         found = discover(paths, suffixes=discovery_suffixes(options.dialect))
         self.files = [str(p) for p in found.files]
-        if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: one job for one log or a few MB, else one a CPU)
-            total = sum(log_size(p) for p in self.files) if len(self.files) > 1 else 0
-            self.options = options = dataclasses.replace(options, jobs=parallel.auto_jobs(len(self.files), total))
-        self._progress = progress
-        self._sizes = [log_size(p) for p in self.files] if progress is not None else []
+        # each file's size (a stat), read once: for progress, and for the workers of several files
+        sized = progress is not None or (len(self.files) > 1 and options.jobs != 1)
+        self._sizes = [log_size(p) for p in self.files] if sized else []
         self._total = sum(self._sizes)
+        if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: one job for one log or a few MB, else one a CPU)
+            self.options = dataclasses.replace(options, jobs=parallel.auto_jobs(len(self.files), self._total))
+        self._progress = progress
         self._done = 0  # bytes of the files already handed out whole
         self._path_findings = list(found.findings)
         self.total_matches = 0
@@ -180,7 +181,7 @@ class GrepSearch:
         ``Match`` (parsing the raw line again: cheaper than pickling the
         event).
         """
-        workers = _Workers(self.files, self.filter, self.options)
+        workers = _Workers(self.files, self._sizes, self.filter, self.options)
         try:
             workers.refill()
             for i, path in enumerate(self.files):
@@ -206,12 +207,12 @@ class _Workers:
     grepped in this process, streaming, in its turn.
     """
 
-    def __init__(self, paths: list[str], flt: GrepFilter, options: GrepOptions) -> None:
+    def __init__(self, paths: list[str], sizes: list[int], flt: GrepFilter, options: GrepOptions) -> None:
         self.paths = paths
         self.filter = flt
         self.options = options
         self.one_job = dataclasses.replace(options, jobs=1)  # a worker greps its file alone: no helper thread
-        self.sizes = [log_size(p) for p in paths]
+        self.sizes = sizes  # (``read.files.log_size`` of each path)
         small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES]
         self.tasks = parallel.file_tasks(small, self.sizes, TASK_FILES, TASK_BYTES)
         self.task_of = {i: t for t, task in enumerate(self.tasks) for i in task}
