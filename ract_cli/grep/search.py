@@ -216,6 +216,7 @@ class _Workers:
         small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES]
         self.tasks = parallel.file_tasks(small, self.sizes, TASK_FILES, TASK_BYTES)
         self.task_of = {i: t for t, task in enumerate(self.tasks) for i in task}
+        self.task_bytes = [sum(sizes[i] for i in task) for task in self.tasks]
         self.next_task = 0  # the first task not handed out yet
         self.pending: dict[int, Future[list[bytes]]] = {}  # task -> its packed files
         self.taken: dict[int, bytes] = {}  # file -> packed, back from a task and not yet taken
@@ -226,9 +227,6 @@ class _Workers:
             self.pool = parallel.make_pool(options.jobs)
         except parallel.pool_failures():
             self.pool = None
-
-    def _bytes(self, t: int) -> int:
-        return sum(self.sizes[i] for i in self.tasks[t])
 
     def give_up(self) -> None:
         """A worker died (OOM killer...): what is not back yet is grepped here, with the same output."""
@@ -246,14 +244,14 @@ class _Workers:
             self.pool is not None
             and self.next_task < len(self.tasks)
             and len(self.pending) < self.limit
-            and (not self.pending or self.in_flight + self._bytes(self.next_task) <= IN_FLIGHT_BYTES)
+            and (not self.pending or self.in_flight + self.task_bytes[self.next_task] <= IN_FLIGHT_BYTES)
         ):
             t = self.next_task
             self.next_task += 1
             try:
                 paths = [self.paths[i] for i in self.tasks[t]]
                 self.pending[t] = self.pool.submit(grep_files_packed, paths, self.filter, self.one_job)
-                self.in_flight += self._bytes(t)
+                self.in_flight += self.task_bytes[t]
             except parallel.pool_failures():
                 self.give_up()
 

@@ -18,9 +18,17 @@ from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
-from ract_cli.read.parallel import AUTO_JOBS, auto_jobs, can_split, file_tasks, make_pool, pool_failures, scan_file
-from ract_cli.read.parallel import TASK_BYTES as PARALLEL_TASK_BYTES
-from ract_cli.read.parallel import TASK_FILES as PARALLEL_TASK_FILES
+from ract_cli.read.parallel import (
+    AUTO_JOBS,
+    TASK_BYTES,
+    TASK_FILES,
+    auto_jobs,
+    can_split,
+    file_tasks,
+    make_pool,
+    pool_failures,
+    scan_file,
+)
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -235,9 +243,6 @@ def _verify_many(paths: list[str], options: VerifyOptions) -> list[FileReport]:
     return [verify_file(path, options) for path in paths]
 
 
-#: files per task of the pool, and bytes (``parallel.file_tasks``; names of their own here, for tests)
-TASK_FILES = PARALLEL_TASK_FILES
-TASK_BYTES = PARALLEL_TASK_BYTES
 #: tasks in flight per job: the pool never holds more (memory independent of the number of files)
 TASKS_AHEAD = 2
 
