@@ -24,6 +24,8 @@ from rows_layouts import layout_log
 from bench import cached_log
 
 RACT = str(Path(sys.executable).with_name("ract"))
+#: bench.floor_loop, as a script of its own: importing bench.py (and ract_cli with it) would put our
+#: start-up into the floor's subprocess
 FLOOR = """
 import hashlib, orjson, sys
 loads, dumps, sha256, opt = orjson.loads, orjson.dumps, hashlib.sha256, orjson.OPT_SORT_KEYS
