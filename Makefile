@@ -91,7 +91,8 @@ clean:
 # directory (the build in the tree is left alone); against it, tests/test_native_core.py, then the
 # mutation fuzzer with the differential oracle (scripts/fuzz_native.py) for FUZZ_SECONDS, 60 unless
 # given (make fuzz-native FUZZ_SECONDS=600). Then the same under ThreadSanitizer, for 20 s, built with
-# SHARE_SPINS=0 (no spinning: each wait for the other thread sleeps, or stages its chunk again).
+# SHARE_SPINS=0 (no spinning: each wait for the other thread sleeps, or stages its chunk again) and
+# RACT_SHA_EVP (SHA-256 through EVP, the core's fallback where OpenSSL lacks SHA256_*: tested here).
 # Reproducers land in tests/data/native-fuzz/crashes/, which tests/test_native_core.py replays.
 NATIVE_FUZZ_SECONDS = $(if $(filter file,$(origin FUZZ_SECONDS)),60,$(FUZZ_SECONDS))
 SAN_FLAGS           := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
@@ -108,7 +109,7 @@ fuzz-native: $(STAMP)
 	ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(BIN)/python scripts/fuzz_native.py --tests --seconds $(NATIVE_FUZZ_SECONDS) --core "$$core" && \
 	echo "== ThreadSanitizer build (check_block's helper thread): the tests and 20 s of fuzzing ==" && \
-	CC=gcc CFLAGS="-fsanitize=thread -g -O1 -Werror -DSHARE_SPINS=0" LDFLAGS="-fsanitize=thread" $(BIN)/python setup.py -q build_ext \
+	CC=gcc CFLAGS="-fsanitize=thread -g -O1 -Werror -DSHARE_SPINS=0 -DRACT_SHA_EVP" LDFLAGS="-fsanitize=thread" $(BIN)/python setup.py -q build_ext \
 		--build-lib "$$tmp/tsan" --build-temp "$$tmp/tsan-temp" && \
 	core=$$(ls "$$tmp"/tsan/ract_cli/_core*.so 2>/dev/null) && test -n "$$core" || \
 		{ echo "fuzz-native: the ThreadSanitizer build failed"; exit 2; }; \
