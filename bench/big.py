@@ -19,20 +19,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from floors import FLOOR_SCRIPT
 from rows_layouts import layout_log
 
 from bench import cached_log
 
 RACT = str(Path(sys.executable).with_name("ract"))
-#: bench.floor_loop, as a script of its own: importing bench.py (and ract_cli with it) would put our
-#: start-up into the floor's subprocess
-FLOOR = """
-import hashlib, orjson, sys
-loads, dumps, sha256, opt = orjson.loads, orjson.dumps, hashlib.sha256, orjson.OPT_SORT_KEYS
-with open(sys.argv[1], "rb") as f:
-    for line in f:
-        sha256(dumps(loads(line), option=opt)).hexdigest()
-"""
 
 
 def timed(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, int]:
@@ -59,7 +51,7 @@ def main() -> int:
     for path in (ours, layout_log(ours, "schema"), layout_log(ours, "dumps")):
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL)  # warm the page cache (in a child: this
         # process stays small, and a child's peak RSS counts what it shared with this one before its exec)
-        floor, _ = timed([sys.executable, "-c", FLOOR, str(path)], args.repeat)
+        floor, _ = timed([sys.executable, "-c", FLOOR_SCRIPT, str(path)], args.repeat)
         print(f"{path.name}: floor {floor:.3f} s", flush=True)
         cores = [("native", "1"), ("native", "2")] + ([] if args.no_python else [("python", "1")])
         for core, jobs in cores:

@@ -1,6 +1,6 @@
 """Benchmark rows for ``ract trace project`` (issue 7).
 
-Target: projecting the benchmark log runs at >= 0.6x the events/s of a
+Target (issue 14; issue 7 asked 0.6x): projecting the benchmark log runs at >= 0.8x the events/s of a
 1-job ``verify`` of the same log measured in the same run
 (``ratio = verify_seconds / project_seconds``, i.e. project's events/s over
 verify's). Projection reads through the same chain reader, so the ratio is
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-TARGET = 0.6
+TARGET = 0.8
 
 
 def rows(ctx) -> list[dict]:
