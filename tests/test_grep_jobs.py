@@ -9,6 +9,7 @@ on N.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import random
 import shutil
 from pathlib import Path
@@ -19,7 +20,7 @@ import ract_cli.read.parallel
 from ract_cli.cli.app import main
 from ract_cli.grep.search import GrepOptions, build_filter, grep_paths
 from ract_cli.read.files import log_size
-from ract_cli.testing.synth import write_completed, write_fixtures
+from ract_cli.testing.synth import write_benchmark_log, write_completed, write_fixtures
 
 JOURNALS = Path(__file__).resolve().parent.parent / "fixtures" / "journals"
 
@@ -77,6 +78,32 @@ def test_large_files_are_grepped_here_in_their_turn(capfdbinary, monkeypatch, tr
     one = run(capfdbinary, "-H", "--kind", "*", str(tree))
     many = run(capfdbinary, "-j", "2", "-H", "--kind", "*", str(tree))
     assert many == one and one[1].count(b"\n") > 500
+
+
+def test_one_large_log_without_jobs_takes_the_helper_thread(capfdbinary, monkeypatch, tmp_path) -> None:
+    """No ``--jobs``, one log of ``POOL_MIN_BYTES`` or more, the native core and a free core: the log is
+    grepped with C's helper thread (``threads=2``), and prints what one thread prints."""
+    from ract_cli.grep import file_search
+
+    if ract_cli.read.parallel.core.NATIVE is None:
+        pytest.skip("the native core is not built here")
+    log = tmp_path / "events.jsonl"
+    write_benchmark_log(log, events=3000)
+    one = run(capfdbinary, "--jobs", "1", "--kind", "tool.*", str(log))
+    seen: list[int] = []
+    real = file_search.ChainReader
+
+    def recording(*args, threads: int = 1, **kwargs):  # the reader, as grep_file makes it
+        seen.append(threads)
+        return real(*args, threads=threads, **kwargs)
+
+    monkeypatch.setenv("RACT_CORE", "native")
+    monkeypatch.setattr(file_search, "ChainReader", recording)
+    monkeypatch.setattr(ract_cli.read.parallel, "POOL_MIN_BYTES", log.stat().st_size)
+    monkeypatch.setattr(ract_cli.read.parallel, "idle_core", lambda n: True)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert run(capfdbinary, "--kind", "tool.*", str(log)) == one and one[0] == 0 and one[1]
+    assert seen == [2]
 
 
 def test_journals_with_jobs(capfdbinary, tmp_path) -> None:

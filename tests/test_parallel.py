@@ -301,8 +301,90 @@ def test_the_default_jobs_start_a_pool_only_for_enough_bytes_one_worker_per_cpu(
     assert verify_paths([tmp_path], VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
     cpus = min(len(os.sched_getaffinity(0)), parallel.AUTO_MAX_JOBS)
     assert started == ([cpus] if cpus > 1 else [])
-    assert parallel.auto_jobs(1, 1 << 40) == 1 and parallel.auto_jobs(2, parallel.POOL_MIN_BYTES - 1) == 1
+    assert parallel.auto_jobs(2, parallel.POOL_MIN_BYTES - 1) == 1
     assert parallel.auto_jobs(10_000, 1 << 30) == cpus
+
+
+@pytest.mark.parametrize(
+    ("core", "idle", "cpus", "expected"),
+    [
+        ("native", True, 2, 2),  # C's helper thread on the free core
+        ("native", False, 2, 1),  # the other core is busy: two threads would be slower than one
+        ("native", True, 1, 1),  # one CPU to run on
+        ("python", True, 2, 1),  # the Python core would split the log between processes: not by default
+        ("bogus", True, 2, 1),  # a bad RACT_CORE is the reader's usage error, not a second thread
+    ],
+)
+def test_the_default_jobs_of_one_large_log(monkeypatch, core: str, idle: bool, cpus: int, expected: int) -> None:
+    """One log of ``POOL_MIN_BYTES`` or more: two threads where the native core reads it and a core is free."""
+    if core == "native" and parallel.core.NATIVE is None:
+        pytest.skip("the native core is not built here")
+    monkeypatch.setenv("RACT_CORE", core)
+    monkeypatch.setattr(parallel, "idle_core", lambda n: idle and n > 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+    assert parallel.auto_jobs(1, parallel.POOL_MIN_BYTES) == expected
+    assert parallel.auto_jobs(1, parallel.POOL_MIN_BYTES - 1) == 1  # small: never a second thread
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (b"0.52 0.58 0.59 2/467 12345\n", 2),
+        (b"3.00 2.10 1.00 17/2048 1\n", 17),
+        (b"0.00 0.00 0.00 1/1 1", 1),
+        (b"", None),
+        (b"0.52 0.58 0.59", None),
+        (b"0.52 0.58 0.59 2-467 1", None),
+        (b"0.52 0.58 0.59 x/467 1", None),
+        (b"0.52 0.58 0.59 2/4/67 1", None),
+        (b"0.52 0.58 0.59 -2/467 1", None),
+    ],
+)
+def test_runnable_tasks_reads_the_kernels_load_line(text: bytes, expected: int | None) -> None:
+    assert parallel.runnable_tasks(text) == expected
+
+
+def test_idle_core_counts_the_runnable_tasks(tmp_path: Path, monkeypatch) -> None:
+    """A free core is fewer runnable tasks than CPUs (this process counts); no readable count: not free."""
+    line = tmp_path / "loadavg"
+    monkeypatch.setattr(parallel, "LOADAVG", str(line))
+    line.write_bytes(b"0.10 0.20 0.30 1/300 4242\n")
+    assert parallel.idle_core(2) and not parallel.idle_core(1)
+    line.write_bytes(b"1.90 1.80 1.70 2/300 4242\n")
+    assert not parallel.idle_core(2) and parallel.idle_core(4)
+    line.write_bytes(b"garbage\n")
+    assert not parallel.idle_core(64)
+    line.unlink()
+    assert not parallel.idle_core(64)
+
+
+def test_one_large_log_by_default_is_read_in_two_threads_with_the_same_verdict(tmp_path: Path, monkeypatch) -> None:
+    """``verify_file`` and ``verify_paths`` without ``--jobs``: a large log on a free core is read with C's
+    helper thread (``ChainReader(threads=2)``), and the report is the one-job report, byte for byte."""
+    from ract_cli.verify import verifier
+
+    if parallel.core.NATIVE is None:
+        pytest.skip("the native core is not built here")
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=3000)
+    expected = verify_file(path, VerifyOptions(jobs=1)).to_dict()
+    seen: list[int] = []
+
+    class Recording(ChainReader):
+        def __init__(self, *args, threads: int = 1, **kwargs) -> None:
+            super().__init__(*args, threads=threads, **kwargs)
+            seen.append(threads)
+
+    monkeypatch.setenv("RACT_CORE", "native")
+    monkeypatch.setattr(verifier, "ChainReader", Recording)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", path.stat().st_size)
+    monkeypatch.setattr(parallel, "idle_core", lambda n: True)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert verify_file(path, VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
+    assert verify_paths([path], VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict()["files"] == [expected]
+    monkeypatch.setattr(parallel, "idle_core", lambda n: False)
+    assert verify_file(path, VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
+    assert seen == [2, 2, 1]
 
 
 def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:

@@ -84,8 +84,9 @@ Jobs = Annotated[
         max=MAX_JOBS,
         metavar="N",
         help="Worker processes: files in parallel, and a log of 8 MB or more in two threads or "
-        "parallel byte ranges. Default: one for a single log or logs of under 8 MB in all, else one "
-        "per CPU (at most 8). The verdict does not depend on N.",
+        "parallel byte ranges. Default: one under 8 MB in all; a single larger log in two threads where "
+        "the native core reads it and a core is free, else one; more logs: one per CPU (at most 8). "
+        "The verdict does not depend on N.",
     ),
 ]
 GrepJobs = Annotated[
@@ -97,8 +98,9 @@ GrepJobs = Annotated[
         max=MAX_JOBS,
         metavar="N",
         help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
-        "main process, streaming). Default: one for a single log or logs of under 8 MB in all, else "
-        "one per CPU (at most 8). Output and exit code do not depend on N.",
+        "main process, streaming, in two threads when N > 1). Default: one under 8 MB in all; a single "
+        "larger log in two threads where the native core reads it and a core is free, else one; more "
+        "logs: one per CPU (at most 8). Output and exit code do not depend on N.",
     ),
 ]
 

@@ -92,11 +92,11 @@ class GrepSearch:
         self.options = options
         found = discover(paths, suffixes=discovery_suffixes(options.dialect))
         self.files = [str(p) for p in found.files]
-        # each file's size (a stat), read once: for progress, and for the workers of several files
-        sized = progress is not None or (len(self.files) > 1 and options.jobs != 1)
+        # each file's size (a stat), read once: for progress, the default number of jobs and the workers
+        sized = progress is not None or options.jobs != 1
         self._sizes = [log_size(p) for p in self.files] if sized else []
         self._total = sum(self._sizes)
-        if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: one job for one log or a few MB, else one a CPU)
+        if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: parallel.auto_jobs picks by files and bytes)
             self.options = dataclasses.replace(options, jobs=parallel.auto_jobs(len(self.files), self._total))
         self._progress = progress
         self._done = 0  # bytes of the files already handed out whole

@@ -139,10 +139,10 @@ def verify_file(
     is verified in byte ranges by worker processes (``pool``, or a pool made
     here); the verdict is the sequential reader's, byte for byte.
     ``progress`` is called with the byte offset reached, every few MB.
-    ``AUTO_JOBS`` is one job here (``auto_jobs`` of one log).
+    ``AUTO_JOBS`` is ``auto_jobs`` of this one log.
     """
     if options.jobs == AUTO_JOBS:
-        options = replace(options, jobs=1)
+        options = replace(options, jobs=auto_jobs(1, log_size(path)))
     state: ChainState | None = None
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
