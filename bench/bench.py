@@ -55,6 +55,13 @@ TARGETS = {"jobs1_vs_floor": 2.0, "jobs2_vs_floor": 3.0, "jobs1_vs_naive": 20.0}
 # --- the context every row module receives ----------------------------------
 
 
+def ract_command() -> list[str]:
+    """How a user runs ract: the ``ract`` script next to this interpreter (what ``pip install`` puts there),
+    else ``python -m ract_cli`` (which also imports runpy)."""
+    script = Path(sys.executable).with_name("ract")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ract_cli"]
+
+
 @dataclass
 class BenchContext:
     """Handed to every ``bench/rows_*.py`` module's ``rows(ctx)``.
@@ -69,7 +76,7 @@ class BenchContext:
     events: int
     verify_seconds: float = 0.0
     floor_seconds: float = 0.0  # best wall time of the floor loop over the same log, this run
-    ract: list[str] = field(default_factory=lambda: [sys.executable, "-m", "ract_cli"])
+    ract: list[str] = field(default_factory=lambda: ract_command())
 
     @staticmethod
     def naive(path: Path) -> int:
@@ -379,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     # The wall time of --jobs 2 depends on what else the 2 cores run; its CPU split does not.
     # Bound on an idle 2-core machine: the busier process, or half the total CPU, whichever is larger
     # (the native core's two threads are both in the main process: then half of its CPU).
-    bound = max(worker_cpu, (main_cpu + worker_cpu) / 2) if worker_cpu else main_cpu / 2
+    bound = max(main_cpu, worker_cpu, (main_cpu + worker_cpu) / 2) if worker_cpu else main_cpu / 2
     rows.append(
         row(
             f"  --jobs 2 CPU: main {main_cpu:.2f}s (with its threads) + workers {worker_cpu:.2f}s -> idle-2-core bound",

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's ract_cli (rows_layouts imports it)
 
 from floors import FLOOR_SCRIPT
 from rows_layouts import layout_log

@@ -36,6 +36,7 @@ from pathlib import Path
 import orjson
 from floors import FLOOR_SCRIPT, floor_loop, sha_only
 
+from ract_cli.read import fastpath
 from ract_cli.verify.verifier import VerifyOptions, verify_paths
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,9 +75,11 @@ def layout_log(source: Path, layout: str) -> Path:
 
 
 def verify_in_process(path: Path, core: str, jobs: int) -> None:
-    """``verify_paths`` on ``path`` with ``core`` (the reader reads RACT_CORE when it starts)."""
+    """``verify_paths`` on ``path`` with ``core`` (the reader reads RACT_CORE when it starts; whether a log is
+    split in ranges is decided before, by the core chosen last: ``use_core``)."""
     before = os.environ.get("RACT_CORE")
     os.environ["RACT_CORE"] = core
+    fastpath.use_core(core)
     try:
         verify_paths([path], VerifyOptions(jobs=jobs))
     finally:

@@ -98,9 +98,9 @@ GrepJobs = Annotated[
         max=MAX_JOBS,
         metavar="N",
         help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
-        "main process, streaming, in two threads when N > 1). Default: one under 8 MB in all; a single "
-        "larger log in two threads where the native core reads it and a core is free, else one; more "
-        "logs: one per CPU (at most 8). Output and exit code do not depend on N.",
+        "main process, streaming; with --kind, verified, in the native core's two threads when N > 1). "
+        "Default: one under 8 MB in all; a single larger log as N = 2 where the native core reads it and "
+        "a core is free, else one; more logs: one per CPU (at most 8). Output and exit code do not depend on N.",
     ),
 ]
 
