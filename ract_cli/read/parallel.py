@@ -444,8 +444,8 @@ AUTO_MAX_JOBS = 8
 
 def auto_jobs(n_files: int, total_bytes: int) -> int:
     """``AUTO_JOBS``: one job under ``POOL_MIN_BYTES`` in all. One larger log: two where the native core
-    reads it and a second core is free right now (C's helper thread: 1.2-1.9x one thread on a free core,
-    7-25 % slower with the other core busy; docs/verify.md), else one. Several: one worker per CPU this
+    reads it and a second core is free right now (C's helper thread: 1.4-1.9x one thread on a free core,
+    up to 25 % slower with the other core busy; docs/verify.md), else one. Several: one worker per CPU this
     process may run on, at most ``AUTO_MAX_JOBS``."""
     if total_bytes < POOL_MIN_BYTES:
         return 1
