@@ -38,6 +38,9 @@ from ract_cli.read.verdict import line_result, not_an_object
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
 _Pending = tuple[int, int, bytes, Event]
+#: what ``_batched`` yields after a block whose events chain mode handed out: not a line, a signal to hand
+#: them on (a clean log yields no line at all, and the events of a search would pile up to its end)
+_HANDED_OUT: tuple[int, int, bytes | None] = (-1, -1, None)
 
 
 class ChainReader:
@@ -184,6 +187,8 @@ class ChainReader:
                     yield from self._trust_ended(batches, out, rest, frames)
                     return
             frame.lines = line_no - frame.line_no  # (C counted them)
+            if out:  # handed out now, not when a line comes back: a clean log never sends one
+                yield _HANDED_OUT
             if progress is not None and start + size >= next_report:
                 progress(start + size)
                 next_report = start + size + _PROGRESS_EVERY
@@ -252,13 +257,16 @@ class ChainReader:
         batches = self._batches(emit)
         out: list[_Pending] = []
         framed = framer if batches is None else self._batched(frame_blocks(framer), batches, out, progress)
-        for line_no, start, raw in framed:
+        for item in framed:
             if out:
                 for candidate in out:
                     if pending is not None:
                         yield self._release(make_event, pending)
                     pending = candidate
                 out.clear()
+            if item is _HANDED_OUT:
+                continue
+            line_no, start, raw = item
             if (
                 cap is not None
                 and raw is not None
