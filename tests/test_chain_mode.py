@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -552,3 +553,24 @@ def test_a_search_hands_out_its_events_block_by_block(
     assert got == expected and len(got) > 100
     assert lines_read_at[0] < total // 10  # the first event left with its block, not at the end of the file
     assert all(read - line < 200 for read, (line, *_) in zip(lines_read_at, got, strict=True))  # ~a block behind
+
+
+@pytest.mark.parametrize("block", [64 << 10, 1 << 20])
+def test_a_run_of_long_lines_a_search_wants_leaves_one_at_a_time(
+    base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """Lines longer than BATCH_LINE_BYTES go to C alone (in reads of 64 KiB, each is longer than two reads:
+    assembled alone, not a block); a search's events among them are handed on each after its own line,
+    not held (each as long as its line) until a line comes back to Python."""
+    lines = _with_blobs(base_lines[:40], set(range(5, 15)), BATCH_LINE_BYTES + 10)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines))
+    monkeypatch.setattr(reader_module, "frame_blocks", functools.partial(framing.frame_blocks, block_size=block))
+    reader = ChainReader(path, wanted=lambda kind: True)
+    handed = [(e.line, reader.state.lines) for e in reader]
+    expected = [(e.line, e.offset, e.event) for e in ChainReader(path)]
+    assert [(e.line, e.offset, e.event) for e in ChainReader(path, wanted=lambda kind: True)] == expected
+    long_lines = {i + 1 for i, line in enumerate(lines) if len(line) > BATCH_LINE_BYTES}
+    assert len(long_lines) == 10
+    at_once = Counter(read for line, read in handed if line in long_lines)  # long events left per read position
+    assert max(at_once.values()) <= 2  # (held to the end, all ten would leave together)

@@ -166,6 +166,8 @@ class ChainReader:
             if not isinstance(frame, Block):  # an over-long line, a long one, or the last one (no "\n")
                 if not self._take_long(batches, frame, out):
                     yield frame
+                elif out:  # (a run of long lines a search wants: one at a time, each maybe megabytes)
+                    yield _HANDED_OUT
                 if searching and state.first_integrity_failure is not None:
                     yield from self._trust_ended(batches, out, (), frames)
                     return
