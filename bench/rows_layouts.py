@@ -122,28 +122,16 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
         for core in available:
             env = {"RACT_CORE": core}
             for jobs in (1, 2):
-                seconds = ctx.time(lambda p=path, c=core, j=jobs: verify_in_process(p, c, j))
-                out.append(
-                    ctx.row(
-                        f"[{layout}] verify (library) -j{jobs} core={core}",
-                        n,
-                        seconds,
-                        ratio=floor / seconds,
-                        ratio_of="floor",
-                        target=target(core, jobs),
-                    )
-                )
-                seconds = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(path)], env=env)
-                out.append(
-                    ctx.row(
-                        f"[{layout}] verify -q -j{jobs} core={core} (CLI)",
-                        n,
-                        seconds,
-                        ratio=floor_cmd / seconds,
-                        ratio_of="floor, subprocess",
-                        target=target(core, jobs),
-                    )
-                )
+                library = ctx.time(lambda p=path, c=core, j=jobs: verify_in_process(p, c, j))
+                cli = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(path)], env=env)
+                # like against like: the library against the floor in process, the CLI against it as a subprocess
+                for label, seconds, reference, of in (
+                    ("verify (library)", library, floor, "floor"),
+                    ("verify -q (CLI)", cli, floor_cmd, "floor, subprocess"),
+                ):
+                    name = f"[{layout}] {label} -j{jobs} core={core}"
+                    ratio = reference / seconds
+                    out.append(ctx.row(name, n, seconds, ratio=ratio, ratio_of=of, target=target(core, jobs)))
             seconds = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(path)], env=env)
             out.append(ctx.row(f"[{layout}] project --format json core={core}", n, seconds))
             if jq:
