@@ -8,7 +8,7 @@ A checkpoint is a signed note whose text is exactly::
 
 The tree's leaves are the log's events in file order; leaf data is the 32
 raw bytes of the event's ``hash`` (SPEC §14). The log is streamed through
-``ChainReader`` once, keeping only O(log n) subtree hashes.
+``ChainReader`` once, keeping O(log n) subtree hashes (and the reader its id set, which grows with the log).
 
 * ``make_checkpoint``: the signed checkpoint of a log as it is; refuses a
   log that does not verify (a checkpoint must never bless tampering).
@@ -215,7 +215,7 @@ def read_log_tree(
 
     The leaves are the events the reader yields, in file order (for a log
     that verifies: every line). ``on_event(index, event, leaf)`` sees each.
-    Memory: O(log n) hashes plus the reader's own bounded state.
+    Memory: O(log n) hashes plus the reader's state, whose id set grows with the log (docs/reader.md).
     """
     reader_options.setdefault("max_findings", MAX_FINDINGS)
     reader = ChainReader(path, display_path=display_path, **reader_options)

@@ -204,7 +204,7 @@ def make_proof(
 ) -> ProofMade:
     """The tlog-proof of one event (by id or 1-based line) against a checkpoint of the log (SPEC §14).
 
-    One streaming pass, O(log n) memory. Refuses (``CheckpointRefused``) a
+    One streaming pass, O(log n) memory beside the reader's id set. Refuses (``CheckpointRefused``) a
     log that does not verify, holds fewer events than the checkpoint
     (``CHECKPOINT_TRUNCATED``) or whose first N events have another root
     (``CHECKPOINT_MISMATCH``); ``UsageError`` when no such event is covered.
