@@ -81,16 +81,26 @@ def test_a_bad_line_past_the_cap_is_not_parsed(logs, monkeypatch: pytest.MonkeyP
     assert calls < 10 + 5 + 10  # the kept findings' lines, the events, a few before the cap
 
 
-def test_a_million_blank_lines_take_about_a_framing_check(logs) -> None:  # type: ignore[no-untyped-def]
+def test_a_million_blank_lines_take_about_a_framing_check(logs, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the cap a blank line is counted after a framing check: no parse attempt, no finding (it was
+    both, ~6 s for this log on a quiet machine, ~1 s after). Counted, not timed: the machine's speed is
+    not the test's to judge."""
     path = logs.five()
     lines = path.read_bytes().splitlines(keepends=True)
     path.write_bytes(lines[0] + b"\n" * 1_000_000 + b"".join(lines[1:]))
-    started = time.perf_counter()
+    calls = 0
+    real = reader.line_result
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "line_result", counting)
     r = ChainReader(path, max_findings=1000)
     r.read_all()
-    seconds = time.perf_counter() - started
     assert r.exit_code == 1 and r.state.suppressed == 999_000
-    assert seconds < 6, seconds  # ~1 s here (was ~6 s: a parse attempt and a finding per line)
+    assert calls < 1000 + 5 + 10  # the kept findings' lines, the events, a few before the cap
 
 
 # --- item 10: the range splitter on a file without newlines -------------------------------------
