@@ -49,7 +49,7 @@ PYTHON_CORE_TESTS := tests/spec tests/test_parallel.py tests/test_fast_path.py t
 test: $(STAMP)
 	@start=$$(date +%s); \
 	echo "make test: the whole suite, then the SPEC and differential checks with RACT_CORE=python" \
-	  "(about 14 minutes on 2 cores)"; \
+	  "(about 14-18 minutes on 2 cores)"; \
 	$(BIN)/python -m pytest && \
 	RACT_CORE=python $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTHON_CORE_TESTS); \
 	status=$$?; echo "make test: $$(( $$(date +%s) - start )) s (exit $$status)"; exit $$status
