@@ -37,7 +37,6 @@ import orjson
 from floors import FLOOR_SCRIPT, floor_loop, sha_only
 
 from ract_cli.read import fastpath
-from ract_cli.verify.verifier import VerifyOptions, verify_paths
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -74,14 +73,14 @@ def layout_log(source: Path, layout: str) -> Path:
     return target
 
 
-def verify_in_process(path: Path, core: str, jobs: int) -> None:
-    """``verify_paths`` on ``path`` with ``core`` (the reader reads RACT_CORE when it starts; whether a log is
+def verify_in_process(ctx, path: Path, core: str, jobs: int) -> None:  # type: ignore[no-untyped-def]
+    """``ctx.verify`` of ``path`` with ``core`` (the reader reads RACT_CORE when it starts; whether a log is
     split in ranges is decided before, by the core chosen last: ``use_core``)."""
     before = os.environ.get("RACT_CORE")
     os.environ["RACT_CORE"] = core
     fastpath.use_core(core)
     try:
-        verify_paths([path], VerifyOptions(jobs=jobs))
+        ctx.verify(path, jobs)
     finally:
         if before is None:
             del os.environ["RACT_CORE"]
@@ -122,7 +121,7 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
         for core in available:
             env = {"RACT_CORE": core}
             for jobs in (1, 2):
-                library = ctx.time(lambda p=path, c=core, j=jobs: verify_in_process(p, c, j))
+                library = ctx.time(lambda p=path, c=core, j=jobs: verify_in_process(ctx, p, c, j))
                 cli = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", str(jobs), str(path)], env=env)
                 # like against like: the library against the floor in process, the CLI against it as a subprocess
                 for label, seconds, reference, of in (
