@@ -103,3 +103,24 @@ def test_the_native_id_set_is_exact(ids: list[str]) -> None:
         seen.add(hex_id)
         assert hex_id in id_set
     assert len(id_set) == len(seen)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    before=st.lists(st.integers(0, 40), max_size=30),
+    run=st.lists(st.integers(0, 40), max_size=30, unique=True),
+    small=st.sampled_from([1, 8, 1 << 18]),
+)
+def test_add_new_adds_a_run_of_ids_only_when_none_is_there(before: list[int], run: list[int], small: int) -> None:
+    """``_IdSet.add_new`` (a worker's run, ``ChainState.take_run``) and ``in``: exact in the set and in the
+    buckets alike; a run meeting any id already there adds none of its ids."""
+    ids = _IdSet()
+    ids.SMALL = small
+    for k in before:
+        ids.add(f"{k:032x}")
+    hexes = [f"{k:032x}" for k in run]
+    assert [h in ids for h in hexes] == [k in before for k in run]
+    fresh = not set(run) & set(before)
+    assert ids.add_new(hexes) is fresh
+    assert all((h in ids) is (fresh or k in before) for h, k in zip(hexes, run, strict=True))
+    assert f"{99:032x}" not in ids

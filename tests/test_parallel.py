@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ract_cli.format.model import GENESIS_HASH
 from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
 from ract_cli.read.reader import ChainReader
@@ -66,7 +67,9 @@ def chunked(
     max_findings: int | None = None,
 ) -> tuple:
     verdicts = []
-    for main_every in (0, 2):  # workers only; and this process taking every other range
+    # workers only, and this process reading every other range; each range's leading run taken whole (the
+    # main process reading the range again line by line when it does not link on), and every line fed
+    for main_every, take in ((0, True), (2, True), (2, False)):
         state = ChainState(str(path), require_closed=require_closed, max_findings=max_findings)
         parallel.scan_file(
             path,
@@ -77,9 +80,10 @@ def chunked(
             max_line_bytes=max_line_bytes,
             cuts=cuts,
             main_every=main_every,
+            take=take,
         )
         verdicts.append(verdict_of(state))
-    assert verdicts[0] == verdicts[1]
+    assert verdicts[0] == verdicts[1] == verdicts[2]
     return verdicts[0]
 
 
@@ -212,6 +216,135 @@ def test_random_mutations_and_cuts(seed: int, data, tmp_path_factory, pool) -> N
     assert_same(path, pool, cuts)
 
 
+# --- a range's run taken whole (``range_chain``) where it meets the lines before it ----------------
+
+
+def _rechained(events: list[dict], *, break_at: int | None = None) -> bytes:
+    """The events as canonical lines, each hash recomputed and linked on (at ``break_at``, not)."""
+    from conftest import line_of, rehash
+
+    out, prev = [], GENESIS_HASH
+    for i, event in enumerate(events):
+        event = rehash({**event, "prev_hash": "f" * 64 if i == break_at else prev})
+        prev = event["hash"]
+        out.append(line_of(event))
+    return b"".join(out)
+
+
+RUN_EDGES = {
+    # each valid line by line; what goes wrong (or right) spans line k - 1 and line k
+    "id of an earlier range again": lambda ev, k: [*ev[:k], {**ev[k], "id": ev[3]["id"]}, *ev[k + 1 :]],
+    "id of the line just before": lambda ev, k: [*ev[:k], {**ev[k], "id": ev[k - 1]["id"]}, *ev[k + 1 :]],
+    "another run from here on": lambda ev, k: [*ev[:k], *({**e, "run_id": "c" * 32} for e in ev[k:])],
+    "clock back at the cut": lambda ev, k: [
+        *ev[:k],
+        {**ev[k], "timestamp_ns": ev[k - 1]["timestamp_ns"] - 1},
+        *ev[k + 1 :],
+    ],
+    "clock back a line later": lambda ev, k: [
+        *ev[: k + 1],
+        {**ev[k + 1], "timestamp_ns": ev[k]["timestamp_ns"] - 1},
+        *ev[k + 2 :],
+    ],
+    "nothing wrong (opens closed in a later range)": lambda ev, k: ev,
+}
+
+
+@pytest.mark.parametrize("edge", sorted(RUN_EDGES))
+def test_a_run_that_does_not_link_on_is_read_again_line_by_line(edge: str, tmp_path: Path, pool) -> None:
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=400)
+    events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    k = 250
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_rechained(RUN_EDGES[edge](events, k)))
+    starts = line_starts(path)
+    near = starts[k - 3 : k + 3]  # a range starting at each line about k
+    for cut in near:
+        assert_same(path, pool, [starts[100], cut])
+    assert_same(path, pool, starts[::37])
+
+
+def test_a_chain_break_at_a_cut(tmp_path: Path, pool) -> None:
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=300)
+    events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_rechained(events, break_at=200))
+    starts = line_starts(path)
+    for cut in starts[197:203]:
+        assert_same(path, pool, [starts[50], cut])
+
+
+def _handles_log(scenario: list[tuple[str, str, str | None, dict]]) -> list[dict]:
+    """A run of one step whose events are ``(name, kind, parent name, payload)``; ids from the names."""
+    ids = {name: f"{i + 1:032x}" for i, (name, *_) in enumerate(scenario)}
+    step = "5" * 32
+    return [
+        {
+            "id": ids[name],
+            "run_id": "a" * 32,
+            "step_id": None if kind.startswith("run.") else step,
+            "parent_id": ids.get(parent) if parent is not None else None,
+            "timestamp_ns": 1_764_000_000_000_000_000 + i,
+            "kind": kind,
+            "payload": payload,
+            "prev_hash": "",
+            "hash": "",
+        }
+        for i, (name, kind, parent, payload) in enumerate(scenario)
+    ]
+
+
+_START = [("run", "run.started", None, {}), ("step", "step.started", None, {})]
+_END = [("commit", "step.committed", None, {}), ("end", "run.completed", None, {})]
+#: closes a worker must not pair with an open on its parent_id alone; the event ids left open
+HANDLE_SCENARIOS = {
+    # c1 closes a1 by its queue; then c2's parent (a1) is closed, so c2 closes a2 by its own queue
+    "a close paired by its queue comes first": (
+        [
+            ("a1", "tool.called", None, {"tool": "x"}),
+            ("a2", "tool.called", None, {"tool": "y"}),
+            ("c1", "tool.result", None, {"tool": "x"}),
+            ("c2", "tool.result", "a1", {"tool": "y"}),
+        ],
+        [],
+    ),
+    # a synthesized close closes the open it names (rule 1), not its parent
+    "a synthesized close": (
+        [
+            ("a1", "tool.called", None, {"tool": "x"}),
+            ("b1", "tool.called", None, {"tool": "z"}),
+            ("c", "tool.result", "a1", {"tool": "z", "synthesized": True, "source_event_id": f"{4:032x}"}),
+        ],
+        ["a1"],
+    ),
+    # a parent of another kind: the close goes to its queue
+    "a parent of another kind": (
+        [
+            ("p", "prompt.sent", None, {"provider": "x"}),
+            ("a1", "tool.called", None, {"tool": "x"}),
+            ("c", "tool.result", "p", {"tool": "x"}),
+        ],
+        ["p"],
+    ),
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(HANDLE_SCENARIOS))
+def test_a_worker_pairs_only_what_the_tracker_would_pair_by_parent(scenario: str, tmp_path: Path, pool) -> None:
+    """``range_chain`` drops an open and the close that names it, when the tracker would pair them there."""
+    body, left_open = HANDLE_SCENARIOS[scenario]
+    events = _handles_log([*_START, *body, *_END])
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_rechained(events))
+    expected = assert_same(path, pool, [])  # one range: the whole run taken in a worker
+    names = {e["id"]: name for e, (name, *_) in zip(events, [*_START, *body, *_END], strict=True)}
+    opened = [names[f["event_id"]] for f in expected[-1] if f["code"] == "OPEN_HANDLE"]
+    assert opened == left_open
+    assert_same(path, pool, line_starts(path))
+
+
 def test_a_large_log_through_verify_file_with_jobs(tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=3000)
@@ -311,12 +444,14 @@ def test_the_default_jobs_start_a_pool_only_for_enough_bytes_one_worker_per_cpu(
         ("native", True, 2, 2),  # C's helper thread on the free core
         ("native", False, 2, 1),  # the other core is busy: two threads would be slower than one
         ("native", True, 1, 1),  # one CPU to run on
-        ("python", True, 2, 1),  # the Python core would split the log between processes: not by default
-        ("bogus", True, 2, 1),  # a bad RACT_CORE is the reader's usage error, not a second thread
+        ("python", True, 2, 2),  # the Python core's second process (``range_chain``)
+        ("python", False, 2, 1),
+        ("python", True, 1, 1),
     ],
 )
 def test_the_default_jobs_of_one_large_log(monkeypatch, core: str, idle: bool, cpus: int, expected: int) -> None:
-    """One log of ``POOL_MIN_BYTES`` or more: two threads where the native core reads it and a core is free."""
+    """One log of ``POOL_MIN_BYTES`` or more: two jobs when a core is free (C's helper thread, or a second
+    process for the Python core)."""
     if core == "native" and parallel.core.NATIVE is None:
         pytest.skip("the native core is not built here")
     monkeypatch.setenv("RACT_CORE", core)
@@ -385,6 +520,40 @@ def test_one_large_log_by_default_is_read_in_two_threads_with_the_same_verdict(t
     monkeypatch.setattr(parallel, "idle_core", lambda n: False)
     assert verify_file(path, VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
     assert seen == [2, 2, 1]
+
+
+def test_one_large_log_by_default_goes_to_two_processes_under_the_python_core(tmp_path: Path, monkeypatch) -> None:
+    """``RACT_CORE=python`` without ``--jobs``: a large log on a free core is split between this process and
+    one worker (``range_chain``), and the report is the one-job report, byte for byte."""
+    from ract_cli.verify import verifier
+
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=3000)
+    monkeypatch.setenv("RACT_CORE", "python")
+    expected = verify_file(path, VerifyOptions(jobs=1)).to_dict()
+    started: list[int] = []
+    real_make_pool = verifier.make_pool
+    monkeypatch.setattr(verifier, "make_pool", lambda jobs: started.append(jobs) or real_make_pool(jobs))
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", path.stat().st_size)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", path.stat().st_size)
+    monkeypatch.setattr(parallel, "CHUNK_BYTES", 64 << 10)
+    monkeypatch.setattr(parallel, "idle_core", lambda n: True)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert verify_file(path, VerifyOptions(jobs=parallel.AUTO_JOBS)).to_dict() == expected
+    assert started == [1]  # one worker besides this process
+
+
+def test_a_bad_core_name_is_refused_before_a_log_is_split(tmp_path: Path, monkeypatch) -> None:
+    from ract_cli.errors import UsageError
+
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=500)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setenv("RACT_CORE", "bogus")
+    # as a process started so finds it: the Python core's proof until a reader refuses the name
+    monkeypatch.setattr(parallel.fastpath, "prove", parallel.fastpath.fast_analyze)
+    with pytest.raises(UsageError, match="RACT_CORE"):
+        verify_file(path, VerifyOptions(jobs=2))
 
 
 def test_progress_reaches_the_total(tmp_path: Path, monkeypatch) -> None:

@@ -46,6 +46,26 @@ class NativeChain(Protocol):
 
 
 @dataclass
+class TakenRun:
+    """A run of clean events, each linking on to the one before, same run, clock not going back, ids
+    distinct: checked apart from the lines before it (a worker's byte range, ``read.range_chain``).
+    ``ChainState.take_run`` applies it as ``feed``'s fast path would take each of its lines."""
+
+    lines: int
+    size: int  # its bytes in the file, each line's "\n" included
+    prev_hash: str  # the first event's prev_hash, run_id and timestamp_ns
+    run_id: str
+    first_ts: int
+    head: str  # the last event's hash and timestamp_ns
+    prev_ts: int
+    last_ts: int  # the largest timestamp_ns
+    ids: list[str]
+    #: the events of the kinds the handle tracker reads, in order: (index of the line in the run, offset of
+    #: the line from the run's start, the event; its payload only the keys the tracker reads)
+    handles: list[tuple[int, int, Event]]
+
+
+@dataclass
 class ChainState:
     """Checks that span lines, fed one ``LineResult`` at a time in file order."""
 
@@ -105,6 +125,33 @@ class ChainState:
             self.run_id, self.first_ts = chain.run_id, chain.first_ts
         self._last_event_line = last_line
         self._seen_first_line = self.saw_record = True
+
+    def take_run(self, run: TakenRun, line: int, offset: int) -> bool:
+        """Take ``run`` (its first line is ``line``, at ``offset``) when each of its lines would take
+        ``feed``'s fast path here with no finding (the file's first event: when it links on to genesis, as
+        ``python_chain`` takes it); else change nothing and return False (the caller feeds its lines)."""
+        first = not self.events and self.run_id is None and self.prev_ts is None
+        if run.prev_hash != self.expected_prev:
+            return False
+        if not first and (
+            run.run_id != self.run_id or self.prev_ts is None or self.last_ts is None or run.first_ts < self.prev_ts
+        ):
+            return False
+        if not self._ids.add_new(run.ids):  # (distinct among themselves: the run's own check)
+            return False
+        if first:
+            self.run_id, self.first_ts, self.last_ts = run.run_id, run.first_ts, run.last_ts
+        elif self.last_ts is not None and run.last_ts > self.last_ts:
+            self.last_ts = run.last_ts
+        self.expected_prev = self.head = run.head
+        self.prev_ts = run.prev_ts
+        self.events += run.lines
+        self._last_event_line = line + run.lines - 1
+        self._seen_first_line = self.saw_record = True
+        feed = self.handles.feed
+        for index, at, event in run.handles:
+            feed(event, line + index, offset + at)
+        return True
 
     def skip_malformed(self, line: int) -> None:
         """A line framing alone shows is ``MALFORMED_LINE``, once ``max_findings`` are kept (issue 15, item 9).

@@ -58,6 +58,33 @@ class _IdSet:
             self._resize(2 * len(buckets))
         return True
 
+    def add_new(self, ids: list[str]) -> bool:
+        """Add ``ids`` (distinct among themselves) when none of them is here yet; else add none: False."""
+        small = self._small
+        if small is not None and len(small) + len(ids) < self.SMALL:
+            if not small.isdisjoint(ids):
+                return False
+            small.update(ids)
+            return True
+        if any(hex_id in self for hex_id in ids):
+            return False
+        for hex_id in ids:
+            self.add(hex_id)
+        return True
+
+    def __contains__(self, hex_id: str) -> bool:
+        small = self._small
+        if small is not None:
+            return hex_id in small
+        key = bytes.fromhex(hex_id)
+        bucket = self._buckets[hash(key) % len(self._buckets)]
+        at = bucket.find(key)
+        while at >= 0:
+            if not at & 15:
+                return True
+            at = bucket.find(key, at + 1)
+        return False
+
     @property
     def probes(self) -> int:
         """The stored ids that adding every id to its bucket now would scan past (a test's measure of

@@ -29,17 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
-from ract_cli.errors import UsageError
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.read import core, fastpath
-from ract_cli.read.chain import ChainState
+from ract_cli.read.chain import ChainState, TakenRun
 from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import HANDLE_KINDS
 from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.line import has_record_shape
+from ract_cli.read.range_chain import take_run
 from ract_cli.read.verdict import line_result, not_an_object
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
@@ -133,6 +133,8 @@ class RangeResult:
     error_offset: int | None = None  # relative to ``start``
     error_line: int | None = None  # relative line number (1-based)
     saw_record: bool = False  # a line of the range has a record's shape (NOT_A_LOG, ChainState.finish_file)
+    #: the range's leading run of clean events, taken whole (``range_chain``); ``lines`` are those after it
+    run: TakenRun | None = None
 
 
 @contextmanager
@@ -153,18 +155,38 @@ def gc_paused() -> Iterator[None]:
 
 
 def scan_range_packed(
-    path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int, max_findings: int | None = None
+    path: str,
+    start: int,
+    end: int | None,
+    schema_version: int,
+    max_line_bytes: int,
+    max_findings: int | None = None,
+    take: bool = False,
 ) -> bytes:
     """Worker entry point: ``scan_range`` pickled here (the pool then moves one bytes object)."""
     with gc_paused():
-        found = scan_range(path, start, end, schema_version, max_line_bytes, max_findings)
+        found = scan_range(path, start, end, schema_version, max_line_bytes, max_findings, take)
         return pickle.dumps(found, pickle.HIGHEST_PROTOCOL)
 
 
+#: the most bytes of a range read at once for its leading run (a range holding a long line can be larger)
+_RUN_BYTES = 2 * CHUNK_BYTES
+
+
 def scan_range(
-    path: str, start: int, end: int | None, schema_version: int, max_line_bytes: int, max_findings: int | None = None
+    path: str,
+    start: int,
+    end: int | None,
+    schema_version: int,
+    max_line_bytes: int,
+    max_findings: int | None = None,
+    take: bool = False,
 ) -> RangeResult:
     """Frame and analyze the lines of ``[start, end)`` (``end=None``: to end of file).
+
+    ``take``: the range's leading run of clean events is taken whole first
+    (``range_chain.take_run``: the Python core's chain mode); the lines after
+    it are sent one by one.
 
     With ``max_findings``, a line framing alone shows is not an object
     (``verdict.not_an_object``) is analyzed only for the range's first
@@ -178,10 +200,21 @@ def scan_range(
     reached = 0
     saw_record = False
     analyzed_bad = 0  # lines framing shows are not objects, analyzed in full so far
+    run: TakenRun | None = None
     with open_log(Path(path)) as f:
         f.seek(start)
+        if take:
+            try:
+                data = f.read(min(length, _RUN_BYTES) if length is not None else _RUN_BYTES)
+            except OSError:
+                data = b""  # (the framer below meets the failure again and reports it)
+            run = take_run(data, schema_version, min(max_line_bytes, CHUNK_BYTES))
+            del data
+            f.seek(start + (run.size if run is not None else 0))
+        skip = run.size if run is not None else 0  # (the framer's offsets count from here)
         framer = LineFramer(f, max_line_bytes)
         for _, offset, raw in framer:
+            offset += skip
             if length is not None and offset >= length:
                 break
             if max_findings is not None and raw is not None and raw[-1:] == b"\n" and not_an_object(raw):
@@ -197,10 +230,12 @@ def scan_range(
                 saw_record = has_record_shape(raw, result)
             reached = offset
         if framer.read_error is not None:
-            return RangeResult(
-                start, lines, reached, framer.read_error, framer.error_offset, framer.error_line, saw_record
-            )
-    return RangeResult(start, lines, length if length is not None else reached, saw_record=saw_record)
+            error_offset = None if framer.error_offset is None else framer.error_offset + skip
+            error_line = None if framer.error_line is None else framer.error_line + (run.lines if run else 0)
+            return RangeResult(start, lines, reached, framer.read_error, error_offset, error_line, saw_record, run)
+        if length is None:
+            reached = skip + framer.end
+    return RangeResult(start, lines, length if length is not None else reached, saw_record=saw_record, run=run)
 
 
 class _Packer:
@@ -304,8 +339,10 @@ def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = 
     Never with the native core: its chain mode (``chain_mode.py``) verifies
     one file alone about twice as fast as ranges whose results are fed back
     to one process line by line (``bench/bench.py``, docs/performance.md).
-    Several files still go to several processes.
+    Several files still go to several processes. The core is RACT_CORE's as
+    it is now, as ``ChainReader`` takes it (a bad value: ``UsageError``, exit 2).
     """
+    fastpath.use_core(core.core_name())
     if fastpath.prove is fastpath.native_analyze:
         return False
     try:
@@ -328,13 +365,17 @@ def scan_file(
     cuts: Sequence[int] | None = None,
     main_every: int = 0,
     progress: Callable[[int], None] | None = None,
+    take: bool = True,
 ) -> None:
     """Verify one file in byte ranges; the verdict lands in ``state`` (finished).
 
     Ranges go to ``pool``'s workers, except every ``main_every``-th one
     (starting with the first), which this process analyzes itself between
     feeding results -- no pickling for those, and no idle main process.
-    ``main_every=1`` (or no pool) analyzes every range here.
+    ``main_every=1`` (or no pool) analyzes every range here. ``take``: each
+    range's leading run of clean events is taken whole (``range_chain``) when
+    it links on, else the range is read again here line by line; ``False``
+    sends every line's result (the same verdict; tests compare the two).
     """
     ranges = _ranges(path, state, chunk_bytes, cuts)
     if ranges is None:
@@ -354,7 +395,7 @@ def scan_file(
         while submit is not None and len(pending) < limit and queue:
             i = queue.popleft()
             pending[i] = submit(
-                scan_range_packed, str(path), *ranges[i], schema_version, max_line_bytes, state.max_findings
+                scan_range_packed, str(path), *ranges[i], schema_version, max_line_bytes, state.max_findings, take
             )
 
     refill()
@@ -363,12 +404,17 @@ def scan_file(
     for i, (start, end) in enumerate(ranges):
         with gc_paused():
             if by_main(i):
-                chunk = scan_range(str(path), start, end, schema_version, max_line_bytes, state.max_findings)
+                chunk = scan_range(str(path), start, end, schema_version, max_line_bytes, state.max_findings, take)
             else:
                 packed = pending.pop(i).result()
                 refill()
                 chunk = pickle.loads(packed)
                 del packed
+            if chunk.run is not None:
+                if state.take_run(chunk.run, line_no + 1, start):
+                    line_no += chunk.run.lines
+                else:  # it does not link on to the lines before it (a break, a duplicate id): line by line here
+                    chunk = scan_range(str(path), start, end, schema_version, max_line_bytes, state.max_findings)
             for offset, result in unpack(chunk.start, chunk.lines):
                 line_no += 1
                 if result is None:
@@ -443,23 +489,16 @@ AUTO_MAX_JOBS = 8
 
 
 def auto_jobs(n_files: int, total_bytes: int) -> int:
-    """``AUTO_JOBS``: one job under ``POOL_MIN_BYTES`` in all. One larger log: two where the native core
-    reads it and a second core is free right now (C's helper thread: 1.4-1.9x one thread on a free core,
-    up to 25 % slower with the other core busy; docs/verify.md), else one. Several: one worker per CPU this
-    process may run on, at most ``AUTO_MAX_JOBS``."""
+    """``AUTO_JOBS``: one job under ``POOL_MIN_BYTES`` in all. One larger log: two when a second core is
+    free right now, else one (the native core's helper thread: 1.4-1.9x one thread on a free core, up to
+    25 % slower with the other core busy; the Python core's second process: about 2x; docs/verify.md).
+    Several: one worker per CPU this process may run on, at most ``AUTO_MAX_JOBS``."""
     if total_bytes < POOL_MIN_BYTES:
         return 1
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     if n_files <= 1:
-        return 2 if cpus > 1 and _native_core() and idle_core(cpus) else 1
+        return 2 if cpus > 1 and idle_core(cpus) else 1
     return max(1, min(cpus, AUTO_MAX_JOBS))
-
-
-def _native_core() -> bool:
-    try:
-        return core.core_name() == "native"
-    except UsageError:  # a bad RACT_CORE: the reader refuses it (exit 2)
-        return False
 
 
 #: the kernel's load line: its fourth field is "runnable/total" scheduling entities, right now

@@ -146,9 +146,10 @@ def verify_file(
     state: ChainState | None = None
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
-        # Own pool: jobs - 1 workers, and this process analyzes every (jobs+1)-th range
-        # itself besides feeding every result (N jobs = N busy processes). A shared
-        # pool (several files) already has N workers: this process only feeds.
+        # Own pool: jobs - 1 workers, and this process analyzes every jobs-th range itself
+        # besides taking every result (N jobs = N busy processes: a range's run of clean
+        # events comes back whole, cheap to take). A shared pool (several files) already
+        # has N workers: this process only takes their results.
         own_pool = pool is None
         try:
             pool = pool if pool is not None else make_pool(options.jobs - 1)
@@ -160,7 +161,7 @@ def verify_file(
                     jobs=options.jobs,
                     schema_version=options.schema_version,
                     max_line_bytes=options.max_line_bytes,
-                    main_every=options.jobs + 1 if own_pool else 0,
+                    main_every=options.jobs if own_pool else 0,
                     progress=progress,
                 )
             finally:
