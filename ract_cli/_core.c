@@ -1560,6 +1560,7 @@ typedef struct KindEntry {
     uint8_t known;      /* KindDef.version <= the Verifier's schema version */
     uint8_t invariants; /* KindDef.invariants: the Python validator always runs */
     uint8_t want;       /* compact results carry the payload: 1 whole, 2 only the keep keys */
+    uint8_t whole;      /* check_block's found carries the whole event, (event, hash) as check_line(full=True) */
     uint8_t pairable;   /* an open check_block may pair in C with a close of a kind whose pair_open it is */
     uint8_t closes;     /* a close of an open (compile_kinds' closes): handed out, it ends every pairing in C */
     const struct KindEntry *pair_open; /* a close: the open kind check_block pairs it with (NULL: none) */
@@ -3415,7 +3416,7 @@ static int take_line(Taking *T, Line *L)
             return -1;
         }
     } else if (L->kind->want) {
-        PyObject *r = line_result(L, 0, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
+        PyObject *r = line_result(L, L->kind->whole, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
         int rc = item ? PyList_Append(T->found, item) : -1;
         Py_XDECREF(item);
         if (rc < 0)
@@ -4175,6 +4176,35 @@ static int set_payload_kinds(Verifier *V, PyObject *payload_kinds)
     return PyErr_Occurred() ? -1 : 0;
 }
 
+/* event_kinds: the kinds whose found entries carry the whole event (names; one outside the vocabulary is
+ * never accepted: skipped). */
+static int set_event_kinds(Verifier *V, PyObject *event_kinds)
+{
+    PyObject *it = PyObject_GetIter(event_kinds), *name;
+    if (!it)
+        return -1;
+    while ((name = PyIter_Next(it))) {
+        Py_ssize_t ln;
+        const char *p = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &ln) : NULL;
+        if (!p) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "event_kinds must hold str");
+            Py_DECREF(name);
+            Py_DECREF(it);
+            return -1;
+        }
+        KindEntry *k = (KindEntry *)kind_lookup(V, (const uint8_t *)p, (size_t)ln);
+        if (k) {
+            k->whole = 1;
+            if (!k->want)
+                k->want = 1;
+        }
+        Py_DECREF(name);
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
 /* closes: the kinds that may close an open (an iterable of names in the vocabulary). */
 static int set_closes(Verifier *V, PyObject *closes)
 {
@@ -4232,7 +4262,8 @@ static int set_pairs(Verifier *V, PyObject *pairs)
 }
 
 PyDoc_STRVAR(compile_kinds_doc,
-             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=(), pairs=None, closes=None)\n"
+             "compile_kinds(kinds, validators, *, schema_version, payload_kinds=(), pairs=None, closes=None,\n"
+             "              event_kinds=())\n"
              "    -> Verifier\n\n"
              "Compile the kind definitions (ract_cli.format.kinds.KINDS: KindDef objects with\n"
              "name, version, fields, invariants) into a Verifier for one schema version.\n"
@@ -4245,16 +4276,19 @@ PyDoc_STRVAR(compile_kinds_doc,
              "pairs: {close kind: open kind} that check_block pairs in C (see check_block); the\n"
              "kinds of both must be payload kinds. closes: every kind that may close an open\n"
              "(None: every payload kind counts as one); an event of another kind put in found\n"
-             "leaves the pairing in C as it was.");
+             "leaves the pairing in C as it was. event_kinds: the kinds whose entries in\n"
+             "check_block's found carry the whole event, (event, hash) as check_line(full=True)\n"
+             "builds it, instead of the compact tuple; never a kind of pairs.");
 
 static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", "pairs", "closes", NULL};
-    PyObject *kinds, *validators, *payload_kinds = NULL, *pairs = NULL, *closes = NULL, *seq = NULL, *v = NULL,
-             *fseq = NULL;
+    static char *names[] = {"kinds", "validators", "schema_version", "payload_kinds", "pairs", "closes",
+                            "event_kinds", NULL};
+    PyObject *kinds, *validators, *payload_kinds = NULL, *pairs = NULL, *closes = NULL, *event_kinds = NULL,
+             *seq = NULL, *v = NULL, *fseq = NULL;
     long schema_version;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lOOO", names, &kinds, &validators, &schema_version,
-                                     &payload_kinds, &pairs, &closes))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|$lOOOO", names, &kinds, &validators, &schema_version,
+                                     &payload_kinds, &pairs, &closes, &event_kinds))
         return NULL;
     if (!kw || !PyDict_GetItemString(kw, "schema_version")) {
         PyErr_SetString(PyExc_TypeError, "compile_kinds() needs schema_version=");
@@ -4347,6 +4381,8 @@ static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, Py
         goto fail;
     if (pairs && pairs != Py_None && set_pairs(V, pairs) < 0)
         goto fail;
+    if (event_kinds && event_kinds != Py_None && set_event_kinds(V, event_kinds) < 0)
+        goto fail;
     if (closes && closes != Py_None) {
         if (set_closes(V, closes) < 0)
             goto fail;
@@ -4362,6 +4398,10 @@ static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, Py
         const KindEntry *k = &V->kinds[i];
         if ((k->pairable && !k->want) || (k->pair_open && !k->want)) {
             PyErr_Format(PyExc_ValueError, "pairs: kind %R is not a payload kind", k->name_obj);
+            goto fail;
+        }
+        if (k->whole && (k->pairable || k->pair_open)) { /* (a deferred open's entry is compact) */
+            PyErr_Format(PyExc_ValueError, "pairs: kind %R is an event kind", k->name_obj);
             goto fail;
         }
     }

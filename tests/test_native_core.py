@@ -23,6 +23,7 @@ corpus under ``tests/data/native-fuzz/corpus/``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -1379,6 +1380,55 @@ def test_check_block_pairs_a_close_with_its_open_in_c() -> None:
         _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, payload_kinds=(), pairs=pairs)
     with pytest.raises(TypeError):
         _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, pairs=[("tool.result", "tool.called")])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_check_block_hands_out_the_whole_events_of_event_kinds(tmp_path: Path, threads: int) -> None:
+    """compile_kinds(event_kinds=): found carries each such event as (event, hash), exactly what
+    check_line(full=True) builds from its line (key order too); the other kinds stay compact."""
+    from ract_cli.testing.synth import write_benchmark_log
+
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=1500)
+    lines = path.read_bytes().splitlines(keepends=True)
+    # the schema's field order, as the runtime writes it (the log's own is sorted)
+    lines = [
+        json.dumps({k: e[k] for k in ENVELOPE_ORDER}, separators=(",", ":")).encode() + b"\n"
+        for e in map(json.loads, lines)
+    ]
+    data = b"".join(lines)
+    wanted = {"tool.called", "tool.result", "predicate.evaluated", "run.started"}
+    verifier = _core.compile_kinds(
+        KINDS,
+        VALIDATORS,
+        schema_version=LATEST_SCHEMA_VERSION,
+        payload_kinds=HANDLE_KINDS,
+        pairs={c: o for c, o in CLOSE_TO_OPEN.items() if c not in wanted and o not in wanted},
+        closes=frozenset(CLOSE_TO_OPEN),
+        event_kinds=wanted,
+    )
+    chain = _core.Chain()
+    chain.expected_prev = "0" * 64
+    stop, taken, _, found = verifier.check_block(data, 0, chain=chain, max_line=1 << 20, threads=threads)
+    assert (stop, taken) == (len(data), len(lines))
+    starts = {at: i for i, at in enumerate(itertools.accumulate((len(x) for x in lines), initial=0))}
+    whole = [(i, at, entry) for i, at, entry in found if len(entry) == 2]
+    expected = [i for i, line in enumerate(lines) if json.loads(line)["kind"] in wanted]
+    assert [i for i, _, _ in whole] == expected and len(expected) > 300
+    for i, at, entry in whole:
+        assert starts[at] == i and same(entry, VERIFIER.check_line(lines[i][:-1], full=True))
+    assert all(len(entry) == 9 and entry[5] not in wanted for _, _, entry in found if len(entry) != 2)
+    with pytest.raises(ValueError, match="event kind"):
+        _core.compile_kinds(
+            KINDS,
+            VALIDATORS,
+            schema_version=9,
+            payload_kinds=HANDLE_KINDS,
+            pairs=CLOSE_TO_OPEN,
+            event_kinds=["tool.result"],
+        )
+    with pytest.raises(TypeError, match="event_kinds"):
+        _core.compile_kinds(KINDS, VALIDATORS, schema_version=9, event_kinds=[1])
 
 
 def _parsed(line: bytes) -> object:

@@ -84,8 +84,9 @@ Jobs = Annotated[
         max=MAX_JOBS,
         metavar="N",
         help="Worker processes: files in parallel, and a log of 8 MB or more in two threads or "
-        "parallel byte ranges. Default: one under 8 MB in all; a single larger log in two threads where "
-        "the native core reads it and a core is free, else one; more logs: one per CPU (at most 8). "
+        "parallel byte ranges. Default: one under 8 MB in all; a single larger log as N = 2 when a core is "
+        "free (the native core's two threads, the Python core's two processes), else one; more logs: one "
+        "per CPU (at most 8). "
         "The verdict does not depend on N.",
     ),
 ]
@@ -99,8 +100,8 @@ GrepJobs = Annotated[
         metavar="N",
         help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
         "main process, streaming; with --kind, verified, in the native core's two threads when N > 1). "
-        "Default: one under 8 MB in all; a single larger log as N = 2 where the native core reads it and "
-        "a core is free, else one; more logs: one per CPU (at most 8). Output and exit code do not depend on N.",
+        "Default: one under 8 MB in all; a single larger log as N = 2 when a core is free, else one; more "
+        "logs: one per CPU (at most 8). Output and exit code do not depend on N.",
     ),
 ]
 

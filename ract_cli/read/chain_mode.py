@@ -5,8 +5,10 @@
 chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
 (a valid event that links on, same run, clock not going back, a new id; the
 file's first event when it links on to genesis) and
-keeps the chain, the ids and the clock; for each taken open or close, and each
-event of a kind the caller asked for, it returns the envelope and payload. The
+keeps the chain, the ids and the clock; for each taken open or close it
+returns the envelope and the payload keys the handle tracker reads, and for
+each event of a kind the caller asked for the whole event, built as reading
+line by line builds it (``compile_kinds(event_kinds=)``). The
 first line C does not take, and the rest of its batch, are fed to
 ``ChainState`` here one by one, exactly as the line-by-line reader feeds them
 (``tests/test_chain_mode.py`` holds the three readings to one verdict).
@@ -23,7 +25,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS, VALIDATORS
 from ract_cli.read import core
 from ract_cli.read.chain import ChainState
-from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_PAYLOAD_KEYS
+from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_KINDS, HANDLE_PAYLOAD_KEYS
 from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
 from ract_cli.read.line import has_record_shape, hash_mismatch
 from ract_cli.read.verdict import line_result
@@ -75,15 +77,16 @@ class Batches:
         stop, taken, last, found = self.verifier.check_block(data, pos, chain=chain, max_line=max_line, threads=threads)
         if taken:
             state.from_native(chain, line_no + taken - 1)
-            feed_handle, index, wanted = state.handles.feed, data.index, self.wanted
-            for i, at, compact in found:  # an open, a close, or a kind the caller wants
-                if wanted is not None and wanted(compact[5]):
-                    raw = data[at : index(b"\n", at) + 1]
-                    event: Event = orjson.loads(raw)  # as ``_event_of`` reads it
-                    out.append((line_no + i, offset + at, raw, event))
+            feed_handle, index = state.handles.feed, data.index
+            for i, at, entry in found:  # an open, a close, or a kind the caller wants
+                if len(entry) == 2:  # a kind the caller wants: (the whole event, built as line by line; hash)
+                    event: Event = entry[0]
+                    out.append((line_no + i, offset + at, data[at : index(b"\n", at) + 1], event))
                     self.last_out = line_no + i
+                    if event["kind"] not in HANDLE_KINDS:
+                        continue
                 else:
-                    event = _event(compact)
+                    event = _event(entry)
                 feed_handle(event, line_no + i, offset + at)
             self.last = (line_no + taken - 1, offset + last, data[last : index(b"\n", last) + 1])
         return stop, taken
@@ -190,10 +193,9 @@ def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
     verifier = _VERIFIERS.get((schema_version, wanted_kinds))
     if verifier is None:
         assert core.NATIVE is not None
-        # of a handle kind only the payload keys the tracker reads; a wanted kind's event is read from its
-        # line (``_event_of``), so C builds no more of it
-        payload_kinds = {kind: HANDLE_PAYLOAD_KEYS.get(kind, frozenset()) for kind in wanted_kinds}
-        payload_kinds.update(HANDLE_PAYLOAD_KEYS)
+        # of a handle kind only the payload keys the tracker reads; a wanted kind's event C builds whole
+        # (``event_kinds``), as reading line by line builds it
+        payload_kinds = dict(HANDLE_PAYLOAD_KEYS)
         # a close and its open that C may pair in check_block (issue 14): never a kind the caller wants,
         # whose every event is handed out (and fed to the tracker) here
         pairs = {c: o for c, o in CLOSE_TO_OPEN.items() if c not in wanted_kinds and o not in wanted_kinds}
@@ -206,5 +208,6 @@ def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
             payload_kinds=payload_kinds,
             pairs=pairs,
             closes=frozenset(CLOSE_TO_OPEN),
+            event_kinds=wanted_kinds,
         )
     return verifier
