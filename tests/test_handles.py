@@ -50,9 +50,35 @@ class _Model:
 
     def __init__(self) -> None:
         self.open: dict[str, tuple[str, tuple[object, ...]]] = {}  # id -> (kind, queue key)
+        self.run_started: str | None = None  # the first run.started's id (held open or not: see below)
+        self.run_open = False  # the first run.started is held open (its id was free, no run close yet)
+        self.later_runs: list[str] = []  # the other run.started held open
+        self.run_closed = False
 
     def feed(self, ev: dict) -> str | None:
         kind, payload = ev["kind"], ev["payload"]
+        if kind == "run.started":  # no queue; a run close closes every run.started
+            first = self.run_started is None
+            if first:
+                self.run_started = ev["id"]
+            if not self.run_closed and ev["id"] not in self.open:
+                self.open[ev["id"]] = (kind, ())
+                if first:
+                    self.run_open = True
+                else:
+                    self.later_runs.append(ev["id"])
+            return None
+        if kind == "run.completed":
+            self.run_closed = True
+            for later in self.later_runs:
+                self.open.pop(later, None)
+            self.later_runs.clear()
+            if self.run_open:  # an open that holds the run's id instead stays open
+                self.run_open = False
+                assert self.run_started is not None
+                del self.open[self.run_started]
+                return self.run_started
+            return None
         if kind in ("tool.called", "step.started"):
             if ev["id"] not in self.open:
                 self.open[ev["id"]] = (kind, _key(ev))
@@ -84,7 +110,9 @@ _EVENTS = st.builds(
         "parent_id": parent,
         "payload": {"tool": tool, **({"synthesized": True, "source_event_id": source} if synthesized else {})},
     },
-    st.sampled_from(["tool.called", "tool.called", "tool.result", "step.started", "step.committed"]),
+    st.sampled_from(
+        ["tool.called", "tool.called", "tool.result", "step.started", "step.committed", "run.started", "run.completed"]
+    ),
     st.sampled_from(_IDS),
     st.sampled_from(_STEPS),
     st.sampled_from(_TOOLS),

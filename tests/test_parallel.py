@@ -276,6 +276,17 @@ def test_a_chain_break_at_a_cut(tmp_path: Path, pool) -> None:
         assert_same(path, pool, [starts[50], cut])
 
 
+def test_a_line_of_too_many_values_is_not_taken_in_a_range(tmp_path: Path, pool) -> None:
+    """A valid event of more than ``MAX_LINE_NODES`` values (here 600,000 in 1.2 MB) is MALFORMED_LINE line by
+    line; a worker's run must not take it (nor parse it: the bound of memory)."""
+    predicate = {"predicate_id": "t", "kind": "test", "required": True, "ok": True, "duration_ns": 1}
+    scenario = [*_START, ("p", "predicate.evaluated", None, {**predicate, "x": [0] * 600_000}), *_END]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(_rechained(_handles_log(scenario)))
+    verdict = assert_same(path, pool, [])
+    assert [(f["code"], f["line"]) for f in verdict[-1] if f["severity"] == "error"] == [("MALFORMED_LINE", 3)]
+
+
 def _handles_log(scenario: list[tuple[str, str, str | None, dict]]) -> list[dict]:
     """A run of one step whose events are ``(name, kind, parent name, payload)``; ids from the names."""
     ids = {name: f"{i + 1:032x}" for i, (name, *_) in enumerate(scenario)}

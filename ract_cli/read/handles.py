@@ -195,8 +195,10 @@ class HandleTracker:
             for later in self._later_run_starts:  # any run close closes the run: every run.started
                 self._open.pop(later, None)
             self._later_run_starts.clear()
-            if self.run_started is not None:
-                return self._open.pop(self.run_started.event_id, None)
+            started = self.run_started
+            # (only the run itself: an open that took its id first stays open, and in its queue)
+            if started is not None and self._open.get(started.event_id) is started:
+                return self._open.pop(started.event_id)
         elif kind in CLOSE_TO_OPEN:
             return self._close(kind, event)
         return None

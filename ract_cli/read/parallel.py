@@ -33,6 +33,7 @@ from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.read import core, fastpath
 from ract_cli.read.chain import ChainState, TakenRun
+from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.dialect import resolve_dialect
 from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
@@ -208,7 +209,8 @@ def scan_range(
                 data = f.read(min(length, _RUN_BYTES) if length is not None else _RUN_BYTES)
             except OSError:
                 data = b""  # (the framer below meets the failure again and reports it)
-            run = take_run(data, schema_version, min(max_line_bytes, CHUNK_BYTES))
+            # (as the reader's chain mode: no line of fewer bytes can hold more than MAX_LINE_NODES values)
+            run = take_run(data, schema_version, min(max_line_bytes, BATCH_LINE_BYTES - 1))
             del data
             f.seek(start + (run.size if run is not None else 0))
         skip = run.size if run is not None else 0  # (the framer's offsets count from here)
@@ -491,7 +493,7 @@ AUTO_MAX_JOBS = 8
 def auto_jobs(n_files: int, total_bytes: int) -> int:
     """``AUTO_JOBS``: one job under ``POOL_MIN_BYTES`` in all. One larger log: two when a second core is
     free right now, else one (the native core's helper thread: 1.4-1.9x one thread on a free core, up to
-    25 % slower with the other core busy; the Python core's second process: about 2x; docs/verify.md).
+    25 % slower with the other core busy; the Python core's second process: 1.6-2x; docs/verify.md).
     Several: one worker per CPU this process may run on, at most ``AUTO_MAX_JOBS``."""
     if total_bytes < POOL_MIN_BYTES:
         return 1

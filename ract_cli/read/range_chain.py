@@ -74,7 +74,8 @@ class _RunHandles(HandleTracker):
 
 def take_run(data: bytes, schema_version: int, max_line: int) -> TakenRun | None:
     """The leading run of clean events of ``data`` (a range's bytes, from a line start), or None when its
-    first line is not one. ``max_line``: the longest body taken (a longer line ends the run)."""
+    first line is not one. ``max_line``: the longest body taken (a longer line ends the run); values are
+    not counted here, so at most ``chain_mode.BATCH_LINE_BYTES - 1``, as in the reader's chain mode."""
     end = data.find(b"\n")
     if end < 0 or end > min(max_line, BIG_LINE_BYTES) or data[:1] != b"{" or data[end - 1 : end] == b"\r":
         return None
