@@ -51,6 +51,7 @@ def verdict(reader: ChainReader) -> tuple[object, ...]:
         [orjson.dumps(h.event) for h in state.handles.open_handles()],  # what each open keeps, in order
         state.handles.synthesized_closes,
         state.not_a_log,
+        (reader.last_event_end, reader.last_event_newline),  # where repair would cut a torn tail
     )
 
 
@@ -83,8 +84,10 @@ def three_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kw: object) -> lis
     chained = ChainReader(path, **kw)  # type: ignore[arg-type]
     chained.read_all()
     iterated = ChainReader(path, **kw)  # type: ignore[arg-type]
-    for _ in iterated:
-        pass
+    last = (0, True)  # the end of the last event handed out, and whether its line ends in "\n"
+    for ev in iterated:
+        last = (ev.offset + len(ev.raw), ev.raw.endswith(b"\n"))
+    assert (iterated.last_event_end, iterated.last_event_newline) == last
     monkeypatch.setenv("RACT_CORE", "python")
     python = ChainReader(path, **kw)  # type: ignore[arg-type]
     python.read_all()

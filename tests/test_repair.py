@@ -773,3 +773,36 @@ def test_run_directory_is_accepted(tmp_path):
 
 def test_every_fixture_kind_name_is_covered():
     assert set(FIXTURES) >= {"interrupted", "completed", "aborted", "foreign-format", "tampered"}
+
+
+def test_a_torn_tail_past_many_warnings_is_cut_where_the_last_event_ends(tmp_path):
+    """Repair reads as verify does (no event built) and cuts where the reader saw the last event end: not
+    where a TORN_TAIL finding says, which is not kept past the reader's 50 findings (here 60 clock warnings)."""
+    data = fixture_bytes("interrupted")
+    complete, _, torn = split_complete(data)
+    events = [json.loads(line) for line in complete.splitlines()]
+    for i in range(1, len(events)):  # every other event a nanosecond before the one before it
+        if i % 2:
+            events[i]["timestamp_ns"] = events[i - 1]["timestamp_ns"] - 1
+    prev = "0" * 64
+    for event in events:
+        event["prev_hash"] = prev
+        event["hash"] = prev = event_hash({k: v for k, v in event.items() if k != "hash"})
+    lines = [encode_line(e) for e in events]
+    while len(lines) < 130:  # (more events, each a clock regression: more than 50 warnings in all)
+        extra = dict(events[-1], id=f"{len(lines):032x}", timestamp_ns=events[-1]["timestamp_ns"] - len(lines))
+        extra["prev_hash"] = prev
+        extra["hash"] = prev = event_hash({k: v for k, v in extra.items() if k != "hash"})
+        lines.append(encode_line(extra))
+    prefix = b"".join(lines)
+    path = run_dir(tmp_path, "interrupted")
+    path.write_bytes(prefix + torn)
+    before = ChainReader(path, max_findings=50)
+    before.read_all()
+    assert before.state.suppressed and "TORN_TAIL" not in {f.code for f in before.findings}
+    result = repair_file(path)
+    assert result.torn.offset == len(prefix) and result.torn.sidecar.read_bytes() == torn
+    assert path.read_bytes().startswith(prefix) and result.closes
+    after = ChainReader(path)
+    after.read_all()
+    assert not [f for f in after.findings if f.severity == "error"]

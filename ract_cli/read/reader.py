@@ -82,6 +82,10 @@ class ChainReader:
         self.wanted = wanted
         #: 2: the native chain mode checks a large block in two threads (same verdict; ``verify --jobs``)
         self.threads = threads
+        #: where the last line holding an event (valid or not) ends, and whether it ends in "\n" (repair cuts
+        #: a torn tail there); kept by every reading, events built or not
+        self.last_event_end = 0
+        self.last_event_newline = True
 
     # convenient views of the state
     @property
@@ -177,6 +181,8 @@ class ChainReader:
                 pos, taken = batches.take_block(data, pos, line_no, start, max_line, out)
                 line_no += taken
                 state.lines = line_no - 1
+                if taken:  # (the lines taken end where C stopped)
+                    self.last_event_end, self.last_event_newline = start + pos, True
                 if pos == size:
                     break
                 end = data.index(b"\n", pos) + 1
@@ -206,8 +212,11 @@ class ChainReader:
             return False  # (a last line without "\n" is judged here: it may be a torn tail)
         if too_many_nodes(raw):  # (C does not count values)
             return False
+        events = self.state.events
         out.extend(batches.take_long(item))  # type: ignore[arg-type]  # raw is bytes here
         self.state.lines = item[0]
+        if self.state.events > events:
+            self.last_event_end, self.last_event_newline = item[1] + len(raw), True
         return True
 
     def _trust_ended(
@@ -290,6 +299,8 @@ class ChainReader:
                 saw_record = state.saw_record = state.saw_record or has_record_shape(raw, result)
             if raw is None:
                 continue
+            if result.event is not None:
+                self.last_event_end, self.last_event_newline = start + len(raw), raw[-1:] == b"\n"
             if emit and result.event is not None:
                 if pending is not None:
                     yield self._release(make_event, pending)

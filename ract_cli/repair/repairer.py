@@ -241,39 +241,38 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _read(
     path: Path, display: str, options: RepairOptions, progress: Callable[[int], None] | None = None
-) -> tuple[ChainReader, int, bytes | None]:
+) -> tuple[ChainReader, int, bool]:
     """Pass 1: read through the chain reader; refuse anything but a torn tail and open handles.
 
-    Returns the reader, the length of the prefix of complete events, and the
-    raw bytes of the last complete event (to see whether it ends in ``\\n``).
+    Returns the reader, the length of the prefix of complete events, and
+    whether the last complete event ends in ``\n`` (true when there is none).
     ``progress`` is the reader's: called with the byte offset reached, every few MB.
+
+    The log is read as ``verify`` reads it, no event built (``read_all``).
+    Only a log that is refused is read again, event by event, to stop where
+    the refusal is decided, so that a refusal shows the findings it always
+    showed (a tampered log: those up to the break, not every later one).
     """
-    reader = ChainReader(
-        path,
-        schema_version=options.schema_version,
-        max_line_bytes=options.max_line_bytes,
-        max_findings=50,
-        display_path=display,
-        dialect="ract",
-    )
+    reader = _reader(path, display, options)
     reader.progress = progress
-    prefix_len, last_raw = 0, None
-    seen = 0
-    it = iter(reader)
-    try:
-        for ev in it:
-            prefix_len, last_raw = ev.offset + len(ev.raw), ev.raw
-            findings = reader.findings
-            if reader.broken_at is not None:
-                break  # tampered: no need to read on
-            if len(findings) != seen:
-                if any(f.severity == ERROR and f.code not in REPAIRABLE_CODES for f in findings[seen:]):
-                    break
-                seen = len(findings)
-    finally:
-        it.close()
+    reader.read_all()
+    if reader.broken_at is not None or _unrepairable(reader.findings):
+        reader = _reader(path, display, options)
+        seen = 0
+        it = iter(reader)
+        try:
+            for _ in it:
+                findings = reader.findings
+                if reader.broken_at is not None:
+                    break  # tampered: no need to read on
+                if len(findings) != seen:
+                    if _unrepairable(findings[seen:]):
+                        break
+                    seen = len(findings)
+        finally:
+            it.close()
     code = reader.exit_code
-    bad = [f for f in reader.findings if f.severity == ERROR and f.code not in REPAIRABLE_CODES]
+    bad = _unrepairable(reader.findings)
     if code == ExitCode.IO or any(f.code in _IO_CODES for f in bad):
         io = next((f for f in bad if f.code in _IO_CODES), None)
         raise LogIOError(io.message if io else f"{display}: cannot read the log")
@@ -286,7 +285,23 @@ def _read(
             "repair never rewrites a log that fails verification (run `ract trace verify` for every finding)",
             bad,
         )
-    return reader, prefix_len, last_raw
+    return reader, reader.last_event_end, reader.last_event_newline
+
+
+def _reader(path: Path, display: str, options: RepairOptions) -> ChainReader:
+    return ChainReader(
+        path,
+        schema_version=options.schema_version,
+        max_line_bytes=options.max_line_bytes,
+        max_findings=50,
+        display_path=display,
+        dialect="ract",
+    )
+
+
+def _unrepairable(findings: list[Finding]) -> list[Finding]:
+    """The findings repair cannot live with: errors other than a torn tail and open handles."""
+    return [f for f in findings if f.severity == ERROR and f.code not in REPAIRABLE_CODES]
 
 
 def _self_check(reader: ChainReader, closes: list[Event], first_line: int, first_offset: int) -> None:
@@ -423,7 +438,7 @@ def repair_file(
         before = os.fstat(fd)
         size = before.st_size
         say = (lambda offset: progress(min(offset, size), size)) if progress is not None else None
-        reader, prefix_len, last_raw = _read(src, display, options, say)
+        reader, prefix_len, ends_in_newline = _read(src, display, options, say)
         state = reader.state
         result = RepairResult(
             path=src, events=state.events, warnings=[f for f in reader.findings if f.severity != ERROR]
@@ -445,7 +460,7 @@ def repair_file(
                 SynthesizedClose(c["kind"], c["id"], h.kind, h.event_id, h.line, h.offset)
                 for c, h in zip(closes, opens, strict=True)
             ]
-            result.newline_added = last_raw is not None and not last_raw.endswith(b"\n")
+            result.newline_added = not ends_in_newline
             _self_check(reader, closes, state.events + 1, prefix_len + int(result.newline_added))
         if options.check:
             return result
