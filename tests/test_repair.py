@@ -806,3 +806,30 @@ def test_a_torn_tail_past_many_warnings_is_cut_where_the_last_event_ends(tmp_pat
     after = ChainReader(path)
     after.read_all()
     assert not [f for f in after.findings if f.severity == "error"]
+
+
+def test_a_large_log_on_a_free_core_is_read_in_two_threads_with_the_same_repair(tmp_path, monkeypatch):
+    """As verify's default (``read.parallel.auto_jobs``): C's helper thread on a large log when a core is
+    free; the repaired bytes, sidecar and result are the one-thread ones."""
+    from ract_cli.read import parallel
+    from ract_cli.repair import repairer
+
+    data = fixture_bytes("interrupted")
+    seen: list[int] = []
+
+    class Recording(ChainReader):
+        def __init__(self, *args, threads: int = 1, **kwargs) -> None:
+            super().__init__(*args, threads=threads, **kwargs)
+            seen.append(threads)
+
+    monkeypatch.setattr(repairer, "ChainReader", Recording)
+    monkeypatch.setattr(parallel, "POOL_MIN_BYTES", 0)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    repaired = []
+    for idle in (False, True):
+        monkeypatch.setattr(parallel, "idle_core", lambda n, idle=idle: idle)
+        path = run_dir(tmp_path / str(idle), "interrupted")
+        path.write_bytes(data)
+        result = repair_file(path)
+        repaired.append((path.read_bytes(), result.torn.sidecar.read_bytes(), result.closes, result.events))
+    assert repaired[0] == repaired[1] and seen == [1, 2]

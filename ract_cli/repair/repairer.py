@@ -33,8 +33,9 @@ from ract_cli.findings import ERROR, Finding
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
-from ract_cli.read.files import is_compressed, is_stdin, open_log
+from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, analyze_line
+from ract_cli.read.parallel import auto_jobs
 from ract_cli.repair.closes import (
     ADDITIONS,
     COPIED_KEYS,
@@ -253,7 +254,8 @@ def _read(
     the refusal is decided, so that a refusal shows the findings it always
     showed (a tampered log: those up to the break, not every later one).
     """
-    reader = _reader(path, display, options)
+    # two threads in C on a large log and a free core, as verify's default (``read.parallel.auto_jobs``)
+    reader = _reader(path, display, options, threads=min(2, auto_jobs(1, log_size(path))))
     reader.progress = progress
     reader.read_all()
     if reader.broken_at is not None or _unrepairable(reader.findings):
@@ -288,7 +290,7 @@ def _read(
     return reader, reader.last_event_end, reader.last_event_newline
 
 
-def _reader(path: Path, display: str, options: RepairOptions) -> ChainReader:
+def _reader(path: Path, display: str, options: RepairOptions, threads: int = 1) -> ChainReader:
     return ChainReader(
         path,
         schema_version=options.schema_version,
@@ -296,6 +298,7 @@ def _reader(path: Path, display: str, options: RepairOptions) -> ChainReader:
         max_findings=50,
         display_path=display,
         dialect="ract",
+        threads=threads,
     )
 
 
