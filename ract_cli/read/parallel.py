@@ -3,12 +3,15 @@
 Within a file, each line's own checks (parse, envelope, canonical hash, kind,
 payload: ``reader.analyze_line``) do not depend on other lines. So the file
 is cut at newline boundaries into byte ranges; worker processes (and the
-main process, for a share of the ranges) frame and analyze their range with
-the very code the sequential reader uses (``LineFramer`` +
-``verdict.line_result``), workers sending back compact per-line results; the
-main process feeds every result, in file order, through
-``ChainState.feed`` -- the same cross-line checks (genesis, linkage, run_id,
-duplicate ids, clock, open handles) as a sequential read. Verdicts are
+main process, for a share of the ranges) read their range with the code the
+sequential reader uses: its leading run of clean events in the Python
+core's chain mode, sent back whole (``range_chain``) and taken by the main
+process when it links on (``ChainState.take_run``; else the main process
+reads that range again line by line), and the lines after it framed and
+analyzed one by one (``LineFramer`` + ``verdict.line_result``), sent back as
+compact per-line results that the main process feeds, in file order,
+through ``ChainState.feed`` -- the same cross-line checks (genesis, linkage,
+run_id, duplicate ids, clock, open handles) as a sequential read. Verdicts are
 therefore identical to ``ChainReader``'s whatever the chunking;
 ``tests/test_parallel.py`` checks it on every fixture and on mutated logs
 with cuts next to torn tails, CRLF and bad lines.
@@ -338,9 +341,9 @@ def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResul
 def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = "auto") -> bool:
     """True when ``path`` is a RACT log (not a journal, not stdin or gzip) large enough to be split.
 
-    Never with the native core: its chain mode (``chain_mode.py``) verifies
-    one file alone about twice as fast as ranges whose results are fed back
-    to one process line by line (``bench/bench.py``, docs/performance.md).
+    Never with the native core: its chain mode (``chain_mode.py``), with C's
+    helper thread, verifies one file in one process several times as fast
+    as Python workers prove ranges (``bench/bench.py``, docs/performance.md).
     Several files still go to several processes. The core is RACT_CORE's as
     it is now, as ``ChainReader`` takes it (a bad value: ``UsageError``, exit 2).
     """

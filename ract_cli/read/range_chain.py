@@ -7,7 +7,8 @@ process as slow as reading the file alone (``--jobs 2`` was slower than
 ``python_chain``'s loop, chained to its own first event's ``prev_hash``, run
 and clock instead of the lines before it, which it has not read, and sends
 back a ``TakenRun``: its ends, its ids, and the events the handle tracker
-reads. The main process takes the run at once when it links on
+reads, less the opens and closes it would pair by ``parent_id`` (``_RunHandles``).
+The main process takes the run at once when it links on
 (``ChainState.take_run``), else reads the range line by line itself; the lines
 after the run are sent back line by line, as before.
 """
@@ -39,12 +40,12 @@ class _RunIds(_IdSet):
 class _RunHandles(HandleTracker):
     """Keeps the events the handle tracker reads, for the main process's tracker to pair in file order.
 
-    A close whose ``parent_id`` names an open kept since the last close kept
-    (and is not synthesized: SPEC §4's rule 1 does not apply) pairs with it
-    by rule 2 there, whatever came before: both are dropped here, as the
-    native chain mode pairs them in C. Every other close is kept, and may
-    close any open kept before it (rule 3's queues), so those are no longer
-    paired here.
+    A close that is not synthesized (SPEC §4's rule 1 does not apply) and
+    whose ``parent_id`` names an open kept after the last close kept would
+    be paired with that open there by rule 2, whatever came before, since
+    nothing between them can close it: both are dropped here, as the native
+    chain mode pairs them in C. Any close kept may close an open kept before
+    it (rule 3's queues), so no open before it is paired here any more.
     """
 
     def __init__(self) -> None:
