@@ -543,6 +543,7 @@ def test_a_search_hands_out_its_events_block_by_block(
     """On a clean log C takes every line and no line comes back to Python; the events it hands out must
     still leave a block at a time (held to its end, ``grep --kind '*'`` of a 52 MB log peaked at 262 MB
     and printed nothing until the end), and be the events line-by-line reading hands out."""
+    monkeypatch.setenv("RACT_CORE", "native")  # (C's chain mode: the Python core hands out every event)
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=2000)
     total = path.read_bytes().count(b"\n")
@@ -565,6 +566,7 @@ def test_a_run_of_long_lines_a_search_wants_leaves_one_at_a_time(
     """Lines longer than BATCH_LINE_BYTES go to C alone (in reads of 64 KiB, each is longer than two reads:
     assembled alone, not a block); a search's events among them are handed on each after its own line,
     not held (each as long as its line) until a line comes back to Python."""
+    monkeypatch.setenv("RACT_CORE", "native")  # (C's chain mode)
     lines = _with_blobs(base_lines[:40], set(range(5, 15)), BATCH_LINE_BYTES + 10)
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(lines))
