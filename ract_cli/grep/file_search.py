@@ -22,7 +22,6 @@ prefilter skips is never seen, so a selective filter reports less often).
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -64,6 +63,8 @@ def grep_file(
 
 def grep_file_packed(path: str, flt: GrepFilter, options: GrepOptions) -> bytes:
     """Grep one file; pickle its matches as (line, offset, raw) and its result."""
+    import pickle  # (in a pool's worker only: not at every start-up)
+
     result = FileResult(path, verified=options.verify)
     found = [(m.line, m.offset, m.raw) for m in grep_file(path, flt, options, result)]
     return pickle.dumps((found, result), pickle.HIGHEST_PROTOCOL)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pickle
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -181,6 +180,8 @@ class GrepSearch:
         ``Match`` (parsing the raw line again: cheaper than pickling the
         event).
         """
+        import pickle  # (with a pool only: not at every start-up)
+
         workers = _Workers(self.files, self._sizes, self.filter, self.options)
         try:
             workers.refill()

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import gc
 import os
-import pickle
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -43,7 +42,6 @@ from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import HANDLE_KINDS
 from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.line import has_record_shape
-from ract_cli.read.range_chain import take_run
 from ract_cli.read.verdict import line_result, not_an_object
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
@@ -168,6 +166,8 @@ def scan_range_packed(
     take: bool = False,
 ) -> bytes:
     """Worker entry point: ``scan_range`` pickled here (the pool then moves one bytes object)."""
+    import pickle  # (only where a pool runs: not at every start-up)
+
     with gc_paused():
         found = scan_range(path, start, end, schema_version, max_line_bytes, max_findings, take)
         return pickle.dumps(found, pickle.HIGHEST_PROTOCOL)
@@ -208,6 +208,8 @@ def scan_range(
     with open_log(Path(path)) as f:
         f.seek(start)
         if take:
+            from ract_cli.read.range_chain import take_run  # (a split log only: not at every start-up)
+
             try:
                 data = f.read(min(length, _RUN_BYTES) if length is not None else _RUN_BYTES)
             except OSError:
@@ -406,6 +408,8 @@ def scan_file(
     refill()
     line_no = 0
     feed = state.feed
+    import pickle  # (only where a pool runs: not at every start-up)
+
     for i, (start, end) in enumerate(ranges):
         with gc_paused():
             if by_main(i):
