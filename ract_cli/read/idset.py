@@ -47,11 +47,8 @@ class _IdSet:
         key = bytes.fromhex(hex_id)
         buckets = self._buckets
         bucket = buckets[hash(key) % len(buckets)]
-        at = bucket.find(key)
-        while at >= 0:
-            if not at & 15:
-                return False
-            at = bucket.find(key, at + 1)  # (a match across two ids is neither)
+        if _holds(bucket, key):
+            return False
         bucket += key
         self._count += 1
         if self._count >= self._limit:
@@ -77,13 +74,7 @@ class _IdSet:
         if small is not None:
             return hex_id in small
         key = bytes.fromhex(hex_id)
-        bucket = self._buckets[hash(key) % len(self._buckets)]
-        at = bucket.find(key)
-        while at >= 0:
-            if not at & 15:
-                return True
-            at = bucket.find(key, at + 1)
-        return False
+        return _holds(self._buckets[hash(key) % len(self._buckets)], key)
 
     @property
     def probes(self) -> int:
@@ -111,3 +102,13 @@ class _IdSet:
             for at in range(0, len(ids), 16):
                 key = ids[at : at + 16]
                 buckets[hash(key) % n] += key
+
+
+def _holds(bucket: bytearray, key: bytes) -> bool:
+    """Whether a bucket (16-byte ids side by side) holds ``key`` as one of its ids."""
+    at = bucket.find(key)
+    while at >= 0:
+        if not at & 15:
+            return True
+        at = bucket.find(key, at + 1)  # (a match across two ids is neither)
+    return False
