@@ -286,11 +286,13 @@ def assert_no_traceback(stderr: bytes | str, context: object = "") -> None:
     assert "Traceback (most recent call last)" not in text, f"traceback for {context}:\n{text[-3000:]}"
 
 
-def chain_events(events: list[dict]) -> bytes:
+def chain_events(events: list[dict], *, break_at: int | None = None) -> bytes:
     """Re-chain and re-hash events (genesis first) into log bytes, as a foreign writer would.
 
     Uses the reference canonicalizer with a raised recursion limit, so it can
-    write values nested deeper than ``EventWriter`` ever writes.
+    write values nested deeper than ``EventWriter`` ever writes. ``break_at``:
+    that event's ``prev_hash`` names no event (a chain break there; the rest
+    links on to it).
     """
     import hashlib
 
@@ -301,9 +303,9 @@ def chain_events(events: list[dict]) -> bytes:
     sys.setrecursionlimit(max(old, 20_000))
     try:
         prev, out = GENESIS_HASH, []
-        for event in events:
+        for i, event in enumerate(events):
             event = {k: v for k, v in event.items() if k != "hash"}
-            event["prev_hash"] = prev
+            event["prev_hash"] = "f" * 64 if i == break_at else prev
             event["hash"] = prev = hashlib.sha256(jcs_exact(event)).hexdigest()
             out.append(jcs_exact(event) + b"\n")
         return b"".join(out)

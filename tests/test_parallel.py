@@ -18,10 +18,10 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hardening_support import chain_events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ract_cli.format.model import GENESIS_HASH
 from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
 from ract_cli.read.reader import ChainReader
@@ -219,18 +219,6 @@ def test_random_mutations_and_cuts(seed: int, data, tmp_path_factory, pool) -> N
 # --- a range's run taken whole (``range_chain``) where it meets the lines before it ----------------
 
 
-def _rechained(events: list[dict], *, break_at: int | None = None) -> bytes:
-    """The events as canonical lines, each hash recomputed and linked on (at ``break_at``, not)."""
-    from conftest import line_of, rehash
-
-    out, prev = [], GENESIS_HASH
-    for i, event in enumerate(events):
-        event = rehash({**event, "prev_hash": "f" * 64 if i == break_at else prev})
-        prev = event["hash"]
-        out.append(line_of(event))
-    return b"".join(out)
-
-
 RUN_EDGES = {
     # each valid line by line; what goes wrong (or right) spans line k - 1 and line k
     "id of an earlier range again": lambda ev, k: [*ev[:k], {**ev[k], "id": ev[3]["id"]}, *ev[k + 1 :]],
@@ -257,7 +245,7 @@ def test_a_run_that_does_not_link_on_is_read_again_line_by_line(edge: str, tmp_p
     events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
     k = 250
     path = tmp_path / "events.jsonl"
-    path.write_bytes(_rechained(RUN_EDGES[edge](events, k)))
+    path.write_bytes(chain_events(RUN_EDGES[edge](events, k)))
     starts = line_starts(path)
     near = starts[k - 3 : k + 3]  # a range starting at each line about k
     for cut in near:
@@ -270,7 +258,7 @@ def test_a_chain_break_at_a_cut(tmp_path: Path, pool) -> None:
     write_benchmark_log(source, events=300)
     events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
     path = tmp_path / "events.jsonl"
-    path.write_bytes(_rechained(events, break_at=200))
+    path.write_bytes(chain_events(events, break_at=200))
     starts = line_starts(path)
     for cut in starts[197:203]:
         assert_same(path, pool, [starts[50], cut])
@@ -282,7 +270,7 @@ def test_a_line_of_too_many_values_is_not_taken_in_a_range(tmp_path: Path, pool)
     predicate = {"predicate_id": "t", "kind": "test", "required": True, "ok": True, "duration_ns": 1}
     scenario = [*_START, ("p", "predicate.evaluated", None, {**predicate, "x": [0] * 600_000}), *_END]
     path = tmp_path / "events.jsonl"
-    path.write_bytes(_rechained(_handles_log(scenario)))
+    path.write_bytes(chain_events(_handles_log(scenario)))
     verdict = assert_same(path, pool, [])
     assert [(f["code"], f["line"]) for f in verdict[-1] if f["severity"] == "error"] == [("MALFORMED_LINE", 3)]
 
@@ -348,7 +336,7 @@ def test_a_worker_pairs_only_what_the_tracker_would_pair_by_parent(scenario: str
     body, left_open = HANDLE_SCENARIOS[scenario]
     events = _handles_log([*_START, *body, *_END])
     path = tmp_path / "events.jsonl"
-    path.write_bytes(_rechained(events))
+    path.write_bytes(chain_events(events))
     expected = assert_same(path, pool, [])  # one range: the whole run taken in a worker
     names = {e["id"]: name for e, (name, *_) in zip(events, [*_START, *body, *_END], strict=True)}
     opened = [names[f["event_id"]] for f in expected[-1] if f["code"] == "OPEN_HANDLE"]

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hardening_support import chain_events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -784,17 +785,10 @@ def test_a_torn_tail_past_many_warnings_is_cut_where_the_last_event_ends(tmp_pat
     for i in range(1, len(events)):  # every other event a nanosecond before the one before it
         if i % 2:
             events[i]["timestamp_ns"] = events[i - 1]["timestamp_ns"] - 1
-    prev = "0" * 64
-    for event in events:
-        event["prev_hash"] = prev
-        event["hash"] = prev = event_hash({k: v for k, v in event.items() if k != "hash"})
-    lines = [encode_line(e) for e in events]
-    while len(lines) < 130:  # (more events, each a clock regression: more than 50 warnings in all)
-        extra = dict(events[-1], id=f"{len(lines):032x}", timestamp_ns=events[-1]["timestamp_ns"] - len(lines))
-        extra["prev_hash"] = prev
-        extra["hash"] = prev = event_hash({k: v for k, v in extra.items() if k != "hash"})
-        lines.append(encode_line(extra))
-    prefix = b"".join(lines)
+    last = events[-1]
+    for n in range(len(events), 130):  # (more events, each a clock regression: more than 50 warnings in all)
+        events.append(dict(last, id=f"{n:032x}", timestamp_ns=last["timestamp_ns"] - n))
+    prefix = chain_events(events)
     path = run_dir(tmp_path, "interrupted")
     path.write_bytes(prefix + torn)
     before = ChainReader(path, max_findings=50)
