@@ -946,36 +946,25 @@ static const char *const ENVELOPE[K_COUNT] = {"id",   "run_id",  "step_id",   "p
                                               "kind", "payload", "prev_hash", "hash"};
 static PyObject *g_env_keys[K_COUNT]; /* interned */
 
+/* The envelope slot of a root key, or -1 (fixed-length compares: the compiler makes them loads). */
 static int key_slot(const uint8_t *k, size_t n)
 {
-    int slot;
     switch (n) {
     case 2:
-        slot = K_ID;
-        break;
+        return memcmp(k, "id", 2) == 0 ? K_ID : -1;
     case 4:
-        slot = k[0] == 'k' ? K_KIND : K_HASH;
-        break;
+        return memcmp(k, "kind", 4) == 0 ? K_KIND : memcmp(k, "hash", 4) == 0 ? K_HASH : -1;
     case 6:
-        slot = K_RUN_ID;
-        break;
+        return memcmp(k, "run_id", 6) == 0 ? K_RUN_ID : -1;
     case 7:
-        slot = k[0] == 's' ? K_STEP_ID : K_PAYLOAD;
-        break;
+        return memcmp(k, "step_id", 7) == 0 ? K_STEP_ID : memcmp(k, "payload", 7) == 0 ? K_PAYLOAD : -1;
     case 9:
-        slot = k[1] == 'a' ? K_PARENT_ID : K_PREV;
-        break;
+        return memcmp(k, "parent_id", 9) == 0 ? K_PARENT_ID : memcmp(k, "prev_hash", 9) == 0 ? K_PREV : -1;
     case 12:
-        slot = K_TS;
-        break;
+        return memcmp(k, "timestamp_ns", 12) == 0 ? K_TS : -1;
     default:
         return -1;
     }
-    const char *e = ENVELOPE[slot];
-    for (size_t i = 0; i < n; i++)
-        if ((uint8_t)e[i] != k[i])
-            return -1;
-    return slot;
 }
 
 static const uint8_t HEXCHAR[256] = {
@@ -1580,29 +1569,33 @@ typedef struct {
     uint32_t *table; /* open addressing: kind index or NONE */
 } Verifier;
 
-static inline uint32_t fnv1a(const uint8_t *p, size_t n)
+/* A kind's slot in the table: its length and first and last eight bytes, mixed (a few cycles, where a
+ * byte-at-a-time hash is a chain of one multiply per byte). Names that share all three only probe
+ * further; the table is fixed at import, so no log can make a probe longer than its longest run. */
+static inline uint32_t kind_hash(const uint8_t *p, size_t n)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h ^ (h >> 15);
+    uint64_t a = 0, b = n;
+    if (n >= 8) {
+        memcpy(&a, p, 8);
+        memcpy(&b, p + n - 8, 8);
+        b ^= n;
+    } else
+        for (size_t i = 0; i < n; i++)
+            a = a << 8 | p[i];
+    uint64_t h = (a ^ (b * 0x9E3779B97F4A7C15ULL)) * 0xFF51AFD7ED558CCDULL;
+    return (uint32_t)(h >> 32);
 }
 
 static const KindEntry *kind_lookup(const Verifier *V, const uint8_t *p, size_t n)
 {
-    uint32_t i = fnv1a(p, n) & V->tmask;
+    uint32_t i = kind_hash(p, n) & V->tmask;
     for (;;) {
         uint32_t k = V->table[i];
         if (k == NONE)
             return NULL;
         const KindEntry *e = &V->kinds[k];
-        if (e->nlen == n) {
-            size_t j = 0;
-            while (j < n && (uint8_t)e->name[j] == p[j])
-                j++;
-            if (j == n)
-                return e;
-        }
+        if (e->nlen == n && memcmp(e->name, p, n) == 0)
+            return e;
         i = (i + 1) & V->tmask;
     }
 }
@@ -1755,6 +1748,22 @@ static int check_payload(const Line *L, const KindEntry *k)
 /* Payload (Verifier mode), canonical form without "hash", SHA-256, compare with the stored hash. */
 static inline uint32_t id_hash(uint64_t hi, uint64_t lo);
 static void hex128(const uint8_t *p, uint64_t *hi, uint64_t *lo);
+static inline uint64_t hex16(const uint8_t *p);
+
+/* Eight bytes as a big-endian number. */
+static inline uint64_t be64(const uint8_t *p)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+#else
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+#endif
+}
 
 static void finish_check(Line *L, Sha *sha)
 {
@@ -1791,21 +1800,24 @@ static void finish_check(Line *L, Sha *sha)
         L->status = ST_BAD;
         return;
     }
-    static const char hexd[] = "0123456789abcdef";
-    uint8_t hex[64];
-    for (unsigned i = 0; i < 32; i++) {
-        hex[2 * i] = (uint8_t)hexd[md[i] >> 4];
-        hex[2 * i + 1] = (uint8_t)hexd[md[i] & 15];
-    }
-    /* HASH_MISMATCH when they differ */
-    if (memcmp(hex, str_ptr(L, &L->nodes[L->val[K_HASH]]), 64) == 0) {
+    /* the stored hash (64 lowercase hex digits, checked) read as 32 bytes: no hex text unless they differ */
+    const uint8_t *stored = str_ptr(L, &L->nodes[L->val[K_HASH]]);
+    uint64_t diff = 0;
+    for (unsigned i = 0; i < 4; i++)
+        diff |= hex16(stored + 16 * i) ^ be64(md + 8 * i);
+    if (!diff) {
         L->status = ST_OK;
         hex128(str_ptr(L, &L->nodes[L->val[K_ID]]), &L->id_hi, &L->id_lo);
         L->id_h = id_hash(L->id_hi, L->id_lo);
         return;
     }
+    /* HASH_MISMATCH */
+    static const char hexd[] = "0123456789abcdef";
+    for (unsigned i = 0; i < 32; i++) {
+        L->computed[2 * i] = (uint8_t)hexd[md[i] >> 4];
+        L->computed[2 * i + 1] = (uint8_t)hexd[md[i] & 15];
+    }
     L->status = L->need_py ? ST_BAD : ST_HASH_BAD;
-    memcpy(L->computed, hex, 64);
 }
 
 /* Parse, envelope, kind (V: a Verifier, or NULL for no kind and payload checks); then the
@@ -2387,8 +2399,8 @@ static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
 /* --- across lines: the id set and the chain cursor ----------------------------- */
 
 /* An exact set of event ids (16 bytes each) in bounded memory: 64 open-addressing
- * tables, each grown by 1.5x on its own (no whole-table doubling spike), about 21-32
- * bytes per id; the all-zero id, which marks an empty slot, is kept apart. The same
+ * tables, each grown on its own (no whole-table doubling spike; 1.5x past 4,096 slots), about 21-32
+ * bytes per id past 200,000 ids; the all-zero id, which marks an empty slot, is kept apart. The same
  * design as read/idset.py's compact form.
  *
  * An id's place comes from a keyed hash (id_hash): the ids are the log's to choose, and
@@ -2396,6 +2408,7 @@ static int bytes_arg(PyObject *arg, const uint8_t **p, size_t *n)
  * over all of them (a million such ids: hours). The hash's top 6 bits pick the part, the
  * rest the slot. */
 #define ID_PARTS 64
+#define ID_PART_DOUBLING 4096
 
 typedef struct {
     uint64_t hi, lo; /* both 0: empty */
@@ -2469,7 +2482,9 @@ static int idpart_insert(IdPart *p, uint64_t hi, uint64_t lo, uint32_t h, unsign
 
 static int idpart_grow(IdPart *p)
 {
-    IdPart n = {NULL, p->size ? p->size / 2 * 3 : 64, 0};
+    /* doubled while small (each id moves about once, not twice; all 64 parts at 4,096 slots are 4 MB),
+     * then by half (no spike: a part is 1/64 of the set) */
+    IdPart n = {NULL, !p->size ? 64 : p->size < ID_PART_DOUBLING ? p->size * 2 : p->size / 2 * 3, 0};
     unsigned long long probes = 0; /* (moving ids is not counted) */
     if (n.size > SIZE_MAX / sizeof(IdSlot))
         return -1;
@@ -4365,7 +4380,7 @@ static PyObject *core_compile_kinds(PyObject *Py_UNUSED(mod), PyObject *args, Py
         qsort(k->fields, k->nfields, sizeof(FieldDef), field_cmp);
         Py_CLEAR(fseq);
         Py_CLEAR(v);
-        uint32_t h = fnv1a((const uint8_t *)k->name, k->nlen) & V->tmask;
+        uint32_t h = kind_hash((const uint8_t *)k->name, k->nlen) & V->tmask;
         while (V->table[h] != NONE) {
             const KindEntry *o = &V->kinds[V->table[h]];
             if (o->nlen == k->nlen && memcmp(o->name, k->name, k->nlen) == 0) {
