@@ -8,10 +8,10 @@ code carries, so every command agrees.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from ract_cli.errors import ExitCode, lowest_nonzero
+from ract_cli.records import Record
 
 ERROR = "error"
 WARNING = "warning"
@@ -76,19 +76,35 @@ FINDING_CODES: dict[str, tuple[ExitCode, str]] = {
 }
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(Record):
     """One result of one check, located in one file (SPEC §3)."""
 
+    __slots__ = ("code", "severity", "message", "path", "line", "offset", "event_id", "expected", "actual")
     code: str
     severity: str
     message: str
-    path: str | None = None
-    line: int | None = None
-    offset: int | None = None
-    event_id: str | None = None
-    expected: str | None = None
-    actual: str | None = None
+    path: str | None
+    line: int | None
+    offset: int | None
+    event_id: str | None
+    expected: str | None
+    actual: str | None
+
+    def __init__(
+        self,
+        code: str,
+        severity: str,
+        message: str,
+        path: str | None = None,
+        line: int | None = None,
+        offset: int | None = None,
+        event_id: str | None = None,
+        expected: str | None = None,
+        actual: str | None = None,
+    ) -> None:
+        self.code, self.severity, self.message = code, severity, message
+        self.path, self.line, self.offset, self.event_id = path, line, offset, event_id
+        self.expected, self.actual = expected, actual
 
     @property
     def exit_code(self) -> ExitCode:

@@ -14,6 +14,7 @@ ROOT = Path(ract_cli.__file__).parent
 #: layer of each top-level part of ract_cli; a module may import its own part or a lower layer
 LAYERS = {
     "errors": 0,
+    "records": 0,
     "findings": 1,
     "format": 2,
     "read": 3,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from ract_cli.format.json_types import Payload
+from ract_cli.records import FrozenRecord
 
 #: the envelope's keys in the schema's field order (the order the runtime writes them in)
 ENVELOPE_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
@@ -25,48 +25,88 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 JSON_TYPES = ("string", "integer", "number", "boolean", "object", "array", "null")
 
 
-@dataclass(frozen=True)
-class Field:
+class Field(FrozenRecord):
     """One documented payload key. Absent keys are always allowed (SPEC §2.6)."""
 
+    __slots__ = (
+        "name",
+        "type",
+        "description",
+        "enum",
+        "minimum",
+        "maximum",
+        "max_length",
+        "pattern",
+        "items",
+        "max_items",
+    )
     name: str
     type: str | tuple[str, ...]  # a JSON type name, or several (e.g. ("string", "null"))
-    description: str = ""
-    enum: tuple[object, ...] | None = None  # closed enumeration
-    minimum: float | None = None
-    maximum: float | None = None
-    max_length: int | None = None  # strings: characters
-    pattern: str | None = None  # strings: full-match regex
-    items: str | None = None  # arrays: element JSON type
-    max_items: int | None = None
+    description: str
+    enum: tuple[object, ...] | None  # closed enumeration
+    minimum: float | None
+    maximum: float | None
+    max_length: int | None  # strings: characters
+    pattern: str | None  # strings: full-match regex
+    items: str | None  # arrays: element JSON type
+    max_items: int | None
+
+    def __init__(
+        self,
+        name: str,
+        type: str | tuple[str, ...],
+        description: str = "",
+        enum: tuple[object, ...] | None = None,
+        minimum: float | None = None,
+        maximum: float | None = None,
+        max_length: int | None = None,
+        pattern: str | None = None,
+        items: str | None = None,
+        max_items: int | None = None,
+    ) -> None:
+        self._freeze(name, type, description, enum, minimum, maximum, max_length, pattern, items, max_items)
 
     @property
     def types(self) -> tuple[str, ...]:
         return (self.type,) if isinstance(self.type, str) else self.type
 
 
-@dataclass(frozen=True)
-class Invariant:
+class Invariant(FrozenRecord):
     """A cross-field rule JSON Schema cannot say; checked after the field checks pass.
 
     ``check`` gets the payload and returns True when the rule holds. It must
     tolerate absent keys (return True when a key it compares is absent).
     """
 
+    __slots__ = ("description", "check")
     description: str
     check: Callable[[Payload], bool]
 
+    def __init__(self, description: str, check: Callable[[Payload], bool]) -> None:
+        self._freeze(description, check)
 
-@dataclass(frozen=True)
-class KindDef:
+
+class KindDef(FrozenRecord):
     """One event kind of the closed vocabulary."""
 
+    __slots__ = ("name", "version", "section", "description", "fields", "invariants")
     name: str
     version: int  # first schema version that has this kind (base kinds: 1)
     section: str  # heading of the reference document that defines it
     description: str
-    fields: tuple[Field, ...] = ()
-    invariants: tuple[Invariant, ...] = field(default=())
+    fields: tuple[Field, ...]
+    invariants: tuple[Invariant, ...]
+
+    def __init__(
+        self,
+        name: str,
+        version: int,
+        section: str,
+        description: str,
+        fields: tuple[Field, ...] = (),
+        invariants: tuple[Invariant, ...] = (),
+    ) -> None:
+        self._freeze(name, version, section, description, fields, invariants)
 
 
 # --- validation ---------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 
 from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event
@@ -19,6 +18,7 @@ from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, kinds_fo
 from ract_cli.format.model import HEX32
 from ract_cli.grep.times import format_ns, parse_time
 from ract_cli.grep.where import ABSENT, Condition, parse_where
+from ract_cli.records import FrozenRecord
 
 __all__ = ["GrepFilter", "build_filter", "unknown_kind_patterns"]
 
@@ -26,23 +26,43 @@ _GLOB_CHARS = "*?["
 _PLAIN_KIND = re.compile(r"[A-Za-z0-9_.\-]+")
 
 
-@dataclass(frozen=True)
-class GrepFilter:
+class GrepFilter(FrozenRecord):
     """Every condition of one search; ``matches`` is AND across options, OR within one."""
 
-    kinds: tuple[str, ...] = ()  # exact names or fnmatch globs (case-sensitive)
-    runs: frozenset[str] = frozenset()
-    steps: frozenset[str] = frozenset()
-    since_ns: int | None = None  # inclusive
-    until_ns: int | None = None  # inclusive
-    synthesized: bool | None = None  # None: either
-    where: tuple[Condition, ...] = ()
-    _exact_kinds: frozenset[str] = field(init=False, repr=False, compare=False)
-    _kind_globs: tuple[re.Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    __slots__ = (
+        "kinds",
+        "runs",
+        "steps",
+        "since_ns",
+        "until_ns",
+        "synthesized",
+        "where",
+        "_exact_kinds",  # (worked out from kinds)
+        "_kind_globs",
+    )
+    kinds: tuple[str, ...]  # exact names or fnmatch globs (case-sensitive)
+    runs: frozenset[str]
+    steps: frozenset[str]
+    since_ns: int | None  # inclusive
+    until_ns: int | None  # inclusive
+    synthesized: bool | None  # None: either
+    where: tuple[Condition, ...]
+    _exact_kinds: frozenset[str]
+    _kind_globs: tuple[re.Pattern[str], ...]
 
-    def __post_init__(self) -> None:
-        exact = frozenset(k for k in self.kinds if not any(c in k for c in _GLOB_CHARS))
-        globs = tuple(re.compile(fnmatch.translate(k)) for k in self.kinds if any(c in k for c in _GLOB_CHARS))
+    def __init__(
+        self,
+        kinds: tuple[str, ...] = (),
+        runs: frozenset[str] = frozenset(),
+        steps: frozenset[str] = frozenset(),
+        since_ns: int | None = None,
+        until_ns: int | None = None,
+        synthesized: bool | None = None,
+        where: tuple[Condition, ...] = (),
+    ) -> None:
+        self._freeze(kinds, runs, steps, since_ns, until_ns, synthesized, where)
+        exact = frozenset(k for k in kinds if not any(c in k for c in _GLOB_CHARS))
+        globs = tuple(re.compile(fnmatch.translate(k)) for k in kinds if any(c in k for c in _GLOB_CHARS))
         object.__setattr__(self, "_exact_kinds", exact)
         object.__setattr__(self, "_kind_globs", globs)
 

@@ -23,7 +23,6 @@ were defined before the package was split.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -96,7 +95,7 @@ class GrepSearch:
         self._sizes = [log_size(p) for p in self.files] if sized else []
         self._total = sum(self._sizes)
         if options.jobs == parallel.AUTO_JOBS:  # (no --jobs: parallel.auto_jobs picks by files and bytes)
-            self.options = dataclasses.replace(options, jobs=parallel.auto_jobs(len(self.files), self._total))
+            self.options = options.replace(jobs=parallel.auto_jobs(len(self.files), self._total))
         self._progress = progress
         self._done = 0  # bytes of the files already handed out whole
         self._path_findings = list(found.findings)
@@ -212,7 +211,7 @@ class _Workers:
         self.paths = paths
         self.filter = flt
         self.options = options
-        self.one_job = dataclasses.replace(options, jobs=1)  # a worker greps its file alone: no helper thread
+        self.one_job = options.replace(jobs=1)  # a worker greps its file alone: no helper thread
         self.sizes = sizes  # (``read.files.log_size`` of each path)
         small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES]
         self.tasks = parallel.file_tasks(small, self.sizes, TASK_FILES, TASK_BYTES)

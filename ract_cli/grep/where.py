@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import TypeVar
 
 from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event
 from ract_cli.format.model import ENVELOPE_KEYS
+from ract_cli.records import FrozenRecord
 
 __all__ = ["ABSENT", "Condition", "is_number", "json_equal", "parse_where"]
 
@@ -81,15 +81,20 @@ def _searched(regex: re.Pattern[str] | None, got: object) -> bool:
     return type(got) is str and regex is not None and regex.search(got) is not None
 
 
-@dataclass(frozen=True)
-class Condition:
+class Condition(FrozenRecord):
     """One ``--where`` expression: ``PATH OP VALUE`` or ``PATH?``."""
 
+    __slots__ = ("text", "path", "op", "value", "regex")
     text: str
     path: tuple[str, ...]
     op: str  # one of _OPERATORS or "?"
-    value: object = None
-    regex: re.Pattern[str] | None = None
+    value: object
+    regex: re.Pattern[str] | None
+
+    def __init__(
+        self, text: str, path: tuple[str, ...], op: str, value: object = None, regex: re.Pattern[str] | None = None
+    ) -> None:
+        self._freeze(text, path, op, value, regex)
 
     def test(self, event: Event) -> bool:
         got = _resolve(event, self.path)

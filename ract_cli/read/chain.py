@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Protocol, TypedDict
 
 from ract_cli.errors import ExitCode, lowest_nonzero
@@ -14,6 +13,7 @@ from ract_cli.read.discovery import LOG_FILE_NAMES
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.idset import _IdSet
 from ract_cli.read.json_rules import LineResult
+from ract_cli.records import Record
 
 
 class Where(TypedDict):
@@ -45,12 +45,12 @@ class NativeChain(Protocol):
     def first_ts(self) -> int | None: ...  # (read-only: set when C took the file's first event)
 
 
-@dataclass
-class TakenRun:
+class TakenRun(Record):
     """A run of clean events, each linking on to the one before, same run, clock not going back, ids
     distinct: checked apart from the lines before it (a worker's byte range, ``read.range_chain``).
     ``ChainState.take_run`` applies it as ``feed``'s fast path would take each of its lines."""
 
+    __slots__ = ("lines", "size", "prev_hash", "run_id", "first_ts", "head", "prev_ts", "last_ts", "ids", "handles")
     lines: int
     size: int  # its bytes in the file, each line's "\n" included
     prev_hash: str  # the first event's prev_hash, run_id and timestamp_ns
@@ -64,34 +64,50 @@ class TakenRun:
     #: the line from the run's start, the event; its payload only the keys the tracker reads)
     handles: list[tuple[int, int, Event]]
 
+    def __init__(
+        self,
+        lines: int,
+        size: int,
+        prev_hash: str,
+        run_id: str,
+        first_ts: int,
+        head: str,
+        prev_ts: int,
+        last_ts: int,
+        ids: list[str],
+        handles: list[tuple[int, int, Event]],
+    ) -> None:
+        self.lines, self.size, self.prev_hash, self.run_id, self.first_ts = lines, size, prev_hash, run_id, first_ts
+        self.head, self.prev_ts, self.last_ts, self.ids, self.handles = head, prev_ts, last_ts, ids, handles
 
-@dataclass
+
 class ChainState:
     """Checks that span lines, fed one ``LineResult`` at a time in file order."""
 
-    path: str
-    require_closed: bool = False
-    expected_prev: str | None = GENESIS_HASH
-    run_id: str | None = None
-    events: int = 0
-    head: str | None = None
-    first_ts: int | None = None
-    last_ts: int | None = None
-    prev_ts: int | None = None
-    handles: HandleTracker = field(default_factory=HandleTracker)
-    findings: list[Finding] = field(default_factory=list)
-    max_findings: int | None = None  # keep at most this many; count the rest
-    suppressed: int = 0
-    first_integrity_failure: int | None = None  # line number
-    _suppressed_codes: set[ExitCode] = field(default_factory=set)
-    _ids: _IdSet = field(default_factory=_IdSet)
-    _seen_first_line: bool = False
-    _last_event_line: int | None = None
-    #: set by the reader before ``finish_file``: lines framed, and whether any had a record's shape
-    #: (``line.has_record_shape``: a JSON object with ``kind`` or ``type``, of either dialect)
-    lines: int = 0
-    saw_record: bool = False
-    not_a_log: bool = False  # decided by ``finish_file``: NOT_A_LOG replaced every finding
+    def __init__(self, path: str, require_closed: bool = False, max_findings: int | None = None) -> None:
+        self.path = path
+        self.require_closed = require_closed
+        self.max_findings = max_findings  # keep at most this many; count the rest
+        self.expected_prev: str | None = GENESIS_HASH
+        self.run_id: str | None = None
+        self.events = 0
+        self.head: str | None = None
+        self.first_ts: int | None = None
+        self.last_ts: int | None = None
+        self.prev_ts: int | None = None
+        self.handles = HandleTracker()
+        self.findings: list[Finding] = []
+        self.suppressed = 0
+        self.first_integrity_failure: int | None = None  # line number
+        self._suppressed_codes: set[ExitCode] = set()
+        self._ids = _IdSet()
+        self._seen_first_line = False
+        self._last_event_line: int | None = None
+        #: set by the reader before ``finish_file``: lines framed, and whether any had a record's shape
+        #: (``line.has_record_shape``: a JSON object with ``kind`` or ``type``, of either dialect)
+        self.lines = 0
+        self.saw_record = False
+        self.not_a_log = False  # decided by ``finish_file``: NOT_A_LOG replaced every finding
 
     def add(self, finding: Finding) -> None:
         if self.max_findings is not None and len(self.findings) >= self.max_findings:

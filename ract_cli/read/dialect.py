@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import stat as _stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -25,21 +24,33 @@ from ract_cli.read.files import GZIP_MAGIC, GZIP_SUFFIX, is_stdin, open_log
 from ract_cli.read.framing import split_line_ending
 from ract_cli.read.json_rules import LineResult
 from ract_cli.read.line import LogEvent, analyze_line
+from ract_cli.records import FrozenRecord
 
 #: every name ``--dialect`` takes; "auto" picks one per file from its first record
 DIALECTS = ("auto", "ract", "raxol")
 
 
-@dataclass(frozen=True)
-class Dialect:
+class Dialect(FrozenRecord):
     """One kind of log, as the reader uses it."""
 
+    __slots__ = ("name", "analyze", "state_type", "event_type", "suffixes", "splittable")
     name: str
     analyze: Callable[[bytes, int], LineResult]  # one line (without its ending) alone, given the schema version
     state_type: type[ChainState]  # fed every line's result in file order: what spans lines
     event_type: type[LogEvent]  # what the reader yields for a usable line
-    suffixes: tuple[str, ...] = ()  # file suffixes a directory search takes besides events.jsonl
-    splittable: bool = False  # byte ranges of one file may be checked in parallel (read/parallel.py)
+    suffixes: tuple[str, ...]  # file suffixes a directory search takes besides events.jsonl
+    splittable: bool  # byte ranges of one file may be checked in parallel (read/parallel.py)
+
+    def __init__(
+        self,
+        name: str,
+        analyze: Callable[[bytes, int], LineResult],
+        state_type: type[ChainState],
+        event_type: type[LogEvent],
+        suffixes: tuple[str, ...] = (),
+        splittable: bool = False,
+    ) -> None:
+        self._freeze(name, analyze, state_type, event_type, suffixes, splittable)
 
 
 RACT = Dialect("ract", analyze_line, ChainState, LogEvent, splittable=True)

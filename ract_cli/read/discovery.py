@@ -19,24 +19,27 @@ from __future__ import annotations
 import errno
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from ract_cli.errors import LogIOError
 from ract_cli.findings import Finding, error
 from ract_cli.read.files import GZIP_SUFFIX, is_stdin
+from ract_cli.records import FrozenRecord
 
 LOG_FILE_NAME = "events.jsonl"
 #: the names a directory search takes: the log, and the log as archived (gzip)
 LOG_FILE_NAMES = (LOG_FILE_NAME, LOG_FILE_NAME + GZIP_SUFFIX)
 
 
-@dataclass(frozen=True)
-class Discovered:
+class Discovered(FrozenRecord):
     """The log files found under the given paths, and the paths that gave none."""
 
+    __slots__ = ("files", "findings")
     files: list[Path]
     findings: list[Finding]
+
+    def __init__(self, files: list[Path], findings: list[Finding]) -> None:
+        self._freeze(files, findings)
 
 
 def discover(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -23,6 +22,7 @@ from ract_cli.read.json_rules import (
     too_many_nodes,
 )
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.records import Record
 
 
 def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
@@ -151,20 +151,23 @@ BLOCK_BYTES = PREFILTER_BLOCK_BYTES = 1 << 20
 #: was no faster on a quiet machine and 15-25 % slower with the other core busy; docs/performance.md)
 
 
-@dataclass(slots=True)
-class Block:
+class Block(Record):
     """Complete lines of one read, as ``frame_blocks`` yields them: ``data[lo:hi]``, each line ending in
     ``\\n`` (no ``\\n`` after ``hi``); ``data[0]`` is at file offset ``base``, ``data[lo]`` starts line
     ``line_no``. A line in it may still be longer than ``max_line_bytes``: the reader judges each line
     it looks at. ``lines``: the consumer that counted the block's lines (C did) says how many, so that
     ``frame_blocks`` does not count them again."""
 
+    __slots__ = ("line_no", "base", "data", "lo", "hi", "lines")
     line_no: int
     base: int
     data: bytes
     lo: int
     hi: int
-    lines: int | None = None
+    lines: int | None
+
+    def __init__(self, line_no: int, base: int, data: bytes, lo: int, hi: int, lines: int | None = None) -> None:
+        self.line_no, self.base, self.data, self.lo, self.hi, self.lines = line_no, base, data, lo, hi, lines
 
 
 #: what ``frame_blocks`` yields: a block of lines, or one line as ``LineFramer`` yields it
@@ -299,15 +302,18 @@ def _frame_prefiltered(
         frame.lines = line_no - frame.line_no + 1 + data.count(b"\n", pos, end)
 
 
-@dataclass(slots=True)
-class RawLine:
+class RawLine(Record):
     """One line read by ``iter_lines_unverified``: framed and parsed, never checked."""
 
+    __slots__ = ("line", "offset", "raw", "event", "problem")
     line: int  # 1-based
     offset: int  # byte offset of the line's first byte
     raw: bytes  # the line's bytes exactly as in the file, line ending included (b"" when not read)
     event: JSONObject | None  # the parsed JSON object; None when the line is not one
     problem: Problem | None  # why ``event`` is None: MALFORMED_LINE, LINE_TOO_LONG, TORN_TAIL or IO_ERROR
+
+    def __init__(self, line: int, offset: int, raw: bytes, event: JSONObject | None, problem: Problem | None) -> None:
+        self.line, self.offset, self.raw, self.event, self.problem = line, offset, raw, event, problem
 
 
 def iter_lines_unverified(

@@ -7,11 +7,10 @@ read its result, so they all agree on what was left open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.kinds import KINDS_BY_NAME
 from ract_cli.format.model import ENVELOPE_ORDER
+from ract_cli.records import Record
 
 #: open kind -> close kind that repair synthesizes for it (SPEC §4)
 CLOSE_FOR_OPEN: dict[str, str] = {
@@ -39,17 +38,30 @@ HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(CLOSE_TO_OPEN)
 QueueKey = tuple[object, ...]
 
 
-@dataclass(slots=True)
-class OpenHandle:
+class OpenHandle(Record):
     """An open event that no close has paired with (yet)."""
 
+    __slots__ = ("kind", "event_id", "line", "offset", "step_id", "event", "queue_key")
     kind: str
     event_id: str
     line: int
     offset: int
     step_id: str | None
     event: Event
-    queue_key: QueueKey | None = None
+    queue_key: QueueKey | None
+
+    def __init__(
+        self,
+        kind: str,
+        event_id: str,
+        line: int,
+        offset: int,
+        step_id: str | None,
+        event: Event,
+        queue_key: QueueKey | None = None,
+    ) -> None:
+        self.kind, self.event_id, self.line, self.offset = kind, event_id, line, offset
+        self.step_id, self.event, self.queue_key = step_id, event, queue_key
 
 
 def _scalar_fields(kind: str) -> frozenset[str]:

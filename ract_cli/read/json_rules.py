@@ -13,37 +13,52 @@ import codecs
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TypeAlias
 
 from ract_cli.findings import ERROR
 from ract_cli.format.json_types import Event, JSONObject
 from ract_cli.format.text import short
+from ract_cli.records import Record
 
 #: a line's bytes without its ending: ``bytes``, or (a line longer than BIG_LINE_BYTES) a view of them
 Body: TypeAlias = bytes | memoryview
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
-@dataclass(slots=True)
-class Problem:
+class Problem(Record):
     """A finding of one line, before it knows its file and position."""
 
+    __slots__ = ("code", "message", "expected", "actual", "severity")
     code: str
     message: str
-    expected: str | None = None
-    actual: str | None = None
-    severity: str = ERROR
+    expected: str | None
+    actual: str | None
+    severity: str
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        expected: str | None = None,
+        actual: str | None = None,
+        severity: str = ERROR,
+    ) -> None:
+        self.code, self.message, self.expected, self.actual, self.severity = code, message, expected, actual, severity
 
 
-@dataclass(slots=True)
-class LineResult:
+class LineResult(Record):
     """What ``analyze_line`` learned from one line."""
 
+    __slots__ = ("event", "stored_hash", "problems", "parsed")
     event: Event | None  # the parsed object when it is a usable envelope
     stored_hash: str | None  # the line's own "hash" when it is 64 lowercase hex
     problems: list[Problem]
-    parsed: bool = True  # False: not one JSON object (malformed, torn, too long)
+    parsed: bool  # False: not one JSON object (malformed, torn, too long)
+
+    def __init__(
+        self, event: Event | None, stored_hash: str | None, problems: list[Problem], parsed: bool = True
+    ) -> None:
+        self.event, self.stored_hash, self.problems, self.parsed = event, stored_hash, problems, parsed
 
 
 # --- one line ------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from typing import cast
 
 import orjson
@@ -35,6 +34,7 @@ from ract_cli.read.json_rules import (
     too_many_nodes,
 )
 from ract_cli.read.long_line import parse_big
+from ract_cli.records import Record
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 #: A line longer than this is judged without any whole copy of it (issue 15, item 8): the reader hands
@@ -257,15 +257,18 @@ def has_record_shape(raw: bytes | None, result: LineResult) -> bool:
 # --- a usable event ------------------------------------------------------
 
 
-@dataclass(slots=True)
-class LogEvent:
+class LogEvent(Record):
     """One usable event of a log, where it is, and whether it is still trusted."""
 
+    __slots__ = ("line", "offset", "raw", "event", "trusted")
     line: int  # 1-based
     offset: int  # byte offset of the line's first byte
     raw: bytes  # the line's bytes exactly as in the file, line ending included
     event: Event
     trusted: bool  # no integrity failure at or before this line
+
+    def __init__(self, line: int, offset: int, raw: bytes, event: Event, trusted: bool) -> None:
+        self.line, self.offset, self.raw, self.event, self.trusted = line, offset, raw, event, trusted
 
     @property
     def kind(self) -> str:

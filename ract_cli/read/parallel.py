@@ -27,7 +27,6 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, cast
 
@@ -43,6 +42,7 @@ from ract_cli.read.handles import HANDLE_KINDS
 from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
+from ract_cli.records import Record
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
     from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -124,19 +124,34 @@ def _next_line_start(f: BinaryIO, position: int, size: int) -> int | None:
 # --- the worker side -----------------------------------------------------------
 
 
-@dataclass
-class RangeResult:
+class RangeResult(Record):
     """What one worker sends back for one byte range."""
 
+    __slots__ = ("start", "lines", "bytes_read", "read_error", "error_offset", "error_line", "saw_record", "run")
     start: int
     lines: list[PackedLine]  # compact per-line results (see _Packer)
     bytes_read: int
-    read_error: str | None = None
-    error_offset: int | None = None  # relative to ``start``
-    error_line: int | None = None  # relative line number (1-based)
-    saw_record: bool = False  # a line of the range has a record's shape (NOT_A_LOG, ChainState.finish_file)
+    read_error: str | None
+    error_offset: int | None  # relative to ``start``
+    error_line: int | None  # relative line number (1-based)
+    saw_record: bool  # a line of the range has a record's shape (NOT_A_LOG, ChainState.finish_file)
     #: the range's leading run of clean events, taken whole (``range_chain``); ``lines`` are those after it
-    run: TakenRun | None = None
+    run: TakenRun | None
+
+    def __init__(
+        self,
+        start: int,
+        lines: list[PackedLine],
+        bytes_read: int,
+        read_error: str | None = None,
+        error_offset: int | None = None,
+        error_line: int | None = None,
+        saw_record: bool = False,
+        run: TakenRun | None = None,
+    ) -> None:
+        self.start, self.lines, self.bytes_read = start, lines, bytes_read
+        self.read_error, self.error_offset, self.error_line = read_error, error_offset, error_line
+        self.saw_record, self.run = saw_record, run
 
 
 @contextmanager

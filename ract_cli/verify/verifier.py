@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
@@ -29,6 +28,7 @@ from ract_cli.read.parallel import (
     pool_failures,
     scan_file,
 )
+from ract_cli.records import FrozenRecord, Record
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
@@ -36,23 +36,59 @@ if TYPE_CHECKING:
     from ract_cli.proofs.checkpoint import CheckpointReport
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
-    schema_version: int = LATEST_SCHEMA_VERSION
-    require_closed: bool = False
-    expect_head: str | None = None
-    max_findings: int | None = None
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-    jobs: int = 1
-    dialect: str = "auto"  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
-    checkpoints: tuple[str, ...] = ()  # SPEC §14: signed checkpoint files the single log must hold
-    vkeys: tuple[str, ...] = ()  # their verifier keys (with no checkpoint: the log's sealing sidecar)
+class VerifyOptions(FrozenRecord):
+    __slots__ = (
+        "schema_version",
+        "require_closed",
+        "expect_head",
+        "max_findings",
+        "max_line_bytes",
+        "jobs",
+        "dialect",
+        "checkpoints",
+        "vkeys",
+    )
+    schema_version: int
+    require_closed: bool
+    expect_head: str | None
+    max_findings: int | None
+    max_line_bytes: int
+    jobs: int
+    dialect: str  # "auto" | "ract" | "raxol" (SPEC §8), as ChainReader takes it
+    checkpoints: tuple[str, ...]  # SPEC §14: signed checkpoint files the single log must hold
+    vkeys: tuple[str, ...]  # their verifier keys (with no checkpoint: the log's sealing sidecar)
+
+    def __init__(
+        self,
+        schema_version: int = LATEST_SCHEMA_VERSION,
+        require_closed: bool = False,
+        expect_head: str | None = None,
+        max_findings: int | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        jobs: int = 1,
+        dialect: str = "auto",
+        checkpoints: tuple[str, ...] = (),
+        vkeys: tuple[str, ...] = (),
+    ) -> None:
+        values = (schema_version, require_closed, expect_head, max_findings, max_line_bytes, jobs, dialect)
+        self._freeze(*values, checkpoints, vkeys)
 
 
-@dataclass
-class FileReport:
+class FileReport(Record):
     """The verdict on one file; ``to_dict`` is the documented JSON shape."""
 
+    __slots__ = (
+        "path",
+        "exit_code",
+        "events",
+        "head",
+        "first_ts",
+        "last_ts",
+        "findings",
+        "suppressed",
+        "checkpoints",
+        "checkpoint_summary",
+    )
     path: str
     exit_code: ExitCode
     events: int
@@ -60,9 +96,26 @@ class FileReport:
     first_ts: int | None
     last_ts: int | None
     findings: list[Finding]
-    suppressed: int = 0  # findings past --max-findings, counted not kept
-    checkpoints: Report | None = None  # with --checkpoint/--vkey: what they cover (CheckpointReport.to_dict)
-    checkpoint_summary: str | None = None  # one line for the verdict: "checkpoint holds: covers N of M events"
+    suppressed: int  # findings past --max-findings, counted not kept
+    checkpoints: Report | None  # with --checkpoint/--vkey: what they cover (CheckpointReport.to_dict)
+    checkpoint_summary: str | None  # one line for the verdict: "checkpoint holds: covers N of M events"
+
+    def __init__(
+        self,
+        path: str,
+        exit_code: ExitCode,
+        events: int,
+        head: str | None,
+        first_ts: int | None,
+        last_ts: int | None,
+        findings: list[Finding],
+        suppressed: int = 0,
+        checkpoints: Report | None = None,
+        checkpoint_summary: str | None = None,
+    ) -> None:
+        self.path, self.exit_code, self.events, self.head = path, exit_code, events, head
+        self.first_ts, self.last_ts, self.findings, self.suppressed = first_ts, last_ts, findings, suppressed
+        self.checkpoints, self.checkpoint_summary = checkpoints, checkpoint_summary
 
     @property
     def ok(self) -> bool:
@@ -83,10 +136,14 @@ class FileReport:
         }
 
 
-@dataclass
-class VerifyReport:
-    files: list[FileReport] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)  # path-level (IO) findings with no file report
+class VerifyReport(Record):
+    __slots__ = ("files", "findings")
+    files: list[FileReport]
+    findings: list[Finding]  # path-level (IO) findings with no file report
+
+    def __init__(self, files: list[FileReport] | None = None, findings: list[Finding] | None = None) -> None:
+        self.files = [] if files is None else files
+        self.findings = [] if findings is None else findings
 
     @property
     def exit_code(self) -> ExitCode:
@@ -142,7 +199,7 @@ def verify_file(
     ``AUTO_JOBS`` is ``auto_jobs`` of this one log.
     """
     if options.jobs == AUTO_JOBS:
-        options = replace(options, jobs=auto_jobs(1, log_size(path)))
+        options = options.replace(jobs=auto_jobs(1, log_size(path)))
     state: ChainState | None = None
     if options.jobs > 1 and can_split(path, options.max_line_bytes, options.dialect):
         state = ChainState(str(path), require_closed=options.require_closed, max_findings=options.max_findings)
@@ -278,7 +335,7 @@ def verify_paths(
             progress(min(done + offset, total), total)
 
     if options.jobs == AUTO_JOBS:
-        options = replace(options, jobs=auto_jobs(len(found.files), total))
+        options = options.replace(jobs=auto_jobs(len(found.files), total))
     if options.jobs <= 1 or len(found.files) <= 1:  # one file: split in verify_file if large enough
         for path, size in zip(found.files, sizes, strict=True):
             report.files.append(verify_file(path, options, progress=file_progress))
@@ -287,7 +344,7 @@ def verify_paths(
         return report
 
     splittable = [can_split(p, options.max_line_bytes, options.dialect) for p in found.files]
-    one_job = replace(options, jobs=1)
+    one_job = options.replace(jobs=1)
     try:
         pool = make_pool(options.jobs)
     except pool_failures():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from ract_cli.dialects.raxol.contract import (
     EVIDENCE_VALUES,
@@ -238,9 +237,10 @@ def _check_marker(payload: Payload, problems: list[Problem]) -> None:
 # --- events --------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class JournalEvent(LogEvent):
     """One record of a journal: ``kind`` is its ``type``, ``payload`` its payload (or {})."""
+
+    __slots__ = ()
 
     @property
     def kind(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ract_cli.dialects.raxol.contract import (
@@ -129,7 +129,6 @@ def _record_id(record: Event) -> str | None:
     return rid[:200] if type(rid) is str else None
 
 
-@dataclass
 class JournalState(ChainState):
     """Cross-record checks of a journal, fed one ``LineResult`` at a time in file order.
 
@@ -137,25 +136,27 @@ class JournalState(ChainState):
     ``exit_code``, ``first_integrity_failure``, ``events``, ``head``).
     """
 
-    version: tuple[int, int, int] | None = None  # last stamped schema_version
-    chained: bool | None = None  # decided by the first record
-    chain_partial: bool = False
-    closed: bool = False
-    final_line: int | None = None
-    final_payload: Payload | None = None
-    turns: int = 0
-    turn_boundaries: int = 0
-    turn_open: bool = False
-    deltas: int = 0
-    items_started: int = 0
-    items_by_type: dict[str, int] = field(default_factory=dict)
-    usage: dict[str, int | float] = field(default_factory=dict)
-    iterations: int | None = None
-    errors: list[JSONObject] = field(default_factory=list)  # the first MAX_KEPT error records
-    error_count: int = 0
-    unknown_types: dict[str, int] = field(default_factory=dict)
-    _started: dict[str, tuple[object, int]] = field(default_factory=dict)  # item_id -> (item_type, line), this turn
-    _completed: set[str] = field(default_factory=set)
+    def __init__(self, path: str, require_closed: bool = False, max_findings: int | None = None) -> None:
+        super().__init__(path, require_closed, max_findings)
+        self.version: tuple[int, int, int] | None = None  # last stamped schema_version
+        self.chained: bool | None = None  # decided by the first record
+        self.chain_partial = False
+        self.closed = False
+        self.final_line: int | None = None
+        self.final_payload: Payload | None = None
+        self.turns = 0
+        self.turn_boundaries = 0
+        self.turn_open = False
+        self.deltas = 0
+        self.items_started = 0
+        self.items_by_type: dict[str, int] = {}
+        self.usage: dict[str, int | float] = {}
+        self.iterations: int | None = None
+        self.errors: list[JSONObject] = []  # the first MAX_KEPT error records
+        self.error_count = 0
+        self.unknown_types: dict[str, int] = {}
+        self._started: dict[str, tuple[object, int]] = {}  # item_id -> (item_type, line), this turn
+        self._completed: set[str] = set()
 
     @property
     def schema_version(self) -> tuple[int, int, int]:
