@@ -13,6 +13,7 @@ by its fields. Classes built later (a command's own) stay dataclasses.
 
 from __future__ import annotations
 
+from reprlib import recursive_repr
 from typing import Any, TypeVar
 
 _R = TypeVar("_R", bound="FrozenRecord")
@@ -45,6 +46,7 @@ class Record:
         assert isinstance(other, Record)
         return self._values() == other._values()
 
+    @recursive_repr()  # a record that holds itself shows "..." there, as a dataclass's repr does
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in fields_of(type(self)))
         return f"{type(self).__qualname__}({shown})"

@@ -54,6 +54,12 @@ def test_repr_names_every_field() -> None:
     assert text == "Problem(code='BAD', message='a message', expected=None, actual='7', severity='error')"
 
 
+def test_repr_of_a_record_that_holds_itself() -> None:
+    result = LineResult(None, None, [])
+    result.event = {"self": result}
+    assert repr(result) == "LineResult(event={'self': ...}, stored_hash=None, problems=[], parsed=True)"
+
+
 def test_mutable_records_are_unhashable_and_assignable() -> None:
     result = LineResult(None, None, [])
     with pytest.raises(TypeError):
