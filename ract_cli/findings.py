@@ -102,9 +102,15 @@ class Finding(Record):
         expected: str | None = None,
         actual: str | None = None,
     ) -> None:
-        self.code, self.severity, self.message = code, severity, message
-        self.path, self.line, self.offset, self.event_id = path, line, offset, event_id
-        self.expected, self.actual = expected, actual
+        self.code = code
+        self.severity = severity
+        self.message = message
+        self.path = path
+        self.line = line
+        self.offset = offset
+        self.event_id = event_id
+        self.expected = expected
+        self.actual = actual
 
     @property
     def exit_code(self) -> ExitCode:

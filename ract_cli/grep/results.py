@@ -46,7 +46,11 @@ class Match(Record):
     event: Event
 
     def __init__(self, path: str, line: int, offset: int, raw: bytes, event: Event) -> None:
-        self.path, self.line, self.offset, self.raw, self.event = path, line, offset, raw, event
+        self.path = path
+        self.line = line
+        self.offset = offset
+        self.raw = raw
+        self.event = event
 
     def to_dict(self) -> Report:
         """The documented JSON shape of one match (``--format json``)."""
@@ -77,9 +81,14 @@ class FileResult(Record):
         stopped_at: int | None = None,
         is_file: bool = True,
     ) -> None:
-        self.path, self.matches, self.exit_code = path, matches, exit_code
+        self.path = path
+        self.matches = matches
+        self.exit_code = exit_code
         self.findings = [] if findings is None else findings
-        self.suppressed, self.verified, self.stopped_at, self.is_file = suppressed, verified, stopped_at, is_file
+        self.suppressed = suppressed
+        self.verified = verified
+        self.stopped_at = stopped_at
+        self.is_file = is_file
 
     def to_dict(self) -> Report:
         return {

@@ -77,8 +77,16 @@ class TakenRun(Record):
         ids: list[str],
         handles: list[tuple[int, int, Event]],
     ) -> None:
-        self.lines, self.size, self.prev_hash, self.run_id, self.first_ts = lines, size, prev_hash, run_id, first_ts
-        self.head, self.prev_ts, self.last_ts, self.ids, self.handles = head, prev_ts, last_ts, ids, handles
+        self.lines = lines
+        self.size = size
+        self.prev_hash = prev_hash
+        self.run_id = run_id
+        self.first_ts = first_ts
+        self.head = head
+        self.prev_ts = prev_ts
+        self.last_ts = last_ts
+        self.ids = ids
+        self.handles = handles
 
 
 class ChainState:

@@ -167,7 +167,12 @@ class Block(Record):
     lines: int | None
 
     def __init__(self, line_no: int, base: int, data: bytes, lo: int, hi: int, lines: int | None = None) -> None:
-        self.line_no, self.base, self.data, self.lo, self.hi, self.lines = line_no, base, data, lo, hi, lines
+        self.line_no = line_no
+        self.base = base
+        self.data = data
+        self.lo = lo
+        self.hi = hi
+        self.lines = lines
 
 
 #: what ``frame_blocks`` yields: a block of lines, or one line as ``LineFramer`` yields it
@@ -313,7 +318,11 @@ class RawLine(Record):
     problem: Problem | None  # why ``event`` is None: MALFORMED_LINE, LINE_TOO_LONG, TORN_TAIL or IO_ERROR
 
     def __init__(self, line: int, offset: int, raw: bytes, event: JSONObject | None, problem: Problem | None) -> None:
-        self.line, self.offset, self.raw, self.event, self.problem = line, offset, raw, event, problem
+        self.line = line
+        self.offset = offset
+        self.raw = raw
+        self.event = event
+        self.problem = problem
 
 
 def iter_lines_unverified(

@@ -60,8 +60,13 @@ class OpenHandle(Record):
         event: Event,
         queue_key: QueueKey | None = None,
     ) -> None:
-        self.kind, self.event_id, self.line, self.offset = kind, event_id, line, offset
-        self.step_id, self.event, self.queue_key = step_id, event, queue_key
+        self.kind = kind
+        self.event_id = event_id
+        self.line = line
+        self.offset = offset
+        self.step_id = step_id
+        self.event = event
+        self.queue_key = queue_key
 
 
 def _scalar_fields(kind: str) -> frozenset[str]:

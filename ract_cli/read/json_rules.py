@@ -43,7 +43,11 @@ class Problem(Record):
         actual: str | None = None,
         severity: str = ERROR,
     ) -> None:
-        self.code, self.message, self.expected, self.actual, self.severity = code, message, expected, actual, severity
+        self.code = code
+        self.message = message
+        self.expected = expected
+        self.actual = actual
+        self.severity = severity
 
 
 class LineResult(Record):
@@ -58,7 +62,10 @@ class LineResult(Record):
     def __init__(
         self, event: Event | None, stored_hash: str | None, problems: list[Problem], parsed: bool = True
     ) -> None:
-        self.event, self.stored_hash, self.problems, self.parsed = event, stored_hash, problems, parsed
+        self.event = event
+        self.stored_hash = stored_hash
+        self.problems = problems
+        self.parsed = parsed
 
 
 # --- one line ------------------------------------------------------------

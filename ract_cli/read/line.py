@@ -268,7 +268,11 @@ class LogEvent(Record):
     trusted: bool  # no integrity failure at or before this line
 
     def __init__(self, line: int, offset: int, raw: bytes, event: Event, trusted: bool) -> None:
-        self.line, self.offset, self.raw, self.event, self.trusted = line, offset, raw, event, trusted
+        self.line = line
+        self.offset = offset
+        self.raw = raw
+        self.event = event
+        self.trusted = trusted
 
     @property
     def kind(self) -> str:

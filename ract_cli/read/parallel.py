@@ -149,9 +149,14 @@ class RangeResult(Record):
         saw_record: bool = False,
         run: TakenRun | None = None,
     ) -> None:
-        self.start, self.lines, self.bytes_read = start, lines, bytes_read
-        self.read_error, self.error_offset, self.error_line = read_error, error_offset, error_line
-        self.saw_record, self.run = saw_record, run
+        self.start = start
+        self.lines = lines
+        self.bytes_read = bytes_read
+        self.read_error = read_error
+        self.error_offset = error_offset
+        self.error_line = error_line
+        self.saw_record = saw_record
+        self.run = run
 
 
 @contextmanager

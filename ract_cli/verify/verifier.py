@@ -113,9 +113,16 @@ class FileReport(Record):
         checkpoints: Report | None = None,
         checkpoint_summary: str | None = None,
     ) -> None:
-        self.path, self.exit_code, self.events, self.head = path, exit_code, events, head
-        self.first_ts, self.last_ts, self.findings, self.suppressed = first_ts, last_ts, findings, suppressed
-        self.checkpoints, self.checkpoint_summary = checkpoints, checkpoint_summary
+        self.path = path
+        self.exit_code = exit_code
+        self.events = events
+        self.head = head
+        self.first_ts = first_ts
+        self.last_ts = last_ts
+        self.findings = findings
+        self.suppressed = suppressed
+        self.checkpoints = checkpoints
+        self.checkpoint_summary = checkpoint_summary
 
     @property
     def ok(self) -> bool:
