@@ -9,6 +9,7 @@ pydantic's, and a value from the command line never reaches the terminal raw.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import subprocess
 import sys
@@ -170,6 +171,14 @@ def test_a_quiet_verify_imports_neither_typer_nor_rich() -> None:
         ["trace", "verify", "-q", "--max-findings", "9", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"]
     )
     assert (code, out) == (0, "") and "typer" in modules and "rich" not in modules  # (another option: the CLI)
+    code, out, modules = _imported_by(
+        ["trace", "verify", "--format", "json", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"]
+    )
+    assert code == 0 and json.loads(out)["exit_code"] == 0  # (the report, printed without the CLI)
+    assert not modules & {"rich", "typer", "click"}, modules
+    # its verdict line on stderr (a pipe here): written without rich (render.write_stderr_lines)
+    code, out, modules = _imported_by(["trace", "verify", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
+    assert (code, out) == (0, "") and not modules & {"rich", "typer", "click"}, modules
     # nor a journal dialect (a RACT log), nor the process pools (concurrent.futures imports logging)
     assert not modules & {"ract_cli.dialects.raxol", "concurrent", "logging", "multiprocessing"}, modules
 

@@ -149,6 +149,29 @@ def test_quiet_verify_before_the_cli_is_the_cli_s_verdict(tmp_path: Path, env: d
             assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), paths
 
 
+#: output forms the quick path prints itself (``cli/verify_report.py``), and ``--require-closed``
+VERIFY_OUTPUTS = [[], ["--format", "json"], ["--format=GitHub"], ["--require-closed", "--format", "text"]]
+
+
+@pytest.mark.parametrize("env", [{}, {"RACT_CORE": "python"}], ids=["native", "python"])
+def test_printed_verify_before_the_cli_prints_what_the_cli_prints(tmp_path: Path, env: dict[str, str]) -> None:
+    """``trace verify`` with its verdicts on stderr (a pipe here), its JSON report or its annotations on stdout:
+    the quick path's bytes and exit code are the CLI's (``--max-findings 1000``, the default, sends the same run
+    through typer)."""
+    seen_err = seen_out = False
+    for paths, output in zip(_quiet_verify_targets(tmp_path), itertools.cycle(VERIFY_OUTPUTS)):
+        for form in {tuple(output), ()}:
+            quick = run_subprocess(["trace", "verify", *form, *paths], env=env)
+            full = run_subprocess(["trace", "verify", "--max-findings", "1000", *form, *paths], env=env)
+            assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), (
+                paths,
+                form,
+            )
+            seen_err |= b"FAIL " in quick.stderr
+            seen_out |= quick.stdout.startswith(b"{") or quick.stdout.startswith(b"::error")
+    assert seen_err and seen_out  # (verdicts and reports were compared, not two empty outputs)
+
+
 def test_quiet_verify_defaults_are_the_cli_s() -> None:
     """The quick path's options are the verify command's defaults (what it does not parse it leaves so)."""
     import typer.main

@@ -2,10 +2,11 @@
 
 ``ract --version`` is what a script runs to learn which core it gets (SPEC
 §11): it needs neither typer, nor rich, nor a command module, so it imports
-none of them. ``ract trace verify -q [--jobs N] PATH...``, what CI runs on
-every log, prints nothing and only needs the verdict: it is verified here
-without typer (40 ms of the ~130 ms a call took on a small log; start-up,
-issue 14). ``ract trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` into a
+none of them. ``ract trace verify [-q] [--format F] [--require-closed] [--jobs N]
+PATH...``, what CI runs on every log, is verified and printed here without
+typer (``cli/verify_report.py``, the CLI's own output functions) and, unless
+stderr is a terminal, without rich: 40 ms of the ~130 ms a ``-q`` call took on
+a small log, ~90 ms of a call that prints its verdicts (start-up, issue 14). ``ract trace grep --kind PATTERN... [--jobs N] [--no-verify] PATH...`` into a
 pipe, what an auditor or a benchmark runs, prints the matched lines as the CLI
 does, through the same streaming loop (``cli/grep_report.py``), without typer
 or (until something is said on stderr) rich: ~0.1 s of a 1 s search of a
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
                 silence_stdout()
                 return BROKEN_PIPE_EXIT
             return 0
-    if (verdict := _quiet_verify(args)) is not None:
+    if (verdict := _quick_verify(args)) is not None:
         return verdict
     if (verdict := _quick_grep(args)) is not None:
         return verdict
@@ -62,13 +63,15 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
-def quick_verify_options(jobs: int | None) -> VerifyOptions:
-    """What ``trace verify`` runs with when given only ``-q``, ``--jobs`` (None: not given) and paths: its
-    defaults."""
+def quick_verify_options(jobs: int | None, *, require_closed: bool = False) -> VerifyOptions:
+    """What ``trace verify`` runs with when given only ``--jobs`` (None: not given), ``--require-closed``, the
+    output options and paths: its defaults."""
     from ract_cli.read.parallel import AUTO_JOBS
     from ract_cli.verify.verifier import VerifyOptions
 
-    return VerifyOptions(max_findings=DEFAULT_MAX_FINDINGS, jobs=AUTO_JOBS if jobs is None else jobs)
+    return VerifyOptions(
+        max_findings=DEFAULT_MAX_FINDINGS, jobs=AUTO_JOBS if jobs is None else jobs, require_closed=require_closed
+    )
 
 
 def _jobs(value: str) -> int | None:
@@ -76,34 +79,57 @@ def _jobs(value: str) -> int | None:
     return int(value) if value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_JOBS else None
 
 
-def _quiet_verify(args: list[str]) -> int | None:
-    """The exit code of ``trace verify -q [--jobs N] PATH...`` (only those options, each path a name that
-    does not start with ``-``), or None: the CLI runs it (any other form, or an error to be said)."""
-    if len(args) < 4 or args[0] != "trace" or args[1] != "verify":
+#: ``trace verify --format``'s values (``cli/verify_report.Format``; the CLI takes them in any case)
+_VERIFY_FORMATS = ("text", "json", "github")
+
+
+def _quick_verify(args: list[str]) -> int | None:
+    """The exit code of ``trace verify [-q] [--format text|json|github] [--require-closed] [--jobs N] PATH...``
+    (only those options, each path a name that does not start with ``-``), printed as the CLI prints it
+    (``cli/verify_report.py``), or None: the CLI runs it (any other form, a progress bar to draw on a
+    terminal, or an error to be said)."""
+    if len(args) < 3 or args[0] != "trace" or args[1] != "verify":
         return None
-    quiet, jobs, paths = False, None, []
+    quiet, require_closed, jobs, fmt, paths = False, False, None, "text", []
     rest = iter(args[2:])
     for arg in rest:
         if arg in ("-q", "--quiet"):
             quiet = True
+        elif arg == "--require-closed":
+            require_closed = True
         elif arg in ("-j", "--jobs"):
             if (value := _jobs(next(rest, ""))) is None:
                 return None
             jobs = value
+        elif arg == "--format" or arg.startswith("--format="):
+            fmt = (arg[len("--format=") :] if "=" in arg else next(rest, "")).lower()
+            if fmt not in _VERIFY_FORMATS:
+                return None
         elif arg.startswith("-"):
             return None  # another option, "--", or "-" (standard input: read once, by the CLI)
         else:
             paths.append(arg)
-    if not quiet or not paths:
+    if not paths:
         return None
+    from ract_cli.cli.render import progress_enabled
+
+    if progress_enabled(quiet=quiet, json=fmt == "json"):
+        return None  # stderr is a terminal: the CLI draws the bar over a large log
     from ract_cli.verify.verifier import verify_paths
 
     try:
-        report = verify_paths(paths, quick_verify_options(jobs))
+        report = verify_paths(paths, quick_verify_options(jobs, require_closed=require_closed))
     except KeyboardInterrupt:
         return 130  # (as the CLI's typer.Abort)
     except Exception:  # (verify changes nothing: the CLI reads it again and says what went wrong)
         return None
+    if not quiet:
+        from ract_cli.cli.verify_report import Format, render
+
+        try:
+            render(report, Format(fmt))
+        except KeyboardInterrupt:
+            return 130
     return int(report.exit_code)
 
 

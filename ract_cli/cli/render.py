@@ -216,6 +216,35 @@ def print_lines(console: Console, lines: Iterable[str], *, chunk: int = 1000) ->
         console.print("\n".join(batch), markup=False)
 
 
+def write_stderr_lines(lines: Iterable[str], *, chunk: int = 1000) -> None:
+    """Plain lines (no markup; every log-derived part already ``clean``) on stderr.
+
+    On a terminal rich prints them (``print_lines``: above a progress bar, if one is drawn). Into a pipe
+    or a file they are written as they are, ``ci_safe``, which is what rich writes there for such lines
+    (``tests/test_stderr_lines.py`` holds the two to the same bytes), without importing rich: ~40 ms of a
+    CI step's start-up (issue 14). A reader of stderr that went away silences stderr, as rich's console does.
+    """
+    if stderr_is_terminal():
+        print_lines(stderr_console(), lines, chunk=chunk)
+        return
+    stream = sys.stderr
+    if stream is None:  # started with fd 2 closed (rich writes nowhere then, too)
+        return
+    batch: list[str] = []
+    try:
+        for line in lines:
+            batch.append(line)
+            if len(batch) == chunk:
+                stream.write(ci_safe("\n".join(batch)) + "\n")
+                stream.flush()
+                batch.clear()
+        if batch:
+            stream.write(ci_safe("\n".join(batch)) + "\n")
+            stream.flush()
+    except BrokenPipeError:
+        silence_stderr()
+
+
 def stdout_console(*, width: int | None = None, soft_wrap: bool = True) -> Console:
     """Data (tables, reports) goes to stdout; a closed pipe raises ``BrokenPipeError`` (see ``_StdoutConsole``)."""
     return _consoles()[1](highlight=False, soft_wrap=soft_wrap, emoji=False, width=width)
