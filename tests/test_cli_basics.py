@@ -161,9 +161,9 @@ def test_a_lone_version_imports_neither_typer_nor_rich(flag: str) -> None:
     assert not modules & {"typer", "click", "rich", "importlib_metadata"}, modules
 
 
-def test_a_quiet_verify_imports_neither_typer_nor_rich() -> None:
-    """``-q`` prints nothing: ``trace verify -q PATH`` is verified before the CLI is imported (launch.py), and
-    the consoles (and rich) are made only once something is printed."""
+def test_verify_and_project_into_a_pipe_import_neither_typer_nor_rich() -> None:
+    """``trace verify [-q|--format json] PATH`` and ``trace project PATH`` into a pipe run before the CLI is
+    imported (launch.py); rich is made only once something is printed on a terminal."""
     code, out, modules = _imported_by(["trace", "verify", "-q", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
     assert (code, out) == (0, "")
     assert not modules & {"rich", "typer", "click"}
@@ -181,6 +181,10 @@ def test_a_quiet_verify_imports_neither_typer_nor_rich() -> None:
     assert (code, out) == (0, "") and not modules & {"rich", "typer", "click"}, modules
     # nor a journal dialect (a RACT log), nor the process pools (concurrent.futures imports logging)
     assert not modules & {"ract_cli.dialects.raxol", "concurrent", "logging", "multiprocessing"}, modules
+    # a project into a pipe: its JSON report (cli/project_output.py), without the CLI
+    code, out, modules = _imported_by(["trace", "project", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
+    assert code == 0 and json.loads(out)["runs"][0]["status"] == "completed"
+    assert not modules & {"rich", "typer", "click"}, modules
 
 
 def test_version_is_listed_in_help(capsys) -> None:

@@ -172,6 +172,45 @@ def test_printed_verify_before_the_cli_prints_what_the_cli_prints(tmp_path: Path
     assert seen_err and seen_out  # (verdicts and reports were compared, not two empty outputs)
 
 
+PROJECT_FORMS = [[], ["--format", "json"], ["-q"], ["--require-closed"], ["--format=json", "-q"]]
+
+
+@pytest.mark.parametrize("env", [{}, {"RACT_CORE": "python"}], ids=["native", "python"])
+def test_piped_project_before_the_cli_prints_what_the_cli_prints(tmp_path: Path, env: dict[str, str]) -> None:
+    """``trace project`` into a pipe (its JSON report on stdout, verdicts on stderr): the quick path's bytes
+    and exit code are the CLI's (``--max-items 1000``, the default, sends the same run through typer)."""
+    seen_err = seen_out = False
+    for paths, form in zip(_quiet_verify_targets(tmp_path), itertools.cycle(PROJECT_FORMS)):
+        quick = run_subprocess(["trace", "project", *form, *paths], env=env)
+        full = run_subprocess(["trace", "project", "--max-items", "1000", *form, *paths], env=env)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), (
+            paths,
+            form,
+        )
+        seen_err |= b"FAIL (" in quick.stderr
+        seen_out |= quick.stdout.startswith(b"{")
+    assert seen_err and seen_out  # (verdicts and reports were compared, not two empty outputs)
+
+
+def test_quick_project_defaults_are_the_cli_s() -> None:
+    """The quick path's project options (``ProjectOptions()``, bar ``--require-closed``) are the command's."""
+    import typer.main
+
+    from ract_cli.cli.app import _register_commands, app
+    from ract_cli.project.options import ProjectOptions
+
+    _register_commands(["trace", "project"])
+    project = typer.main.get_command(app).commands["trace"].commands["project"]  # type: ignore[attr-defined]
+    defaults = {p.name: p.default for p in project.params}
+    options = ProjectOptions()
+    assert defaults["schema_version"] == options.schema_version
+    assert defaults["require_closed"] is options.require_closed is False
+    assert defaults["max_line_bytes"] == options.max_line_bytes
+    assert defaults["max_items"] == options.max_items
+    assert str(getattr(defaults["dialect"], "value", defaults["dialect"])) == options.dialect
+    assert defaults["output"] is None and defaults["format"] is None
+
+
 def test_quiet_verify_defaults_are_the_cli_s() -> None:
     """The quick path's options are the verify command's defaults (what it does not parse it leaves so)."""
     import typer.main

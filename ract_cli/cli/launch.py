@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     if (verdict := _quick_verify(args)) is not None:
         return verdict
+    if (verdict := _quick_project(args)) is not None:
+        return verdict
     if (verdict := _quick_grep(args)) is not None:
         return verdict
     from ract_cli.cli.app import main as run
@@ -131,6 +133,61 @@ def _quick_verify(args: list[str]) -> int | None:
         except KeyboardInterrupt:
             return 130
     return int(report.exit_code)
+
+
+def _quick_project(args: list[str]) -> int | None:
+    """The exit code of ``trace project [-q] [--format json] [--require-closed] PATH...`` with the report in
+    JSON (asked for, or the default into a pipe), printed as the CLI prints it (``cli/project_output.py``),
+    or None: the CLI runs it (any other form, or an error to be said)."""
+    if len(args) < 3 or args[0] != "trace" or args[1] != "project":
+        return None
+    quiet, require_closed, fmt, paths = False, False, None, []
+    rest = iter(args[2:])
+    for arg in rest:
+        if arg in ("-q", "--quiet"):
+            quiet = True
+        elif arg == "--require-closed":
+            require_closed = True
+        elif arg == "--format" or arg.startswith("--format="):
+            fmt = arg[len("--format=") :] if "=" in arg else next(rest, "")
+            if fmt != "json":
+                return None  # text, Markdown and HTML are rendered by the CLI
+        elif arg.startswith("-"):
+            return None
+        else:
+            paths.append(arg)
+    from ract_cli.cli.render import flush_stdout, silence_stdout, stdout_closed, stdout_is_terminal
+
+    # the CLI's default form: text on a terminal, JSON otherwise (-q never looks at stdout)
+    if not paths or (fmt is None and not quiet and stdout_is_terminal()):
+        return None
+    from ract_cli.project.options import ProjectOptions
+    from ract_cli.project.report import project_paths
+
+    try:
+        result = project_paths(paths, ProjectOptions(require_closed=require_closed))
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # (project changes nothing: the CLI reads it again and says what went wrong)
+        return None
+    if quiet:
+        return int(result.exit_code)
+    from ract_cli.cli.project_output import verdicts, write_json
+    from ract_cli.cli.render import write_stderr_lines
+
+    try:
+        verdicts(result)
+        if stdout_closed():  # started with `>&-`: the exit code is the verdict
+            write_stderr_lines(["ract trace project: stdout is closed: the report was not written"])
+        else:
+            try:
+                write_json(result)
+                flush_stdout()
+            except BrokenPipeError:
+                silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
+    except KeyboardInterrupt:
+        return 130
+    return int(result.exit_code)
 
 
 def _quick_grep(args: list[str]) -> int | None:

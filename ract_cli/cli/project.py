@@ -25,22 +25,21 @@ from rich.text import Text
 
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.project_output import sorted_indented, to_json, verdicts, write_json
 from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
     byte_progress,
     ci_safe,
     clean,
-    clean_json,
-    dumps_json,
     flush_stdout,
     progress_enabled,
     silence_stdout,
-    stderr_console,
     stdout_closed,
     stdout_console,
     stdout_is_terminal,
+    write_stderr_lines,
 )
-from ract_cli.errors import ExitCode, LogIOError, UsageError
+from ract_cli.errors import LogIOError, UsageError
 from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths, to_markdown
@@ -137,13 +136,13 @@ def project_command(
         with byte_progress("projecting", enabled=progress_enabled(quiet=quiet, json=fmt is Format.json)) as progress:
             result = project_paths(paths, options, progress=progress, timelines=fmt is Format.html)
         if not quiet:
-            _verdicts(result)
+            verdicts(result)
         if target is not None:  # a file is written under -q too: it was asked for, and prints nothing
             target.write(report_chunks(result, fmt))
         elif quiet:
             pass
         elif stdout_closed():  # started with `>&-`: as with a reader that went away, the exit code is the verdict
-            stderr_console().print("ract trace project: stdout is closed: the report was not written", markup=False)
+            write_stderr_lines(["ract trace project: stdout is closed: the report was not written"])
         elif result.runs or fmt in (Format.json, Format.html):
             try:
                 render(result, fmt)
@@ -156,12 +155,7 @@ def project_command(
 def render(result: ProjectResult, fmt: Format, console: Console | None = None) -> None:
     """Write the report to stdout in ``fmt``."""
     if fmt is Format.json:
-        # one run's report in memory at a time (a fleet streams); the bytes are to_json's
-        terminal = stdout_is_terminal()
-        for chunk in result.json_chunks(_sorted_indented):
-            # a terminal is not a data sink: bidi and other format characters become JSON escapes (same values)
-            typer.echo(clean_json(chunk) if terminal else chunk, nl=False)
-        typer.echo("")
+        write_json(result)
     elif fmt is Format.markdown:
         typer.echo(ci_safe(to_markdown(result)), nl=False)
     elif fmt is Format.html:
@@ -179,7 +173,7 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
 def report_chunks(result: ProjectResult, fmt: Format) -> Iterator[str]:
     """The report in ``fmt`` as text pieces for a file (``--output``): what ``render`` writes to a pipe."""
     if fmt is Format.json:
-        yield from result.json_chunks(_sorted_indented)
+        yield from result.json_chunks(sorted_indented)
         yield "\n"
     elif fmt is Format.markdown:
         yield ci_safe(to_markdown(result))
@@ -247,56 +241,6 @@ def text_console() -> Console:
     """stdout console for the text report: the terminal's width, or 160 columns when piped."""
     # soft_wrap=False: rich wraps the report's tables to the width
     return stdout_console(width=None if stdout_is_terminal() else 160, soft_wrap=False)
-
-
-def _verdicts(result: ProjectResult) -> None:
-    err = stderr_console()
-    for f in result.findings:
-        err.print(f"ract trace project: {clean(f.path)}: {clean(f.message)}", markup=False)
-    for run in result.runs:
-        if run["exit_code"] == 0 and run["trusted"]:
-            continue
-        name = ExitCode(run["exit_code"]).name
-        text = _untrusted_verdict(run) if not run["trusted"] else _failure_verdict(run, name)
-        err.print(f"ract trace project: FAIL ({name}) {clean(run['path'])}: {clean(text)}", markup=False)
-
-
-def _untrusted_verdict(run: Report) -> str:
-    # the failure is on that line or the next (which leaves that event unconfirmed)
-    start = run["untrusted_from_line"]
-    first = next(
-        (
-            f
-            for f in run["findings"]
-            if f["severity"] == "error"
-            and f["line"] is not None
-            and start is not None
-            and f["line"] in (start, start + 1)
-        ),
-        None,
-    )
-    why = f" ({first['code']} at line {first['line']}: {first['message']})" if first else ""
-    covers = (
-        "its evidence verdict is not to be believed" if is_journal(run) else "the report covers the lines before it"
-    )
-    return f"UNTRUSTED from line {run['untrusted_from_line']}{why}; {covers}"
-
-
-def _failure_verdict(run: Report, name: str) -> str:
-    first = next((f for f in run["findings"] if f["severity"] == "error"), None)
-    return f"{first['code']}: {first['message']}" if first else name
-
-
-def _sorted_indented(data: object) -> str:
-    return dumps_json(data, indent=True, sort_keys=True)
-
-
-def to_json(result: ProjectResult) -> str:
-    """The documented JSON (``ProjectResult.to_dict``), stable: sorted keys, two-space indent, one newline."""
-    return _sorted_indented(result.to_dict()) + "\n"
-
-
-# --- terminal text (rich) -------------------------------------------------
 
 
 def _t(value: object, style: str | None = None) -> Text:
