@@ -444,3 +444,96 @@ def test_bad_integer_with_a_quote_is_reworded(value: str) -> None:
     assert "is not a valid integer." in message
     assert "int range" not in message
     assert "x" * 100 not in message  # a long value is cut, as a single-quoted one is
+
+
+# --- a stdout or stderr that cannot be written, and a stdout that only takes ASCII ---------------------------
+
+#: (argv, the same call through typer): verify and project print before typer (cli/launch.py) or in the CLI
+WRITTEN_BOTH_WAYS = [
+    (["trace", "verify", "--format", "json"], ["trace", "verify", "--max-findings", "1000", "--format", "json"]),
+    (["trace", "verify", "--format", "github"], ["trace", "verify", "--max-findings", "1000", "--format", "github"]),
+    (["trace", "project"], ["trace", "project", "--max-items", "1000"]),
+]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("quick,full", WRITTEN_BOTH_WAYS, ids=lambda argv: "-".join(argv))
+def test_a_full_stdout_is_exit_5_said_on_stderr(quick: list[str], full: list[str]) -> None:
+    """A report that cannot be written (ENOSPC) is lost: exit 5 (IO) and one line on stderr, no traceback,
+    the quick path and the CLI alike."""
+    seen = []
+    for argv in (quick, full):
+        with open("/dev/full", "wb") as sink:
+            proc = subprocess.run(ract_argv(*argv, str(FIXTURES / "runs")), stdout=sink, stderr=subprocess.PIPE)
+        assert_no_traceback(proc.stderr, argv)
+        assert proc.returncode == 5 and b": cannot write to stdout: No space left on device\n" in proc.stderr
+        seen.append(proc.stderr)
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("argv", [["trace", "verify"], ["trace", "verify", "--max-findings", "1000"]])
+def test_a_full_stderr_keeps_the_verdict(argv: list[str]) -> None:
+    with open("/dev/full", "wb") as sink:
+        proc = subprocess.run(ract_argv(*argv, TAMPERED_LOG), stdout=subprocess.PIPE, stderr=sink)
+    assert (proc.returncode, proc.stdout) == (1, b"")
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1", "utf-8"])
+def test_stdout_text_is_encoded_as_click_encodes_it(encoding: str) -> None:
+    """``render.write_stdout`` writes what ``typer.echo`` wrote on an ASCII stdout (UTF-8, a lone surrogate as
+    ``?``); where click raised (a character the stream's encoding cannot hold: a lone surrogate in UTF-8, a
+    check mark in Latin-1) it writes ``?`` for it."""
+    text = "path é/\udcff/✓\n"
+    env = {**os.environ, "PYTHONIOENCODING": encoding}
+    ours = subprocess.run(
+        [sys.executable, "-c", f"from ract_cli.cli.render import write_stdout; write_stdout({text!r})"],
+        capture_output=True,
+        env=env,
+    )
+    theirs = subprocess.run(
+        [sys.executable, "-c", f"import typer; typer.echo({text!r}, nl=False)"], capture_output=True, env=env
+    )
+    assert ours.returncode == 0 and ours.stderr == b""
+    if encoding == "ascii":  # click wrote UTF-8
+        assert (ours.stdout, theirs.returncode) == (theirs.stdout, 0)
+        assert ours.stdout == "path é/?/✓\n".encode()
+    else:  # click: UnicodeEncodeError
+        assert theirs.returncode == 1 and b"UnicodeEncodeError" in theirs.stderr
+        assert ours.stdout == ("path é/?/✓\n" if encoding == "utf-8" else "path é/?/?\n").encode(encoding)
+
+
+def test_a_non_ascii_path_on_an_ascii_stdout(tmp_path: Path) -> None:
+    run = tmp_path / "é"
+    run.mkdir()
+    (run / "events.jsonl").write_bytes(COMPLETED.read_bytes())
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    for argv in (["trace", "verify", "--format", "json"], ["trace", "project"]):
+        proc = subprocess.run(ract_argv(*argv, str(run / "events.jsonl")), capture_output=True, env=env)
+        assert proc.returncode == 0 and proc.stderr == b"", proc.stderr[-500:]
+        assert json.loads(proc.stdout)["path" if argv[1] == "project" else "files"] is not None
+        assert "é".encode() in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["trace", "verify", "--jobs", "1" * 5000, str(FIXTURE)],
+        ["trace", "grep", "--kind", "run.*", "--jobs", "9" * 5000, str(FIXTURE)],
+    ],
+    ids=["verify", "grep"],
+)
+def test_a_huge_jobs_value_is_the_cli_s_usage_error(argv: list[str]) -> None:
+    proc = subprocess.run(ract_argv(*argv), capture_output=True)
+    assert_no_traceback(proc.stderr, argv[:2])
+    assert proc.returncode == 2 and b"is not a valid integer" in proc.stderr
+
+
+def test_a_completion_request_is_typer_s() -> None:
+    """With ``_RACT_COMPLETE`` set, even a call the quick paths take is the CLI's (typer's completion)."""
+    env = {**os.environ, "_RACT_COMPLETE": "bash_complete"}
+    for argv in (["trace", "verify", str(FIXTURE)], ["trace", "project", str(FIXTURE)]):
+        quick = subprocess.run(ract_argv(*argv), capture_output=True, env=env)
+        full = subprocess.run(ract_argv(argv[0], argv[1], "-j", "1", *argv[2:]), capture_output=True, env=env)
+        assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr)
+        assert b"PASS" not in quick.stderr and not quick.stdout.startswith(b"{")

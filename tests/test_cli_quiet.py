@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import time
 from pathlib import Path
+from subprocess import CompletedProcess
 
 import pytest
 from git_support import GitRepo
@@ -149,6 +150,15 @@ def test_quiet_verify_before_the_cli_is_the_cli_s_verdict(tmp_path: Path, env: d
             assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), paths
 
 
+def _as_the_cli(command: str, default: list[str], argv: list[str], env: dict[str, str]) -> CompletedProcess[bytes]:
+    """``trace COMMAND ARGV`` (the quick path) and the same with a default option spelled out (``default``:
+    typer's path) give the same exit code and bytes; returns the quick run."""
+    quick = run_subprocess(["trace", command, *argv], env=env)
+    full = run_subprocess(["trace", command, *default, *argv], env=env)
+    assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), argv
+    return quick
+
+
 #: output forms the quick path prints itself (``cli/verify_report.py``), and ``--require-closed``
 VERIFY_OUTPUTS = [[], ["--format", "json"], ["--format=GitHub"], ["--require-closed", "--format", "text"]]
 
@@ -161,12 +171,7 @@ def test_printed_verify_before_the_cli_prints_what_the_cli_prints(tmp_path: Path
     seen_err = seen_out = False
     for paths, output in zip(_quiet_verify_targets(tmp_path), itertools.cycle(VERIFY_OUTPUTS)):
         for form in {tuple(output), ()}:
-            quick = run_subprocess(["trace", "verify", *form, *paths], env=env)
-            full = run_subprocess(["trace", "verify", "--max-findings", "1000", *form, *paths], env=env)
-            assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), (
-                paths,
-                form,
-            )
+            quick = _as_the_cli("verify", ["--max-findings", "1000"], [*form, *paths], env)
             seen_err |= b"FAIL " in quick.stderr
             seen_out |= quick.stdout.startswith(b"{") or quick.stdout.startswith(b"::error")
     assert seen_err and seen_out  # (verdicts and reports were compared, not two empty outputs)
@@ -181,12 +186,7 @@ def test_piped_project_before_the_cli_prints_what_the_cli_prints(tmp_path: Path,
     and exit code are the CLI's (``--max-items 1000``, the default, sends the same run through typer)."""
     seen_err = seen_out = False
     for paths, form in zip(_quiet_verify_targets(tmp_path), itertools.cycle(PROJECT_FORMS)):
-        quick = run_subprocess(["trace", "project", *form, *paths], env=env)
-        full = run_subprocess(["trace", "project", "--max-items", "1000", *form, *paths], env=env)
-        assert (quick.returncode, quick.stdout, quick.stderr) == (full.returncode, full.stdout, full.stderr), (
-            paths,
-            form,
-        )
+        quick = _as_the_cli("project", ["--max-items", "1000"], [*form, *paths], env)
         seen_err |= b"FAIL (" in quick.stderr
         seen_out |= quick.stdout.startswith(b"{")
     assert seen_err and seen_out  # (verdicts and reports were compared, not two empty outputs)

@@ -15,11 +15,11 @@ import os
 import typer
 from typer import _completion_shared as shared  # typer is pinned to 0.28.x (pyproject.toml)
 
+from ract_cli.cli.limits import COMPLETE_VAR
 from ract_cli.cli.render import markup_safe, stderr_console
 
 FLAGS = ("--show-completion", "--install-completion")
 SHELLS = ("bash", "zsh", "fish", "powershell", "pwsh")
-COMPLETE_VAR = "_RACT_COMPLETE"
 
 
 def completion_request(args: list[str]) -> int | None:

@@ -17,11 +17,12 @@ what went wrong.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import TYPE_CHECKING
 
 from ract_cli import __version__
-from ract_cli.cli.limits import DEFAULT_MAX_FINDINGS, MAX_JOBS
+from ract_cli.cli.limits import COMPLETE_VAR, DEFAULT_MAX_FINDINGS, MAX_JOBS
 from ract_cli.errors import RactError
 from ract_cli.read.core import core_name
 
@@ -54,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
                 silence_stdout()
                 return BROKEN_PIPE_EXIT
             return 0
+    if COMPLETE_VAR in os.environ:  # a shell asks for completions: typer answers
+        from ract_cli.cli.app import main as complete
+
+        return complete(args)
     if (verdict := _quick_verify(args)) is not None:
         return verdict
     if (verdict := _quick_project(args)) is not None:
@@ -78,41 +83,62 @@ def quick_verify_options(jobs: int | None, *, require_closed: bool = False) -> V
 
 def _jobs(value: str) -> int | None:
     """``--jobs``' value as the CLI takes it, or None (the CLI's usage error, worded)."""
-    return int(value) if value.isascii() and value.isdigit() and 1 <= int(value) <= MAX_JOBS else None
+    if not value.isascii() or not value.isdigit() or len(value) > 4:  # (int() refuses 4,300 digits and more)
+        return None
+    return int(value) if 1 <= int(value) <= MAX_JOBS else None
 
 
-#: ``trace verify --format``'s values (``cli/verify_report.Format``; the CLI takes them in any case)
-_VERIFY_FORMATS = ("text", "json", "github")
+class _Call:
+    """A ``trace verify`` or ``trace project`` command line the quick paths take: the options they know."""
+
+    __slots__ = ("fmt", "jobs", "paths", "quiet", "require_closed")
+
+    def __init__(self) -> None:
+        self.quiet = False
+        self.require_closed = False
+        self.jobs: int | None = None  # (not given: the library picks the number)
+        self.fmt: str | None = None  # (not given)
+        self.paths: list[str] = []
+
+
+def _parse(args: list[str], command: str, formats: tuple[str, ...], *, fold_case: bool, jobs: bool) -> _Call | None:
+    """``trace COMMAND`` with only ``-q``, ``--require-closed``, ``--format`` (one of ``formats``; any case
+    with ``fold_case``, as click's choice ignoring case), ``--jobs N`` (when ``jobs``) and paths, each a name
+    that does not start with ``-``; else None (another option, ``--``, or ``-``: standard input, read once,
+    by the CLI)."""
+    if len(args) < 3 or args[0] != "trace" or args[1] != command:
+        return None
+    call = _Call()
+    rest = iter(args[2:])
+    for arg in rest:
+        if arg in ("-q", "--quiet"):
+            call.quiet = True
+        elif arg == "--require-closed":
+            call.require_closed = True
+        elif jobs and arg in ("-j", "--jobs"):
+            call.jobs = _jobs(next(rest, ""))
+            if call.jobs is None:
+                return None
+        elif arg == "--format" or arg.startswith("--format="):
+            fmt = arg[len("--format=") :] if "=" in arg else next(rest, "")
+            call.fmt = fmt.lower() if fold_case else fmt
+            if call.fmt not in formats:
+                return None
+        elif arg.startswith("-"):
+            return None
+        else:
+            call.paths.append(arg)
+    return call if call.paths else None
 
 
 def _quick_verify(args: list[str]) -> int | None:
     """The exit code of ``trace verify [-q] [--format text|json|github] [--require-closed] [--jobs N] PATH...``
-    (only those options, each path a name that does not start with ``-``), printed as the CLI prints it
-    (``cli/verify_report.py``), or None: the CLI runs it (any other form, a progress bar to draw on a
-    terminal, or an error to be said)."""
-    if len(args) < 3 or args[0] != "trace" or args[1] != "verify":
+    printed as the CLI prints it (``cli/verify_report.py``), or None: the CLI runs it (any other form, a
+    progress bar to draw on a terminal, or an error to be said)."""
+    # (--format's values: cli/verify_report.Format, which the CLI takes in any case)
+    if (call := _parse(args, "verify", ("text", "json", "github"), fold_case=True, jobs=True)) is None:
         return None
-    quiet, require_closed, jobs, fmt, paths = False, False, None, "text", []
-    rest = iter(args[2:])
-    for arg in rest:
-        if arg in ("-q", "--quiet"):
-            quiet = True
-        elif arg == "--require-closed":
-            require_closed = True
-        elif arg in ("-j", "--jobs"):
-            if (value := _jobs(next(rest, ""))) is None:
-                return None
-            jobs = value
-        elif arg == "--format" or arg.startswith("--format="):
-            fmt = (arg[len("--format=") :] if "=" in arg else next(rest, "")).lower()
-            if fmt not in _VERIFY_FORMATS:
-                return None
-        elif arg.startswith("-"):
-            return None  # another option, "--", or "-" (standard input: read once, by the CLI)
-        else:
-            paths.append(arg)
-    if not paths:
-        return None
+    quiet, fmt = call.quiet, call.fmt or "text"
     from ract_cli.cli.render import progress_enabled
 
     if progress_enabled(quiet=quiet, json=fmt == "json"):
@@ -120,7 +146,7 @@ def _quick_verify(args: list[str]) -> int | None:
     from ract_cli.verify.verifier import verify_paths
 
     try:
-        report = verify_paths(paths, quick_verify_options(jobs, require_closed=require_closed))
+        report = verify_paths(call.paths, quick_verify_options(call.jobs, require_closed=call.require_closed))
     except KeyboardInterrupt:
         return 130  # (as the CLI's typer.Abort)
     except Exception:  # (verify changes nothing: the CLI reads it again and says what went wrong)
@@ -132,6 +158,10 @@ def _quick_verify(args: list[str]) -> int | None:
             render(report, Format(fmt))
         except KeyboardInterrupt:
             return 130
+        except RactError as exc:  # stdout cannot be written (a full disk): said as the CLI's boundary says it
+            from ract_cli.cli.render import explain_failure
+
+            return explain_failure("verify", exc)
     return int(report.exit_code)
 
 
@@ -139,33 +169,19 @@ def _quick_project(args: list[str]) -> int | None:
     """The exit code of ``trace project [-q] [--format json] [--require-closed] PATH...`` with the report in
     JSON (asked for, or the default into a pipe), printed as the CLI prints it (``cli/project_output.py``),
     or None: the CLI runs it (any other form, or an error to be said)."""
-    if len(args) < 3 or args[0] != "trace" or args[1] != "project":
-        return None
-    quiet, require_closed, fmt, paths = False, False, None, []
-    rest = iter(args[2:])
-    for arg in rest:
-        if arg in ("-q", "--quiet"):
-            quiet = True
-        elif arg == "--require-closed":
-            require_closed = True
-        elif arg == "--format" or arg.startswith("--format="):
-            fmt = arg[len("--format=") :] if "=" in arg else next(rest, "")
-            if fmt != "json":
-                return None  # text, Markdown and HTML are rendered by the CLI
-        elif arg.startswith("-"):
-            return None
-        else:
-            paths.append(arg)
+    if (call := _parse(args, "project", ("json",), fold_case=False, jobs=False)) is None:
+        return None  # (text, Markdown and HTML are rendered by the CLI)
+    quiet = call.quiet
     from ract_cli.cli.render import flush_stdout, silence_stdout, stdout_closed, stdout_is_terminal
 
     # the CLI's default form: text on a terminal, JSON otherwise (-q never looks at stdout)
-    if not paths or (fmt is None and not quiet and stdout_is_terminal()):
+    if call.fmt is None and not quiet and stdout_is_terminal():
         return None
     from ract_cli.project.options import ProjectOptions
     from ract_cli.project.report import project_paths
 
     try:
-        result = project_paths(paths, ProjectOptions(require_closed=require_closed))
+        result = project_paths(call.paths, ProjectOptions(require_closed=call.require_closed))
     except KeyboardInterrupt:
         return 130
     except Exception:  # (project changes nothing: the CLI reads it again and says what went wrong)
@@ -187,6 +203,10 @@ def _quick_project(args: list[str]) -> int | None:
                 silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
     except KeyboardInterrupt:
         return 130
+    except RactError as exc:  # stdout cannot be written (a full disk): said as the CLI's boundary says it
+        from ract_cli.cli.render import explain_failure
+
+        return explain_failure("project", exc)
     return int(result.exit_code)
 
 

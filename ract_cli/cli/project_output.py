@@ -4,9 +4,7 @@ and the quick path of ``cli/launch.py`` print through these same functions, so t
 
 from __future__ import annotations
 
-import sys
-
-from ract_cli.cli.render import clean, clean_json, dumps_json, stdout_is_terminal, write_stderr_lines
+from ract_cli.cli.render import clean, clean_json, dumps_json, stdout_is_terminal, write_stderr_lines, write_stdout
 from ract_cli.errors import ExitCode
 from ract_cli.format.json_types import Report
 from ract_cli.project.human import is_journal
@@ -65,11 +63,10 @@ def to_json(result: ProjectResult) -> str:
 
 
 def write_json(result: ProjectResult) -> None:
-    """The JSON report on stdout, one run's report in memory at a time (a fleet streams); the bytes are
-    ``to_json``'s. A terminal is not a data sink: bidi and other format characters become JSON escapes
+    """The JSON report on stdout (``render.write_stdout``), one run's report in memory at a time (a fleet
+    streams); the bytes are ``to_json``'s. A terminal is not a data sink: bidi and other format characters become JSON escapes
     (the same values)."""
     terminal = stdout_is_terminal()
-    write = sys.stdout.write
     for chunk in result.json_chunks(sorted_indented):
-        write(clean_json(chunk) if terminal else chunk)
-    write("\n")
+        write_stdout(clean_json(chunk) if terminal else chunk)
+    write_stdout("\n")

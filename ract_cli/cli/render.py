@@ -9,6 +9,7 @@ forged log can never paint a fake PASS.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import functools
 import json
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from ract_cli.errors import ExitCode, RactError
+from ract_cli.errors import ExitCode, LogIOError, RactError
 from ract_cli.findings import Finding
 from ract_cli.format.text import UNSAFE, escape_unsafe, json_escape
 
@@ -216,13 +217,57 @@ def print_lines(console: Console, lines: Iterable[str], *, chunk: int = 1000) ->
         console.print("\n".join(batch), markup=False)
 
 
+def write_stdout(text: str) -> None:
+    """``text`` on stdout, flushed, as ``typer.echo`` (click) writes it: to a stdout whose encoding is ASCII
+    (``LANG=C``, ``PYTHONIOENCODING=ascii``) as UTF-8, a character UTF-8 cannot hold (a lone surrogate of a
+    non-UTF-8 path) as ``?``; a character another encoding cannot hold is ``?`` too (click raised).
+
+    A reader that went away raises ``BrokenPipeError`` (the caller keeps its verdict); any other failure (a
+    full disk) raises ``LogIOError`` (exit 5), stdout then pointing at /dev/null so that the interpreter's
+    last flush does not fail again.
+    """
+    stream = sys.stdout
+    if stream is None:
+        return
+    buffer = getattr(stream, "buffer", None)
+    encoding = getattr(stream, "encoding", None) or "ascii"
+    try:
+        if buffer is not None and _is_ascii(encoding):
+            stream.flush()
+            buffer.write(text.encode("utf-8", "replace"))
+            buffer.flush()
+            return
+        try:
+            stream.write(text)  # (a text stream encodes all of it before writing a byte)
+        except UnicodeEncodeError:
+            if buffer is None:
+                raise
+            stream.flush()
+            buffer.write(text.encode(encoding, "replace"))
+            buffer.flush()
+        stream.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        silence_stdout()
+        raise LogIOError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _is_ascii(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name == "ascii"
+    except LookupError:
+        return False
+
+
 def write_stderr_lines(lines: Iterable[str], *, chunk: int = 1000) -> None:
     """Plain lines (no markup; every log-derived part already ``clean``) on stderr.
 
     On a terminal rich prints them (``print_lines``: above a progress bar, if one is drawn). Into a pipe
     or a file they are written as they are, ``ci_safe``, which is what rich writes there for such lines
     (``tests/test_stderr_lines.py`` holds the two to the same bytes), without importing rich: ~40 ms of a
-    CI step's start-up (issue 14). A reader of stderr that went away silences stderr, as rich's console does.
+    CI step's start-up (issue 14). A reader of stderr that went away, or a stderr that cannot be written,
+    silences stderr (rich's console does so on a broken pipe).
     """
     if stderr_is_terminal():
         print_lines(stderr_console(), lines, chunk=chunk)
@@ -241,7 +286,7 @@ def write_stderr_lines(lines: Iterable[str], *, chunk: int = 1000) -> None:
         if batch:
             stream.write(ci_safe("\n".join(batch)) + "\n")
             stream.flush()
-    except BrokenPipeError:
+    except OSError:  # its reader went away, or it cannot be written (2>/dev/full): nothing more can be said
         silence_stderr()
 
 

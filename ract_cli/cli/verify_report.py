@@ -8,7 +8,6 @@ GitHub annotations to stdout.
 from __future__ import annotations
 
 import enum
-import sys
 from collections.abc import Iterator
 
 from ract_cli.cli.render import (
@@ -23,6 +22,7 @@ from ract_cli.cli.render import (
     stdout_closed,
     stdout_is_terminal,
     write_stderr_lines,
+    write_stdout,
 )
 from ract_cli.errors import ExitCode
 from ract_cli.format.text import iso_utc
@@ -51,13 +51,14 @@ def render(report: VerifyReport, fmt: Format) -> None:
 
 def _write_stdout(text: str, fmt: Format) -> None:
     """The json report or the annotations on stdout. A closed stdout, or a reader that went away
-    (``| head``), leaves the exit code the verdict: the logs were verified all the same."""
+    (``| head``), leaves the exit code the verdict: the logs were verified all the same. A stdout that
+    cannot be written (a full disk) is ``LogIOError``: the report asked for is lost."""
     if stdout_closed():  # started with `>&-`
         write_stderr_lines([f"ract trace verify: stdout is closed: the {fmt.value} output was not written"])
         return
     try:
         if text:
-            sys.stdout.write(text + "\n")
+            write_stdout(text + "\n")
         flush_stdout()
     except BrokenPipeError:
         silence_stdout()
