@@ -273,6 +273,15 @@ def run_inprocess(argv: list[str]) -> tuple[int, str, str]:
     return code, out.value(), err.value()
 
 
+def run_launcher(argv: list[str]) -> tuple[int, str, str]:
+    """Run the ``ract`` executable's entry point (``cli/launch.py``: its quick paths, else the CLI) in-process."""
+    from ract_cli.cli.launch import main
+
+    with _captured() as (out, err):
+        code = main(argv)
+    return code, out.value(), err.value()
+
+
 def run_subprocess(
     argv: list[str], *, timeout: float = 60, env: dict | None = None, cwd: str | os.PathLike[str] | None = None
 ) -> subprocess.CompletedProcess:
