@@ -185,6 +185,8 @@ def test_verify_and_project_into_a_pipe_import_neither_typer_nor_rich() -> None:
     code, out, modules = _imported_by(["trace", "project", "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe"])
     assert code == 0 and json.loads(out)["runs"][0]["status"] == "completed"
     assert not modules & {"rich", "typer", "click"}, modules
+    # nor the Markdown form, the HTML page's timeline, or a journal's report (a RACT log's JSON needs none)
+    assert not modules & {"ract_cli.project.markdown", "ract_cli.project.timeline", "ract_cli.project.journal"}
 
 
 def test_version_is_listed_in_help(capsys) -> None:

@@ -11,13 +11,17 @@ page (``html_assets``: its style, script and CSP), with the timeline of
 Raxol journal's report.
 """
 
+from typing import TYPE_CHECKING
+
 from ract_cli.project.flags import FLAG_CODES
-from ract_cli.project.markdown import to_markdown
 from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
 from ract_cli.project.projector import Projector
 from ract_cli.project.report import RunProjection, project_events, project_file, project_paths
 from ract_cli.project.result import ProjectResult
 from ract_cli.project.tallies import percentiles
+
+if TYPE_CHECKING:
+    from ract_cli.project.markdown import to_markdown
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -34,3 +38,13 @@ __all__ = [
     "project_paths",
     "to_markdown",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``to_markdown``, imported when first asked for: a JSON report (``project``'s quick path) needs none of
+    the Markdown form (start-up, issue 14)."""
+    if name == "to_markdown":
+        from ract_cli.project.markdown import to_markdown
+
+        return to_markdown
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

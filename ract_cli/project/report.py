@@ -26,20 +26,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.format.json_types import Event, Report
 from ract_cli.project.flags import FLAG_CODES
-from ract_cli.project.journal import journal_report
 from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
 from ract_cli.project.projector import Projector
 from ract_cli.project.result import ProjectResult
 from ract_cli.project.tallies import percentiles
-from ract_cli.project.timeline import DETAIL_MARKS, FLEET_MARKS, FLEET_SECTIONS, TimelineCollector
 from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import LogEvent
+
+if TYPE_CHECKING:
+    from ract_cli.project.timeline import TimelineCollector
 
 __all__ = [
     "DEFAULT_MAX_ITEMS",
@@ -90,6 +92,8 @@ class RunProjection:
 
     def report(self, reader: ChainReader, shown: str) -> Report:
         if self.dialect == "raxol":  # a Raxol agent journal (SPEC §8): its own report, docs/raxol.md
+            from ract_cli.project.journal import journal_report  # (imported for a journal only: start-up)
+
             return journal_report(reader, shown, max_items=self.max_items)
         return finish(self.projector.report(), reader, self.tail, shown, self.projector)
 
@@ -162,9 +166,9 @@ def project_paths(
         if progress is not None:
             progress(min(done + offset, total), total)
 
-    cap = DETAIL_MARKS if detailed else FLEET_MARKS
+    collector = _timelines(detailed) if timelines else None  # (the HTML page's only: imported for it)
     for i, (path, size) in enumerate(zip(found.files, sizes, strict=True)):
-        timeline = TimelineCollector(cap) if timelines and i < FLEET_SECTIONS else None
+        timeline = collector(i) if collector is not None else None
         report = project_file(
             path, options, progress=file_progress if progress is not None else None, timeline=timeline
         )
@@ -172,3 +176,12 @@ def project_paths(
         done += size
         file_progress(0)
     return result
+
+
+def _timelines(detailed: bool) -> Callable[[int], TimelineCollector | None]:
+    """The timeline to collect for the i-th log: ``DETAIL_MARKS`` marks of each kind for one log,
+    ``FLEET_MARKS`` for each of a fleet's first ``FLEET_SECTIONS``, none past those."""
+    from ract_cli.project.timeline import DETAIL_MARKS, FLEET_MARKS, FLEET_SECTIONS, TimelineCollector
+
+    cap = DETAIL_MARKS if detailed else FLEET_MARKS
+    return lambda i: TimelineCollector(cap) if i < FLEET_SECTIONS else None
