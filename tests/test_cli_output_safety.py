@@ -471,6 +471,60 @@ def test_a_full_stdout_is_exit_5_said_on_stderr(quick: list[str], full: list[str
     assert seen[0] == seen[1]
 
 
+#: every command's stdout, on a full disk: exit 5 and one line on stderr, never a traceback or a 1
+FULL_STDOUT = [
+    ["trace", "project", "--format", "markdown", str(FIXTURE)],
+    ["trace", "project", "--format", "html", str(FIXTURE)],
+    ["trace", "project", "--format", "text", str(FIXTURE)],
+    ["trace", "grep", "--kind", "run.*", str(FIXTURE)],
+    ["trace", "grep", "--format", "table", "--kind", "run.*", str(FIXTURE)],
+    ["trace", "replay", "--format", "jsonl", str(FIXTURE)],
+    ["trace", "diff", str(FIXTURE), str(FIXTURE)],
+    ["trace", "sql", "SELECT 1 AS one", str(FIXTURE)],
+    ["--help"],
+    ["--version"],
+]
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "argv", FULL_STDOUT, ids=lambda argv: "-".join(a for a in argv if a.startswith("-") or a.isalpha())
+)
+def test_every_command_on_a_full_stdout_is_exit_5(argv: list[str]) -> None:
+    with open("/dev/full", "wb") as sink:
+        proc = subprocess.run(ract_argv(*argv), stdout=sink, stderr=subprocess.PIPE, cwd=ROOT)
+    assert_no_traceback(proc.stderr, argv)
+    assert proc.returncode == 5 and proc.stderr.endswith(b": No space left on device\n"), proc.stderr[-300:]
+    with open("/dev/full", "wb") as sink:  # and with nowhere to say it
+        proc = subprocess.run(ract_argv(*argv), stdout=sink, stderr=sink, cwd=ROOT)
+    assert proc.returncode == 5
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_full_stdout_still_gets_the_verdicts_on_stderr() -> None:
+    """``--format github`` into a full stdout: the annotations are lost (exit 5), the verdicts are said."""
+    with open("/dev/full", "wb") as sink:
+        proc = subprocess.run(
+            ract_argv("trace", "verify", "--format", "github", TAMPERED_LOG), stdout=sink, stderr=subprocess.PIPE
+        )
+    assert proc.returncode == 5 and proc.stderr.startswith(b"FAIL ")
+    assert proc.stderr.endswith(b"ract trace verify: cannot write to stdout: No space left on device\n")
+
+
+def test_json_on_a_latin_1_stdout_keeps_its_values(tmp_path: Path) -> None:
+    """A character Latin-1 cannot hold is written as its JSON escape: the report says the same path."""
+    run = tmp_path / "r→😀"
+    run.mkdir()
+    (run / "events.jsonl").write_bytes(COMPLETED.read_bytes())
+    env = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    for argv in (["trace", "verify", "--format", "json"], ["trace", "project"]):
+        proc = subprocess.run(ract_argv(*argv, str(run / "events.jsonl")), capture_output=True, env=env)
+        assert proc.returncode == 0 and b"\\u2192\\ud83d\\ude00" in proc.stdout, proc.stdout[:300]
+        report = json.loads(proc.stdout.decode("latin-1"))
+        path = report["path"] if argv[1] == "project" else report["files"][0]["path"]
+        assert path == str(run / "events.jsonl")
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("argv", [["trace", "verify"], ["trace", "verify", "--max-findings", "1000"]])
 def test_a_full_stderr_keeps_the_verdict(argv: list[str]) -> None:

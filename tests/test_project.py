@@ -497,3 +497,13 @@ def test_huge_and_negative_counters_stay_json_int64(tmp_path: Path) -> None:
     assert report["providers"]["by_provider"]["p"]["prompt_chars"] == big
     assert report["sandbox"]["never_passthrough_denied"]["total"] == big
     assert report["sandbox"]["credential_shaped_unblocked"] == {"count": 0, "items": [], "omitted": 0, "total": 0}
+
+
+def test_the_markdown_form_is_imported_when_asked_for() -> None:
+    """``ract_cli.project.to_markdown`` is there (and listed) though the package does not import it up front."""
+    import ract_cli.project
+    from ract_cli.project.markdown import to_markdown
+
+    assert ract_cli.project.to_markdown is to_markdown and "to_markdown" in dir(ract_cli.project)
+    with pytest.raises(AttributeError):
+        ract_cli.project.no_such_name  # noqa: B018

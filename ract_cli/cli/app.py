@@ -23,6 +23,7 @@ from ract_cli.cli.render import (
     BROKEN_PIPE_EXIT,
     clean,
     explain_failure,
+    explain_os_error,
     flush_stdout,
     markup_safe,
     silence_stderr,
@@ -179,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         silence_stdout()
         return BROKEN_PIPE_EXIT
+    except OSError as exc:  # (a stdout that cannot be written: no space left...): exit 5, said, no traceback
+        return explain_os_error(_RUNNING[-1][0] if _RUNNING else None, exc)
     if code == 0 and stdout_closed() and _STDOUT_ONLY.intersection(args[: args.index("--")] if "--" in args else args):
         # started with `>&-`: click printed the help or the version into nothing
         stderr_console().print("ract: stdout is closed: nothing was printed", markup=False)

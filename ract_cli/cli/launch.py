@@ -54,17 +54,25 @@ def main(argv: list[str] | None = None) -> int:
 
                 silence_stdout()
                 return BROKEN_PIPE_EXIT
+            except OSError as exc:  # (no space left...): as the CLI says it
+                from ract_cli.cli.render import explain_os_error
+
+                return explain_os_error(None, exc)
             return 0
     if COMPLETE_VAR in os.environ:  # a shell asks for completions: typer answers
         from ract_cli.cli.app import main as complete
 
         return complete(args)
-    if (verdict := _quick_verify(args)) is not None:
-        return verdict
-    if (verdict := _quick_project(args)) is not None:
-        return verdict
-    if (verdict := _quick_grep(args)) is not None:
-        return verdict
+    try:
+        for quick in (_quick_verify, _quick_project, _quick_grep):
+            if (verdict := quick(args)) is not None:
+                return verdict
+    except BrokenPipeError:
+        raise
+    except OSError as exc:  # (a stdout that cannot be written: no space left...): as the CLI says it
+        from ract_cli.cli.render import explain_os_error
+
+        return explain_os_error(args[1] if len(args) > 1 else None, exc)
     from ract_cli.cli.app import main as run
 
     return run(args)

@@ -38,6 +38,7 @@ from ract_cli.cli.render import (
     stdout_console,
     stdout_is_terminal,
     write_stderr_lines,
+    write_stdout,
 )
 from ract_cli.errors import LogIOError, UsageError
 from ract_cli.format.json_types import Report
@@ -149,6 +150,9 @@ def project_command(
                 flush_stdout()
             except BrokenPipeError:
                 silence_stdout()  # the reader went away (`| head`): the exit code still carries the verdict
+            except OSError as exc:  # (rich's text form; the others raise LogIOError): the report is lost
+                silence_stdout()
+                raise LogIOError(f"cannot write to stdout: {exc.strerror or exc}") from None
     raise typer.Exit(int(result.exit_code))
 
 
@@ -157,10 +161,10 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
     if fmt is Format.json:
         write_json(result)
     elif fmt is Format.markdown:
-        typer.echo(ci_safe(to_markdown(result)), nl=False)
+        write_stdout(ci_safe(to_markdown(result)))
     elif fmt is Format.html:
         for chunk in html_chunks(result):  # every value is escaped there, ':' and '[' included (no CI command)
-            typer.echo(chunk, nl=False)
+            write_stdout(chunk)
     else:
         console = console or text_console()
         if len(result.runs) == 1 and result.detailed:

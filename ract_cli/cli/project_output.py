@@ -68,5 +68,5 @@ def write_json(result: ProjectResult) -> None:
     (the same values)."""
     terminal = stdout_is_terminal()
     for chunk in result.json_chunks(sorted_indented):
-        write_stdout(clean_json(chunk) if terminal else chunk)
+        write_stdout(clean_json(chunk) if terminal else chunk, json=True)
     write_stdout("\n")

@@ -25,7 +25,7 @@ import orjson
 
 from ract_cli.errors import ExitCode, LogIOError, RactError
 from ract_cli.findings import Finding
-from ract_cli.format.text import UNSAFE, escape_unsafe, json_escape
+from ract_cli.format.text import UNSAFE, escape_unsafe, json_escape, json_escape_char
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,10 +98,23 @@ def explain_failure(command: str, exc: RactError, *, quiet: bool = False) -> int
     Under ``-q`` only a bad command line (exit 2) is said: the exit code is the
     verdict, but a typo must not fail in silence.
     """
-    stderr_console(quiet=quiet and exc.exit_code != ExitCode.USAGE).print(
-        f"ract trace {command}: {clean(exc.message)}", markup=False
-    )
+    if not quiet or exc.exit_code == ExitCode.USAGE:
+        write_stderr_lines([f"ract trace {command}: {clean(exc.message)}"])  # (a stderr gone: said to no one)
     return int(exc.exit_code)
+
+
+def explain_os_error(command: str | None, exc: OSError) -> int:
+    """Say an OS error no command turned into a finding (stdout on a full disk: ``>/dev/full``), as
+    ``ract trace COMMAND: message``; return 5 (IO). What stdout still holds is flushed, or, when stdout is
+    what fails, dropped, so that the interpreter's last flush does not fail again (exit 120)."""
+    try:
+        flush_stdout()
+    except OSError:
+        silence_stdout()
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    prefix = f"ract trace {command}" if command else "ract"
+    write_stderr_lines([clean(f"{prefix}: {where}{exc.strerror or exc}")])
+    return int(ExitCode.IO)
 
 
 def finding_line(f: Finding, *, severity: bool = False, indent: str = "") -> str:
@@ -217,10 +230,11 @@ def print_lines(console: Console, lines: Iterable[str], *, chunk: int = 1000) ->
         console.print("\n".join(batch), markup=False)
 
 
-def write_stdout(text: str) -> None:
+def write_stdout(text: str, *, json: bool = False) -> None:
     """``text`` on stdout, flushed, as ``typer.echo`` (click) writes it: to a stdout whose encoding is ASCII
-    (``LANG=C``, ``PYTHONIOENCODING=ascii``) as UTF-8, a character UTF-8 cannot hold (a lone surrogate of a
-    non-UTF-8 path) as ``?``; a character another encoding cannot hold is ``?`` too (click raised).
+    (``PYTHONIOENCODING=ascii``) as UTF-8, a character UTF-8 cannot hold (a lone surrogate of a non-UTF-8
+    path) as ``?``. A character another encoding (Latin-1...) cannot hold, where click raised, is ``?`` too,
+    or with ``json=True`` (``text`` is serialized JSON) its ``\\u`` escape, the same value.
 
     A reader that went away raises ``BrokenPipeError`` (the caller keeps its verdict); any other failure (a
     full disk) raises ``LogIOError`` (exit 5), stdout then pointing at /dev/null so that the interpreter's
@@ -243,7 +257,7 @@ def write_stdout(text: str) -> None:
             if buffer is None:
                 raise
             stream.flush()
-            buffer.write(text.encode(encoding, "replace"))
+            buffer.write(text.encode(encoding, JSON_ESCAPES if json else "replace"))
             buffer.flush()
         stream.flush()
     except BrokenPipeError:
@@ -251,6 +265,17 @@ def write_stdout(text: str) -> None:
     except OSError as exc:
         silence_stdout()
         raise LogIOError(f"cannot write to stdout: {exc.strerror or exc}") from None
+
+
+def _json_escapes(error: UnicodeError) -> tuple[str, int]:
+    """Codec error handler: what an encoding cannot hold, as JSON ``\\uXXXX`` escapes (a surrogate pair past
+    U+FFFF). Only for serialized JSON, where such characters are inside strings."""
+    assert isinstance(error, UnicodeEncodeError)
+    return "".join(json_escape_char(c) for c in error.object[error.start : error.end]), error.end
+
+
+JSON_ESCAPES = "ract.json_escapes"
+codecs.register_error(JSON_ESCAPES, _json_escapes)
 
 
 def _is_ascii(encoding: str) -> bool:

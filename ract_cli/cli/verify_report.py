@@ -24,7 +24,7 @@ from ract_cli.cli.render import (
     write_stderr_lines,
     write_stdout,
 )
-from ract_cli.errors import ExitCode
+from ract_cli.errors import ExitCode, LogIOError
 from ract_cli.format.text import iso_utc
 from ract_cli.verify.verifier import FileReport, VerifyReport
 
@@ -41,12 +41,18 @@ def format_ts(ns: int | None) -> str:
 
 
 def render(report: VerifyReport, fmt: Format) -> None:
+    lost: LogIOError | None = None  # stdout could not be written: said after the verdicts, which still are
     if fmt is not Format.text:
         text = report_json(report) if fmt is Format.json else "\n".join(github_annotations(report))
         # a terminal is not a data sink: format characters become JSON escapes (the same values)
-        _write_stdout(clean_json(text) if fmt is Format.json and stdout_is_terminal() else text, fmt)
+        try:
+            _write_stdout(clean_json(text) if fmt is Format.json and stdout_is_terminal() else text, fmt)
+        except LogIOError as exc:
+            lost = exc
     if fmt is not Format.json:
         render_text(report)
+    if lost is not None:
+        raise lost
 
 
 def _write_stdout(text: str, fmt: Format) -> None:
@@ -58,7 +64,7 @@ def _write_stdout(text: str, fmt: Format) -> None:
         return
     try:
         if text:
-            write_stdout(text + "\n")
+            write_stdout(text + "\n", json=fmt is Format.json)
         flush_stdout()
     except BrokenPipeError:
         silence_stdout()

@@ -94,7 +94,12 @@ def visible_escape(match: re.Match[str]) -> str:
 
 def json_escape(match: re.Match[str]) -> str:
     """One matched character as a JSON ``\\uXXXX`` escape (``json.dumps``' form): a surrogate pair past U+FFFF."""
-    code = ord(match.group())
+    return json_escape_char(match.group())
+
+
+def json_escape_char(char: str) -> str:
+    """``char`` as a JSON ``\\uXXXX`` escape (``json.dumps``' form): a surrogate pair past U+FFFF."""
+    code = ord(char)
     if code < 0x10000:
         return f"\\u{code:04x}"
     code -= 0x10000

@@ -40,11 +40,16 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    """``to_markdown``, imported when first asked for: a JSON report (``project``'s quick path) needs none of
-    the Markdown form (start-up, issue 14)."""
-    if name == "to_markdown":
-        from ract_cli.project.markdown import to_markdown
+if not TYPE_CHECKING:  # (mypy sees the import above, and still flags a name this module does not have)
 
-        return to_markdown
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> object:
+        """``to_markdown``, imported when first asked for: a JSON report (``project``'s quick path) needs none
+        of the Markdown form (start-up, issue 14)."""
+        if name == "to_markdown":
+            from ract_cli.project.markdown import to_markdown
+
+            return to_markdown
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), "to_markdown"})
