@@ -209,6 +209,7 @@ def test_quick_project_defaults_are_the_cli_s() -> None:
     assert defaults["max_items"] == options.max_items
     assert str(getattr(defaults["dialect"], "value", defaults["dialect"])) == options.dialect
     assert defaults["output"] is None and defaults["format"] is None
+    assert defaults["jobs"] is None  # (the command picks the number: the quick path passes AUTO_JOBS too)
 
 
 def test_quiet_verify_defaults_are_the_cli_s() -> None:

@@ -109,9 +109,9 @@ class _Call:
         self.paths: list[str] = []
 
 
-def _parse(args: list[str], command: str, formats: tuple[str, ...], *, fold_case: bool, jobs: bool) -> _Call | None:
+def _parse(args: list[str], command: str, formats: tuple[str, ...], *, fold_case: bool) -> _Call | None:
     """``trace COMMAND`` with only ``-q``, ``--require-closed``, ``--format`` (one of ``formats``; any case
-    with ``fold_case``, as click's choice ignoring case), ``--jobs N`` (when ``jobs``) and paths, each a name
+    with ``fold_case``, as click's choice ignoring case), ``--jobs N`` and paths, each a name
     that does not start with ``-``; else None (another option, ``--``, or ``-``: standard input, read once,
     by the CLI)."""
     if len(args) < 3 or args[0] != "trace" or args[1] != command:
@@ -123,7 +123,7 @@ def _parse(args: list[str], command: str, formats: tuple[str, ...], *, fold_case
             call.quiet = True
         elif arg == "--require-closed":
             call.require_closed = True
-        elif jobs and arg in ("-j", "--jobs"):
+        elif arg in ("-j", "--jobs"):
             call.jobs = _jobs(next(rest, ""))
             if call.jobs is None:
                 return None
@@ -144,7 +144,7 @@ def _quick_verify(args: list[str]) -> int | None:
     printed as the CLI prints it (``cli/verify_report.py``), or None: the CLI runs it (any other form, a
     progress bar to draw on a terminal, or an error to be said)."""
     # (--format's values: cli/verify_report.Format, which the CLI takes in any case)
-    if (call := _parse(args, "verify", ("text", "json", "github"), fold_case=True, jobs=True)) is None:
+    if (call := _parse(args, "verify", ("text", "json", "github"), fold_case=True)) is None:
         return None
     quiet, fmt = call.quiet, call.fmt or "text"
     from ract_cli.cli.render import progress_enabled
@@ -174,10 +174,10 @@ def _quick_verify(args: list[str]) -> int | None:
 
 
 def _quick_project(args: list[str]) -> int | None:
-    """The exit code of ``trace project [-q] [--format json] [--require-closed] PATH...`` with the report in
+    """The exit code of ``trace project [-q] [--format json] [--require-closed] [--jobs N] PATH...`` with the report in
     JSON (asked for, or the default into a pipe), printed as the CLI prints it (``cli/project_output.py``),
     or None: the CLI runs it (any other form, or an error to be said)."""
-    if (call := _parse(args, "project", ("json",), fold_case=False, jobs=False)) is None:
+    if (call := _parse(args, "project", ("json",), fold_case=False)) is None:
         return None  # (text, Markdown and HTML are rendered by the CLI)
     quiet = call.quiet
     from ract_cli.cli.render import flush_stdout, silence_stdout, stdout_closed, stdout_is_terminal
@@ -187,9 +187,11 @@ def _quick_project(args: list[str]) -> int | None:
         return None
     from ract_cli.project.options import ProjectOptions
     from ract_cli.project.report import project_paths
+    from ract_cli.read.parallel import AUTO_JOBS
 
     try:
-        result = project_paths(call.paths, ProjectOptions(require_closed=call.require_closed))
+        options = ProjectOptions(require_closed=call.require_closed, jobs=AUTO_JOBS if call.jobs is None else call.jobs)
+        result = project_paths(call.paths, options)
     except KeyboardInterrupt:
         return 130
     except Exception:  # (project changes nothing: the CLI reads it again and says what went wrong)

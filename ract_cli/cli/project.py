@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ract_cli.cli.app import trace_app
+from ract_cli.cli.limits import MAX_JOBS
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
 from ract_cli.cli.project_output import sorted_indented, to_json, verdicts, write_json
 from ract_cli.cli.raxol_render import journal_detail_renderable
@@ -59,6 +60,7 @@ from ract_cli.project.human import (
     tool_cells,
 )
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.parallel import AUTO_JOBS
 
 __all__ = ["Format", "project_command", "render", "report_chunks", "text_console", "to_json", "to_markdown"]
 
@@ -110,6 +112,20 @@ def project_command(
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
     quiet: Quiet = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            max=MAX_JOBS,
+            metavar="N",
+            help="Worker processes: the logs of a fleet projected in parallel (one log is read by one). "
+            "Default: one under 8 MB of logs in all, else one per CPU (at most 8). The report does not "
+            "depend on N.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Project run logs into a run report: one log in detail, several as a summary table.
 
@@ -131,6 +147,7 @@ def project_command(
         max_line_bytes=max_line_bytes,
         max_items=max_items,
         dialect=dialect.value,
+        jobs=AUTO_JOBS if jobs is None else jobs,
     )
     with _AtomicOutput.open(output if to_file else None) as target:  # made first: a bad FILE fails at once
         # the bar: stderr a terminal, logs of 32 MB or more, never under -q nor for JSON

@@ -24,12 +24,14 @@ This module also re-exports the names it held before the package was split
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
-from ract_cli.format.json_types import Event, Report
+from ract_cli.format.json_types import Event, JSONObject, Report
 from ract_cli.project.flags import FLAG_CODES
 from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
 from ract_cli.project.projector import Projector
@@ -39,8 +41,20 @@ from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import log_size
 from ract_cli.read.line import LogEvent
+from ract_cli.read.parallel import (
+    AUTO_JOBS,
+    TASK_BYTES,
+    TASK_FILES,
+    auto_jobs,
+    file_tasks,
+    in_order,
+    make_pool,
+    pool_failures,
+)
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from ract_cli.project.timeline import TimelineCollector
 
 __all__ = [
@@ -154,28 +168,74 @@ def project_paths(
     ``read.files.log_size``). ``timelines=True`` also keeps each run's
     timeline (``result.timelines``, for the HTML page): ``DETAIL_MARKS`` per
     kind of mark for one log, ``FLEET_MARKS`` for the first
-    ``FLEET_SECTIONS`` runs of a fleet, none past those.
+    ``FLEET_SECTIONS`` runs of a fleet, none past those. With
+    ``options.jobs`` > 1 (``AUTO_JOBS``: picked from the logs found) the logs
+    of a fleet are projected by a pool of processes, a bounded window of
+    them ahead, and added in order: the same result.
     """
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
     result = ProjectResult(findings=list(found.findings), detailed=detailed, timelines=timelines)
-    sizes = [log_size(p) for p in found.files] if progress is not None else [0] * len(found.files)
+    files = [str(p) for p in found.files]
+    sized = progress is not None or options.jobs != 1
+    sizes = [log_size(p) for p in found.files] if sized else [0] * len(files)
     total, done = sum(sizes), 0
+    jobs = auto_jobs(len(files), total) if options.jobs == AUTO_JOBS else options.jobs
+    one_job = dataclasses.replace(options, jobs=1)
 
     def file_progress(offset: int) -> None:
         if progress is not None:
             progress(min(done + offset, total), total)
 
-    collector = _timelines(detailed) if timelines else None  # (the HTML page's only: imported for it)
-    for i, (path, size) in enumerate(zip(found.files, sizes, strict=True)):
-        timeline = collector(i) if collector is not None else None
-        report = project_file(
-            path, options, progress=file_progress if progress is not None else None, timeline=timeline
-        )
-        result.add(report, timeline.to_dict() if timeline is not None else None)  # spilled: memory does not grow
-        done += size
-        file_progress(0)
+    pool = _pool(jobs) if jobs > 1 and len(files) > 1 else None
+    with pool if pool is not None else contextlib.nullcontext():
+        if pool is None:  # one log after the other, each reporting its progress
+            tasks = [[i] for i in range(len(files))]
+            projected: Iterable[list[_Projected] | None] = (None for _ in tasks)
+        else:
+            tasks = file_tasks(range(len(files)), sizes, TASK_FILES, TASK_BYTES)
+            items = [[(i, files[i]) for i in task] for task in tasks]
+            projected = in_order(pool, _project_many, items, one_job, detailed, timelines, jobs=jobs)
+        for task, got in zip(tasks, projected, strict=True):
+            if got is None:  # read here (no pool, or its worker died)
+                got = [_project_one(i, files[i], one_job, detailed, timelines, file_progress) for i in task]
+            for i, (report, timeline) in zip(task, got, strict=True):
+                result.add(report, timeline)  # spilled: memory does not grow
+                done += sizes[i]
+                file_progress(0)
     return result
+
+
+#: one projected log: its report, and its timeline (the HTML page's) when one was collected
+_Projected = tuple[Report, JSONObject | None]
+
+
+def _project_one(
+    i: int,
+    path: str,
+    options: ProjectOptions,
+    detailed: bool,
+    timelines: bool,
+    progress: Callable[[int], None] | None = None,
+) -> _Projected:
+    """The ``i``-th log found, projected (``project_file``), with its timeline when ``timelines``."""
+    timeline = _timelines(detailed)(i) if timelines else None  # (the HTML page's only: imported for it)
+    report = project_file(path, options, progress=progress, timeline=timeline)
+    return report, timeline.to_dict() if timeline is not None else None
+
+
+def _project_many(
+    items: list[tuple[int, str]], options: ProjectOptions, detailed: bool, timelines: bool
+) -> list[_Projected]:
+    """Worker entry point: a few logs of a fleet, each projected whole in the worker."""
+    return [_project_one(i, path, options, detailed, timelines) for i, path in items]
+
+
+def _pool(jobs: int) -> ProcessPoolExecutor | None:
+    try:
+        return make_pool(jobs)
+    except pool_failures():
+        return None  # cannot start processes here: one log after the other
 
 
 def _timelines(detailed: bool) -> Callable[[int], TimelineCollector | None]:

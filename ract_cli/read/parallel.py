@@ -28,7 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, cast
+from typing import TYPE_CHECKING, BinaryIO, TypeVar, cast
 
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
@@ -46,6 +46,8 @@ from ract_cli.records import Record
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
     from concurrent.futures import Executor, Future, ProcessPoolExecutor
+
+_R = TypeVar("_R")
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
@@ -564,3 +566,46 @@ def make_pool(jobs: int) -> ProcessPoolExecutor:
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+
+
+#: tasks in flight per job past the one awaited (``in_order``): memory independent of the number of files
+TASKS_AHEAD = 2
+
+
+def in_order(
+    pool: ProcessPoolExecutor, fn: Callable[..., _R], tasks: Sequence[object], *args: object, jobs: int
+) -> Iterator[_R | None]:
+    """``fn(task, *args)`` of each task, run in ``pool`` and yielded in task order, with at most
+    ``TASKS_AHEAD * jobs`` tasks submitted past the one awaited; None for a task whose worker died (the
+    caller does it itself)."""
+    futures: dict[int, Future[_R]] = {}
+    submitted = 0
+    for t in range(len(tasks)):
+        submitted = submit_ahead(pool, fn, tasks, args, futures, submitted, t + TASKS_AHEAD * jobs)
+        future = futures.pop(t, None)  # (None: never submitted, the pool broke before)
+        try:
+            result = future.result() if future is not None else None
+        except pool_failures():
+            result = None
+        yield result
+
+
+def submit_ahead(
+    pool: ProcessPoolExecutor,
+    fn: Callable[..., _R],
+    tasks: Sequence[object],
+    args: tuple[object, ...],
+    futures: dict[int, Future[_R]],
+    submitted: int,
+    last: int,
+) -> int:
+    """Submit ``fn(tasks[k], *args)`` for ``k`` from ``submitted`` up to ``last`` into ``futures``; return how
+    many tasks are submitted now. A broken pool (a worker died) takes no more: every later task is submitted
+    never, and its caller does it itself."""
+    try:
+        while submitted < len(tasks) and submitted <= last:
+            futures[submitted] = pool.submit(fn, tasks[submitted], *args)
+            submitted += 1
+    except pool_failures():
+        return len(tasks)
+    return submitted

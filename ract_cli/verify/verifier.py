@@ -21,12 +21,14 @@ from ract_cli.read.parallel import (
     AUTO_JOBS,
     TASK_BYTES,
     TASK_FILES,
+    TASKS_AHEAD,
     auto_jobs,
     can_split,
     file_tasks,
     make_pool,
     pool_failures,
     scan_file,
+    submit_ahead,
 )
 from ract_cli.records import FrozenRecord, Record
 
@@ -308,10 +310,6 @@ def _verify_many(paths: list[str], options: VerifyOptions) -> list[FileReport]:
     return [verify_file(path, options) for path in paths]
 
 
-#: tasks in flight per job: the pool never holds more (memory independent of the number of files)
-TASKS_AHEAD = 2
-
-
 def _tasks(indices: list[int], sizes: list[int]) -> list[list[int]]:
     """``indices`` (in file order) cut into runs of at most ``TASK_FILES`` files and about ``TASK_BYTES``."""
     return file_tasks(indices, sizes, TASK_FILES, TASK_BYTES)
@@ -361,6 +359,8 @@ def verify_paths(
         # file verified here; a large file is split in ranges here (verify_file, with the pool)
         tasks = _tasks([i for i in range(len(found.files)) if not splittable[i]], sizes) if pool is not None else []
         task_of = {i: t for t, task in enumerate(tasks) for i in task}
+        file_lists = [[str(found.files[j]) for j in task] for task in tasks]
+        ahead = TASKS_AHEAD * options.jobs
         futures: dict[int, Future[list[FileReport]]] = {}
         done_reports: dict[int, FileReport | None] = {}
         submitted = 0
@@ -370,14 +370,16 @@ def verify_paths(
             nonlocal submitted
             assert pool is not None
             t = task_of[i]
-            while submitted < len(tasks) and submitted <= t + TASKS_AHEAD * options.jobs:
-                futures[submitted] = pool.submit(_verify_many, [str(found.files[j]) for j in tasks[submitted]], one_job)
-                submitted += 1
+            submitted = submit_ahead(pool, _verify_many, file_lists, (one_job,), futures, submitted, t + ahead)
             if i not in done_reports:
+                future = futures.pop(t, None)  # (None: never submitted, the pool broke before)
+                reports: list[FileReport | None] = [None] * len(tasks[t])  # verified here, unless the pool did
                 try:
-                    done_reports.update(zip(tasks[t], futures.pop(t).result(), strict=True))
+                    if future is not None:
+                        reports = list(future.result())
                 except pool_failures():
-                    done_reports.update(dict.fromkeys(tasks[t]))  # a worker died: verify these here
+                    pass  # a worker died: verify these here
+                done_reports.update(zip(tasks[t], reports, strict=True))
             return done_reports.pop(i)
 
         for i, (path, size) in enumerate(zip(found.files, sizes, strict=True)):
