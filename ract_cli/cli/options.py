@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -75,33 +75,28 @@ RequireClosed = Annotated[
 Quiet = Annotated[bool, typer.Option("-q", "--quiet", help="Print nothing; the exit code is the verdict.")]
 
 
+def _jobs_option(help: str) -> Any:
+    """``-j``/``--jobs N``: worker processes, 1 to ``MAX_JOBS`` (each command says what they share)."""
+    return typer.Option("--jobs", "-j", min=1, max=MAX_JOBS, metavar="N", help=help)
+
+
 Jobs = Annotated[
     int | None,
-    typer.Option(
-        "--jobs",
-        "-j",
-        min=1,
-        max=MAX_JOBS,
-        metavar="N",
-        help="Worker processes: files in parallel, and a log of 8 MB or more in two threads or "
+    _jobs_option(
+        "Worker processes: files in parallel, and a log of 8 MB or more in two threads or "
         "parallel byte ranges. Default: one under 8 MB in all; a single larger log as N = 2 when a core is "
         "free (the native core's two threads, the Python core's two processes), else one; more logs: one "
         "per CPU (at most 8). "
-        "The verdict does not depend on N.",
+        "The verdict does not depend on N."
     ),
 ]
 GrepJobs = Annotated[
     int | None,
-    typer.Option(
-        "--jobs",
-        "-j",
-        min=1,
-        max=MAX_JOBS,
-        metavar="N",
-        help="Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
+    _jobs_option(
+        "Worker processes grepping files in parallel (a log of 8 MB or more is grepped by the "
         "main process, streaming; with --kind, verified, in the native core's two threads when N > 1). "
         "Default: one under 8 MB in all; a single larger log as N = 2 when a core is free, else one; more "
-        "logs: one per CPU (at most 8). Output and exit code do not depend on N.",
+        "logs: one per CPU (at most 8). Output and exit code do not depend on N."
     ),
 ]
 
@@ -137,5 +132,12 @@ ReadJobs = Annotated[
         metavar="N",
         help="Worker processes reading logs in parallel (each log is read whole by one). "
         "The tables do not depend on N.",
+    ),
+]
+ProjectJobs = Annotated[
+    int | None,
+    _jobs_option(
+        "Worker processes: the logs of a fleet projected in parallel (one log is read by one). Default: one "
+        "under 8 MB of logs in all, else one per CPU (at most 8). The report does not depend on N."
     ),
 ]

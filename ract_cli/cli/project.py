@@ -24,8 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ract_cli.cli.app import trace_app
-from ract_cli.cli.limits import MAX_JOBS
-from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, Quiet, SchemaVersion
+from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, ProjectJobs, Quiet, SchemaVersion
 from ract_cli.cli.project_output import sorted_indented, to_json, verdicts, write_json
 from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
@@ -112,20 +111,7 @@ def project_command(
     max_line_bytes: MaxLineBytes = DEFAULT_MAX_LINE_BYTES,
     dialect: DialectOption = Dialect.auto,
     quiet: Quiet = False,
-    jobs: Annotated[
-        int | None,
-        typer.Option(
-            "--jobs",
-            "-j",
-            min=1,
-            max=MAX_JOBS,
-            metavar="N",
-            help="Worker processes: the logs of a fleet projected in parallel (one log is read by one). "
-            "Default: one under 8 MB of logs in all, else one per CPU (at most 8). The report does not "
-            "depend on N.",
-            show_default=False,
-        ),
-    ] = None,
+    jobs: ProjectJobs = None,
 ) -> None:
     """Project run logs into a run report: one log in detail, several as a summary table.
 
