@@ -8,6 +8,7 @@ what auditors did before, ``find DIR -name events.jsonl | xargs -P2 jq -c
   over the logs (each read and verified now, ``--jobs 1`` and ``--jobs 2``);
 - ``ract trace verify -q DIR`` with its default jobs, ``--jobs 1`` and
   ``--jobs 2`` (issue 14's target: at least 2x jq's unverified scan);
+- ``ract trace project DIR`` (the fleet's run reports, JSON), ``--jobs 1`` and ``2``;
 - ``ract trace export --format parquet`` of the tree (``--jobs 1`` and ``2``),
   which verifies once;
 - the same query over that export (what every later question costs).
@@ -161,6 +162,18 @@ def _rows_for(ctx, runs: int, repeat: int) -> list[dict]:
             target=1.0,
         )
     )
+    # the run reports of the whole fleet (JSON into a pipe), one worker and two
+    project = {jobs: [*ctx.ract, "trace", "project", "--jobs", str(jobs), str(root)] for jobs in (1, 2)}
+    for jobs, (seconds, rss) in {jobs: _measure(argv, repeat) for jobs, argv in project.items()}.items():
+        rows.append(
+            ctx.row(
+                f"  ract trace project --jobs {jobs} (JSON; {rss:.0f} MB RSS)",
+                events,
+                seconds,
+                ratio=jq_s / seconds,
+                ratio_of="jq",
+            )
+        )
     sql_logs_s = {jobs: _measure(argv, repeat) for jobs, argv in sql_logs.items()}
     export_s = {jobs: _measure(argv, repeat) for jobs, argv in export.items()}
     sql_export_s, sql_export_rss = _measure(sql_export, repeat)
