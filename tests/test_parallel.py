@@ -11,8 +11,10 @@ jobs. (The fast path is held to the reference path in ``test_fast_path.py``.)
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import os
 import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -582,3 +584,69 @@ def test_a_dead_worker_falls_back_to_the_sequential_reader(tmp_path: Path, monke
         assert verify_file(path, VerifyOptions(jobs=2), pool=pool).to_dict() == expected
     finally:
         pool.shutdown()
+
+
+def _sleep(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_a_pool_left_by_an_exception_stops_its_workers_at_once() -> None:
+    # Ctrl-C in a fleet: ProcessPoolExecutor's own exit would wait for every running task (here a minute)
+    started = time.monotonic()
+    before = multiprocessing.active_children()  # (pools of other tests may still be winding down)
+    with pytest.raises(KeyboardInterrupt), parallel.make_pool(2) as pool:
+        running = [pool.submit(_sleep, 60) for _ in range(4)]
+        while not all(f.running() for f in running[:2]):
+            time.sleep(0.01)
+        workers = [child for child in multiprocessing.active_children() if child not in before]
+        raise KeyboardInterrupt
+    # (by pid: the pool's own thread may have reaped a worker, which its Process object cannot tell)
+    pids = [w.pid for w in workers if w.pid is not None]
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    assert time.monotonic() - started < 20
+
+
+def test_a_pool_left_normally_finishes_its_tasks() -> None:
+    with parallel.make_pool(2) as pool:
+        futures = [pool.submit(_sleep, 0.2) for _ in range(4)]
+    assert [f.result() for f in futures] == [0.2] * 4
+
+
+_ORPHANING = """
+import sys, time
+from ract_cli.read import parallel
+pool = parallel.make_pool(2)
+futures = [pool.submit(time.sleep, 0.1) for _ in range(2)]
+[f.result() for f in futures]
+print(*(p.pid for p in pool._processes.values()), flush=True)
+time.sleep(600)
+"""
+
+
+def test_workers_end_when_the_process_that_started_them_is_killed() -> None:
+    import signal
+    import subprocess
+    import sys
+
+    main = subprocess.Popen([sys.executable, "-c", _ORPHANING], stdout=subprocess.PIPE)
+    assert main.stdout is not None
+    workers = [int(pid) for pid in main.stdout.readline().split()]
+    main.send_signal(signal.SIGKILL)  # (no chance to stop its pool)
+    main.wait(timeout=10)
+    deadline = time.monotonic() + 20
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(workers) == 2 and not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a worker orphaned to init is reaped by it: no zombie left to see)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b") ")[-1][:1] != b"Z"
+    except FileNotFoundError:
+        return False

@@ -21,7 +21,7 @@ from hardening_support import ROOT
 
 from ract_cli.project.options import ProjectOptions
 from ract_cli.project.report import project_paths
-from ract_cli.read.parallel import AUTO_JOBS, in_order, make_pool
+from ract_cli.read.parallel import AUTO_JOBS, file_tasks, in_order, make_pool
 from ract_cli.testing.synth import fixture_path
 
 FIXTURES = ROOT / "fixtures"
@@ -79,3 +79,18 @@ def test_a_dead_worker_s_tasks_come_back_to_the_caller() -> None:
     # already done may come back done); nothing is lost, nothing raises
     assert len(results) == 8 and results[3] is None
     assert all(r is None or r == t * t for t, r in enumerate(results))
+
+
+def test_tasks_that_are_none_are_handed_back_unsubmitted() -> None:
+    # a None task would raise TypeError in the worker (None * None), and that is no pool failure: it is
+    # never submitted, and comes back as None for the caller to do
+    with make_pool(2) as pool:
+        results = list(in_order(pool, _square_or_die, [0, None, 2, None, 4], jobs=2))
+    assert results == [0, None, 4, None, 16]
+
+
+def test_a_file_marked_alone_is_a_task_by_itself() -> None:
+    sizes = [1] * 7
+    assert file_tasks(range(7), sizes, 64, 100, alone=lambda i: i in (0, 3)) == [[0], [1, 2], [3], [4, 5, 6]]
+    assert file_tasks(range(4), sizes, 2, 100) == [[0, 1], [2, 3]]
+    assert file_tasks(range(4), [5, 200, 5, 5], 64, 100) == [[0], [1], [2, 3]]

@@ -38,7 +38,7 @@ from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
-from ract_cli.read.files import log_size
+from ract_cli.read.files import is_stdin, log_size
 from ract_cli.read.line import LogEvent
 from ract_cli.read.parallel import make_pool, pool_failures
 
@@ -506,7 +506,7 @@ def stage_rows(
 
     chunks = _chunks(len(files), options.jobs) if files else []
     pool = None
-    if options.jobs > 1 and len(chunks) > 1:
+    if options.jobs > 1 and len(chunks) > 1 and not any(is_stdin(f) for f in files):  # (stdin: read here only)
         pool = _make_pool(options.jobs)
     done = 0
     if pool is None:

@@ -41,7 +41,7 @@ from ract_cli.grep.where import Condition, parse_where
 from ract_cli.grep.where import json_equal as json_equal
 from ract_cli.read import parallel
 from ract_cli.read.discovery import discover
-from ract_cli.read.files import log_size
+from ract_cli.read.files import is_stdin, log_size
 
 __all__ = [
     "Condition",
@@ -191,8 +191,10 @@ class GrepSearch:
                     continue
                 found, result = pickle.loads(packed)
                 yield result, (Match(path, line, offset, raw, orjson.loads(raw)) for line, offset, raw in found)
-        finally:
-            workers.shutdown()
+        except BaseException:  # (closed early: a closed pipe, Ctrl-C) the workers are stopped, not awaited
+            workers.shutdown(now=True)
+            raise
+        workers.shutdown()
 
 
 class _Workers:
@@ -213,7 +215,8 @@ class _Workers:
         self.options = options
         self.one_job = options.replace(jobs=1)  # a worker greps its file alone: no helper thread
         self.sizes = sizes  # (``read.files.log_size`` of each path)
-        small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES]
+        # (standard input is grepped here, never by a worker: it could not be read again after one died)
+        small = [i for i in range(len(paths)) if self.sizes[i] < parallel.PARALLEL_MIN_BYTES and not is_stdin(paths[i])]
         self.tasks = parallel.file_tasks(small, self.sizes, TASK_FILES, TASK_BYTES)
         self.task_of = {i: t for t, task in enumerate(self.tasks) for i in task}
         self.task_bytes = [sum(sizes[i] for i in task) for task in self.tasks]
@@ -271,8 +274,10 @@ class _Workers:
         self.refill()
         return self.taken.pop(i)
 
-    def shutdown(self) -> None:
-        if self.pool is not None:
+    def shutdown(self, now: bool = False) -> None:
+        if self.pool is not None and now:
+            parallel.stop_pool(self.pool)
+        elif self.pool is not None:
             self.pool.shutdown(wait=True, cancel_futures=True)
 
 

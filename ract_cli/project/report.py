@@ -39,7 +39,7 @@ from ract_cli.project.result import ProjectResult
 from ract_cli.project.tallies import percentiles
 from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
-from ract_cli.read.files import log_size
+from ract_cli.read.files import is_stdin, log_size
 from ract_cli.read.line import LogEvent
 from ract_cli.read.parallel import (
     AUTO_JOBS,
@@ -193,8 +193,10 @@ def project_paths(
             tasks = [[i] for i in range(len(files))]
             projected: Iterable[list[_Projected] | None] = (None for _ in tasks)
         else:
-            tasks = file_tasks(range(len(files)), sizes, TASK_FILES, TASK_BYTES)
-            items = [[(i, files[i]) for i in task] for task in tasks]
+            # standard input is read here, never by a worker: once read, it could not be read again
+            # here after a worker died with it (a false verdict on an empty log)
+            tasks = file_tasks(range(len(files)), sizes, TASK_FILES, TASK_BYTES, alone=lambda i: is_stdin(files[i]))
+            items = [None if is_stdin(files[task[0]]) else [(i, files[i]) for i in task] for task in tasks]
             projected = in_order(pool, _project_many, items, one_job, detailed, timelines, jobs=jobs)
         for task, got in zip(tasks, projected, strict=True):
             if got is None:  # read here (no pool, or its worker died)

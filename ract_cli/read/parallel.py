@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -46,6 +47,7 @@ from ract_cli.records import Record
 
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
     from concurrent.futures import Executor, Future, ProcessPoolExecutor
+    from types import TracebackType
 
 _R = TypeVar("_R")
 
@@ -495,17 +497,25 @@ TASK_FILES = 64
 TASK_BYTES = 8 << 20
 
 
-def file_tasks(indices: Sequence[int], sizes: Sequence[int], max_files: int, max_bytes: int) -> list[list[int]]:
+def file_tasks(
+    indices: Sequence[int],
+    sizes: Sequence[int],
+    max_files: int,
+    max_bytes: int,
+    alone: Callable[[int], bool] | None = None,
+) -> list[list[int]]:
     """``indices`` (in file order) cut into runs of at most ``max_files`` files and about ``max_bytes``
-    (``sizes[i]``: file ``i``'s; a larger file is a task alone)."""
+    (``sizes[i]``: file ``i``'s; a larger file is a task alone, and so is any ``i`` for which ``alone(i)``)."""
     tasks: list[list[int]] = []
     held = 0
     for i in indices:
-        if not tasks or len(tasks[-1]) >= max_files or held + sizes[i] > max_bytes:
+        lone = alone is not None and alone(i)
+        if not tasks or lone or len(tasks[-1]) >= max_files or held + sizes[i] > max_bytes:
             tasks.append([])
-            held = 0
+            held = sizes[i] if not lone else max_bytes + 1  # (nothing joins a lone file's task)
+        else:
+            held += sizes[i]
         tasks[-1].append(i)
-        held += sizes[i]
     return tasks
 
 
@@ -563,9 +573,54 @@ def make_pool(jobs: int) -> ProcessPoolExecutor:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    class Pool(ProcessPoolExecutor):
+        """Left by an exception (Ctrl-C, an error): stopped at once, its workers' tasks abandoned, not
+        awaited (``ProcessPoolExecutor``'s own exit waits for every running task: seconds)."""
+
+        def __exit__(
+            self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        ) -> bool | None:
+            if exc_type is None:
+                return super().__exit__(exc_type, exc, tb)
+            stop_pool(self)
+            return None
+
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else None)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    return Pool(max_workers=jobs, mp_context=context, initializer=watch_parent, initargs=(os.getpid(),))
+
+
+#: how often a worker looks whether the process that started it is still there (seconds)
+PARENT_POLL = 0.5
+
+
+def watch_parent(parent: int) -> None:
+    """Worker initializer: end this worker once ``parent`` is gone (killed with SIGKILL, say). A worker
+    otherwise waits for its next task forever, an orphan, once its task is done."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="ract-watch-parent", daemon=True).start()
+
+
+def stop_pool(pool: Executor) -> None:
+    """Stop ``pool`` now: cancel what no worker took, terminate the workers (what they ran is lost)."""
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # (3.14 has terminate_workers())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        try:
+            process.terminate()
+        except (OSError, ValueError):
+            pass  # already gone, or closed
+    for process in workers:  # reaped: no zombie outlives the pool (SIGTERM ends a worker in milliseconds)
+        try:
+            process.join(timeout=2)
+        except (OSError, ValueError, AssertionError):
+            pass
 
 
 #: tasks in flight per job past the one awaited (``in_order``): memory independent of the number of files
@@ -576,8 +631,8 @@ def in_order(
     pool: ProcessPoolExecutor, fn: Callable[..., _R], tasks: Sequence[object], *args: object, jobs: int
 ) -> Iterator[_R | None]:
     """``fn(task, *args)`` of each task, run in ``pool`` and yielded in task order, with at most
-    ``TASKS_AHEAD * jobs`` tasks submitted past the one awaited; None for a task whose worker died (the
-    caller does it itself)."""
+    ``TASKS_AHEAD * jobs`` tasks submitted past the one awaited; None for a task whose worker died, and
+    for a task that is None (the caller does those itself: standard input, read here only)."""
     futures: dict[int, Future[_R]] = {}
     submitted = 0
     for t in range(len(tasks)):
@@ -604,7 +659,8 @@ def submit_ahead(
     never, and its caller does it itself."""
     try:
         while submitted < len(tasks) and submitted <= last:
-            futures[submitted] = pool.submit(fn, tasks[submitted], *args)
+            if tasks[submitted] is not None:  # (None: a task the caller keeps)
+                futures[submitted] = pool.submit(fn, tasks[submitted], *args)
             submitted += 1
     except pool_failures():
         return len(tasks)

@@ -15,7 +15,7 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.model import HEX64
 from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
-from ract_cli.read.files import log_size
+from ract_cli.read.files import is_stdin, log_size
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import (
     AUTO_JOBS,
@@ -28,6 +28,7 @@ from ract_cli.read.parallel import (
     make_pool,
     pool_failures,
     scan_file,
+    stop_pool,
     submit_ahead,
 )
 from ract_cli.records import FrozenRecord, Record
@@ -230,9 +231,12 @@ def verify_file(
                     main_every=options.jobs if own_pool else 0,
                     progress=progress,
                 )
-            finally:
+            except BaseException:
                 if own_pool:
-                    pool.shutdown(cancel_futures=True)
+                    stop_pool(pool)  # (Ctrl-C: at once, not when the ranges in flight are done)
+                raise
+            if own_pool:
+                pool.shutdown(cancel_futures=True)
         except pool_failures():
             state = None  # no worker processes here (or one died): the sequential reader decides alone
     if state is None:
@@ -357,7 +361,9 @@ def verify_paths(
     with pool if pool is not None else nullcontext():
         # the small files go to the pool in tasks of several, a bounded window of them ahead of the
         # file verified here; a large file is split in ranges here (verify_file, with the pool)
-        tasks = _tasks([i for i in range(len(found.files)) if not splittable[i]], sizes) if pool is not None else []
+        # (standard input is read here, never by a worker: it could not be read again after one died)
+        pooled = [i for i, path in enumerate(found.files) if not splittable[i] and not is_stdin(path)]
+        tasks = _tasks(pooled, sizes) if pool is not None else []
         task_of = {i: t for t, task in enumerate(tasks) for i in task}
         file_lists = [[str(found.files[j]) for j in task] for task in tasks]
         ahead = TASKS_AHEAD * options.jobs
