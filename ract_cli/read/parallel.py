@@ -610,6 +610,7 @@ def watch_parent(parent: int) -> None:
 def stop_pool(pool: Executor) -> None:
     """Stop ``pool`` now: cancel what no worker took, terminate the workers (what they ran is lost)."""
     workers = list((getattr(pool, "_processes", None) or {}).values())  # (3.14 has terminate_workers())
+    results = getattr(pool, "_result_queue", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in workers:
         try:
@@ -621,6 +622,10 @@ def stop_pool(pool: Executor) -> None:
             process.join(timeout=2)
         except (OSError, ValueError, AssertionError):
             pass
+    try:  # a worker killed mid-result: the pool's thread would wait for its rest forever (and exit with it)
+        results._writer.close()  # type: ignore[union-attr]
+    except (OSError, AttributeError):
+        pass
 
 
 #: tasks in flight per job past the one awaited (``in_order``): memory independent of the number of files
