@@ -28,7 +28,6 @@ from ract_cli.read.parallel import (
     make_pool,
     pool_failures,
     scan_file,
-    stop_pool,
     submit_ahead,
 )
 from ract_cli.records import FrozenRecord, Record
@@ -220,7 +219,7 @@ def verify_file(
         own_pool = pool is None
         try:
             pool = pool if pool is not None else make_pool(options.jobs - 1)
-            try:
+            with pool if own_pool else nullcontext():  # (make_pool's: left by Ctrl-C, stopped at once)
                 scan_file(
                     path,
                     state,
@@ -231,12 +230,6 @@ def verify_file(
                     main_every=options.jobs if own_pool else 0,
                     progress=progress,
                 )
-            except BaseException:
-                if own_pool:
-                    stop_pool(pool)  # (Ctrl-C: at once, not when the ranges in flight are done)
-                raise
-            if own_pool:
-                pool.shutdown(cancel_futures=True)
         except pool_failures():
             state = None  # no worker processes here (or one died): the sequential reader decides alone
     if state is None:
