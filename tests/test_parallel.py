@@ -616,6 +616,35 @@ def test_a_pool_left_normally_finishes_its_tasks() -> None:
     assert [f.result() for f in futures] == [0.2] * 4
 
 
+_HALF_RESULT = """
+import struct, sys, time
+from ract_cli.read import parallel
+
+def half_result():
+    # in the worker: announce a 1 MiB result, send none of it, and wait to be stopped
+    queue = sys._getframe(1).f_locals["result_queue"]
+    queue._writer._send(struct.pack("!i", 1 << 20))
+    time.sleep(600)
+
+with parallel.make_pool(1) as pool:
+    pool.submit(half_result)
+    time.sleep(1)  # (the pool's thread has read the header and waits for the rest)
+    raise KeyboardInterrupt
+"""
+
+
+def test_a_worker_stopped_mid_result_does_not_hang_the_exit() -> None:
+    # the pool's thread, reading a result whose writer was terminated, waited for its rest forever
+    # (the main process held the pipe's write end open): the process hung at exit
+    import subprocess
+    import sys
+
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _HALF_RESULT], capture_output=True, timeout=60)
+    assert done.returncode != 0 and b"KeyboardInterrupt" in done.stderr
+    assert time.monotonic() - started < 30
+
+
 _ORPHANING = """
 import sys, time
 from ract_cli.read import parallel
