@@ -3205,14 +3205,15 @@ static PyObject *verifier_check_lines(Verifier *V, PyObject *args, PyObject *kw)
 }
 
 /* The next line of s[p, n) that chain mode may take: its body length, or -1 when it is not one
- * (no newline, empty, not '{' first, "\r\n", a body longer than max_line). */
+ * (no newline, empty, not '{' first, a body longer than max_line). A "\r" before the "\n" stays in
+ * the body: JSON whitespace after the object, as reading line by line judges it (SPEC §2.1). */
 static inline Py_ssize_t clean_line(const uint8_t *s, size_t n, size_t p, size_t max_line)
 {
     const uint8_t *nl = p < n ? memchr(s + p, '\n', n - p) : NULL;
     if (!nl)
         return -1;
     size_t len = (size_t)(nl - (s + p));
-    if (len == 0 || len > max_line || s[p] != '{' || s[p + len - 1] == '\r')
+    if (len == 0 || len > max_line || s[p] != '{')
         return -1;
     return (Py_ssize_t)len;
 }

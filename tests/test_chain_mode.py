@@ -273,7 +273,7 @@ def test_long_lines_go_to_c_alone_and_agree(
     chained, iterated, python = three_ways(path, monkeypatch)
     assert chained == iterated == python
     assert (chained[2] == 0) == (kind in ("none", "crlf"))
-    clean_long = [line for line in lines if len(line) > BATCH_LINE_BYTES and line[:1] == b"{" and b"\r" not in line]
+    clean_long = [line for line in lines if len(line) > BATCH_LINE_BYTES and line[:1] == b"{"]
     assert clean_long and sum(size > BATCH_LINE_BYTES for size in batched) == len(clean_long)  # each went to C
     for wanted in WANTED:
         assert search(path, wanted, True) == search(path, wanted, False)
@@ -376,7 +376,7 @@ _FAMILIES = (
     ("step.started", "step.committed", "step.rolled_back"),
     ("prompt.sent", "response.received"),
     ("handshake.requested", "handshake.resolved"),
-    (*_OPENS, *_CLOSES, "run.completed", "run.started", "crlf"),
+    (*_OPENS, *_CLOSES, "run.completed", "run.started", "stop"),
 )
 
 
@@ -396,8 +396,8 @@ _HANDLE_OPS = st.sampled_from(_FAMILIES).flatmap(_ops)
 
 
 def _handle_log(ops: list[_Op], rng: random.Random) -> bytes:
-    """A valid log (genesis, one run, clock forward) of run.started and then ``ops``; a "crlf" op
-    ends the line before it with CRLF (valid, but not a line C frames: C stops and resumes after it)."""
+    """A valid log (genesis, one run, clock forward) of run.started and then ``ops``; a "stop" op
+    puts a blank before the line before it (valid, but not a line C frames: C stops and resumes after it)."""
     events: list[dict[str, object]] = []
     lines: list[bytes] = []
     prev = GENESIS_HASH
@@ -421,8 +421,8 @@ def _handle_log(ops: list[_Op], rng: random.Random) -> bytes:
 
     add("run.started", {"intent_id": "d" * 32}, -1, -1)
     for kind, key, step, parent, source in ops:
-        if kind == "crlf":
-            lines[-1] = lines[-1][:-1] + b"\r\n"
+        if kind == "stop":
+            lines[-1] = b" " + lines[-1]
         elif kind in _OPENS:
             add(kind, _OPENS[kind](key), step, parent)
         elif kind.startswith("run."):
@@ -446,7 +446,7 @@ def test_opens_and_closes_paired_in_c_agree_with_the_tracker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, ops: list[_Op]
 ) -> None:
     """Closes naming their open by parent_id, by a synthesized source, or neither (FIFO), of the
-    wrong kind, twice, across a C stop (CRLF): C's pairing leaves the tracker with what it would hold."""
+    wrong kind, twice, across a C stop (a line not "{" first): C's pairing leaves the tracker with what it would hold."""
     path = tmp_path / f"h{seed}" / "events.jsonl"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(_handle_log(ops, random.Random(seed)))
@@ -486,10 +486,10 @@ PAIRING_CASES: dict[str, list[_Op]] = {
         ("handshake.resolved", 0, -1, 0, -1),
         ("handshake.resolved", 0, -1, 2, -1),
     ],
-    # C stops at a CRLF line and resumes after it: the open it took before is the tracker's by then
+    # C stops at a line it does not frame and resumes after it: the open it took before is the tracker's
     "an open and its close on either side of a C stop": [
         ("step.started", 0, 0, -1, -1),
-        ("crlf", 0, 0, -1, -1),
+        ("stop", 0, 0, -1, -1),
         ("tool.called", 0, 0, -1, -1),
         ("step.committed", 0, 0, 1, -1),
         ("tool.result", 0, 0, 1, -1),
@@ -579,3 +579,29 @@ def test_a_run_of_long_lines_a_search_wants_leaves_one_at_a_time(
     assert len(long_lines) == 10
     at_once = Counter(read for line, read in handed if line in long_lines)  # long events left per read position
     assert max(at_once.values()) <= 2  # (held to the end, all ten would leave together)
+
+
+@pytest.mark.parametrize("core_name", ["native", "python"])
+def test_a_crlf_log_is_read_whole_in_chain_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core_name: str
+) -> None:
+    """SPEC §11: every valid layout takes the fast path, CRLF endings too (the "\\r" is JSON whitespace):
+    no line of a clean CRLF log comes back to be read line by line, and its verdict is the LF log's."""
+    if core_name == "native" and core.NATIVE is None:
+        pytest.skip("the native core is not built here")
+    monkeypatch.setenv("RACT_CORE", core_name)
+    lf, crlf = tmp_path / "lf" / "events.jsonl", tmp_path / "crlf" / "events.jsonl"
+    lf.parent.mkdir()
+    crlf.parent.mkdir()
+    write_benchmark_log(lf, events=3000)
+    crlf.write_bytes(lf.read_bytes().replace(b"\n", b"\r\n"))
+    read_alone: list[bytes] = []
+    line_result = reader_module.line_result
+    monkeypatch.setattr(reader_module, "line_result", lambda raw, *a: read_alone.append(raw) or line_result(raw, *a))
+    verdicts = []
+    for path in (lf, crlf):
+        reader = ChainReader(path)
+        findings = reader.read_all()
+        verdicts.append(([(f.code, f.line) for f in findings], reader.state.events, reader.state.head))
+    assert not read_alone
+    assert verdicts[0] == verdicts[1] and verdicts[0][1] > 2900

@@ -1,7 +1,7 @@
 """The native core's chain mode: runs of clean lines verified and chained in C, in batches.
 
-``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, no
-``\\r``, not ``too_many_nodes``) and hands each batch to ``_core.Verifier.check_lines(...,
+``ChainReader`` collects lines that look clean (``{`` first, ``\\n`` last, not
+``too_many_nodes``; a ``\\r`` before the ``\\n`` is JSON whitespace) and hands each batch to ``_core.Verifier.check_lines(...,
 chain=)``. C takes the leading lines that take ``ChainState.feed``'s fast path
 (a valid event that links on, same run, clock not going back, a new id; the
 file's first event when it links on to genesis) and

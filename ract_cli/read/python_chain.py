@@ -31,7 +31,7 @@ class PythonBatches:
     ) -> tuple[int, int]:
         """Take the lines of ``data`` from byte ``pos`` (line ``line_no``) on; where it stopped and how many.
 
-        A line is taken when it ends in ``\\n`` (not ``\\r\\n``), starts with
+        A line is taken when it ends in ``\\n`` (or ``\\r\\n``), starts with
         ``{``, its body is at most ``max_line`` bytes, and it is a valid event
         that ``ChainState.feed``'s fast path would take with no finding.
         ``offset``: the file offset of ``data[0]``; ``out`` stays empty.
@@ -47,9 +47,12 @@ class PythonBatches:
         find = data.find
         while True:
             end = find(b"\n", pos)
-            if end < 0 or end - pos > limit or data[pos] != 0x7B or data[end - 1] == 0x0D:  # b"{", b"\r"
+            if end < 0 or data[pos] != 0x7B:  # b"{"
                 break  # (an empty line fails the "{" test: data[pos] is its "\n")
-            proven = fast_analyze(data[pos:end], schema_version)
+            body_end = end - 1 if data[end - 1] == 0x0D else end  # the body without "\r\n", as line by line
+            if body_end - pos > limit:
+                break
+            proven = fast_analyze(data[pos:body_end], schema_version)
             if proven is None:
                 break
             event, stored = proven

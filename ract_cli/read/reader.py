@@ -208,7 +208,7 @@ class ChainReader:
         if not isinstance(batches, Batches):
             return False  # (the Python core reads it line by line)
         raw = item[2]
-        if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-1:] != b"\n" or raw[-2:-1] == b"\r":
+        if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-1:] != b"\n":
             return False  # (a last line without "\n" is judged here: it may be a torn tail)
         if too_many_nodes(raw):  # (C does not count values)
             return False
