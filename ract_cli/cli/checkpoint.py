@@ -61,9 +61,8 @@ def checkpoint_command(
     """Sign a C2SP tlog-checkpoint of the log: origin, number of events, RFC 9162 root.
 
     The note goes to stdout (or --output FILE); a summary goes to stderr. A
-    log that does not verify is refused with its own exit code (1 for
-    tampering, 4 for a torn tail, 5 when unreadable) and nothing is written:
-    a checkpoint must never bless tampering.
+    log that does not verify is refused, exit 1 (5 when it cannot be read),
+    and nothing is written: a checkpoint must never bless tampering.
 
     Example: ract trace checkpoint LOG --key ci.skey --origin example.com/ract/ci > LOG.checkpoint
     """

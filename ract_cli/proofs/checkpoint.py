@@ -260,14 +260,15 @@ def read_log_tree(
 
 
 def refusal(tree: LogTree, why: str) -> CheckpointRefused:
-    """Why a command will not act on a log that does not verify, with the log's own exit code."""
+    """Why a command will not act on a log that does not verify: exit 1 (SPEC §14), whatever the log's
+    own verdict (named in the message), but 5 for a log that cannot be read at all (SPEC §3's IO)."""
     errors = [f for f in tree.findings if f.severity == ERROR]
     if tree.exit_code == ExitCode.IO and errors and errors[0].code == "IO_ERROR":
         return CheckpointRefused(errors[0].message, errors[1:], tree.exit_code)
     return CheckpointRefused(
-        f"{tree.path} does not verify (exit {int(tree.exit_code)} {tree.exit_code.name}): {why}",
+        f"{tree.path} does not verify (verify: exit {int(tree.exit_code)} {tree.exit_code.name}): {why}",
         errors,
-        tree.exit_code,
+        ExitCode.TAMPERED,
     )
 
 
