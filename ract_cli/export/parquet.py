@@ -90,7 +90,10 @@ class WriteLimits:
     """
 
     memory_limit: str = WRITE_MEMORY_LIMIT
-    threads: int | None = None  # None: DuckDB's default (the cores)
+    # one: a partitioned COPY writes a file per thread and partition, and which rows land in which file,
+    # in which order, is whichever thread got there first (an export differed from run to run); one thread
+    # writes every file in the logs' order, the same bytes each time. None: DuckDB's default (the cores)
+    threads: int | None = 1
     batch_rows: int = DEFAULT_BATCH_ROWS
     batch_bytes: int = DEFAULT_BATCH_BYTES
     flush_rows: int = FLUSH_THRESHOLD_ROWS
