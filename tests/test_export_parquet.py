@@ -91,6 +91,7 @@ def test_each_table_is_a_directory_of_parquet_files_and_events_are_partitioned_b
         assert [p.name for p in (out / name).iterdir()] == ["data_0.parquet"]
     marker = json.loads((out / MARKER).read_text())
     assert marker["format"] == "parquet" and marker["tables"]["events"]["partition_by"] == ["date"]
+    assert (out / MARKER).stat().st_mode & 0o777 == 0o644  # as readable as the tables (not mkstemp's 0600)
 
 
 def test_columns_and_types_are_those_of_the_one_definition(exported):

@@ -249,6 +249,7 @@ def test_a_file_output_is_written_atomically(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.OK
     assert out.read_bytes() == export([COMPLETED])[0][0] + b"\n"
     assert [p.name for p in tmp_path.iterdir()] == ["traces.jsonl"]  # no temporary file left behind
+    assert out.stat().st_mode & 0o777 == 0o644  # readable by a collector of another user (not mkstemp's 0600)
 
 
 def _ract(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -275,6 +276,16 @@ def test_cli_refuses_to_replace_a_file_without_overwrite(tmp_path: Path) -> None
     assert out.read_bytes() == before  # untouched
     third = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(INTERRUPTED))
     assert third.returncode == ExitCode.INCOMPLETE and out.read_bytes() != before
+
+
+def test_cli_counts_a_raxol_journal_as_not_exported_not_as_a_run_that_did_not_verify(tmp_path: Path) -> None:
+    journal = FIXTURES.parent / "journals" / "accepted.jsonl"  # (a valid journal: it verifies)
+    out = tmp_path / "traces.jsonl"
+    alone = _ract("--format", "otlp-json", "--output", str(out), str(journal))
+    assert alone.returncode == ExitCode.IO and b"exported 0 run(s) (1 not exported)" in alone.stderr
+    both = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(journal), str(INTERRUPTED))
+    assert both.returncode == ExitCode.INCOMPLETE
+    assert b"exported 1 run(s) (1 did not verify, 1 not exported)" in both.stderr
 
 
 # --- hostile sizes: work and memory bounded (docs/otel.md, "Memory and time") -------------------------

@@ -196,13 +196,17 @@ def _export_otlp(
                 )
         for f in result.findings:
             console.print(clean(f"FAIL {f.path}: {f.code} {f.message}"), markup=False)
-        failed = sum(1 for log in result.files if log.exit_code)
-        verdict = "all verified" if not failed else f"{failed} did not verify"
+        # a log that could not be read, or is not a run log (a Raxol journal), was not exported at all
+        skipped = sum(1 for log in result.files if log.exit_code == ExitCode.IO)
+        failed = sum(1 for log in result.files if log.exit_code and log.exit_code != ExitCode.IO)
+        said = [f"{failed} did not verify"] if failed else []
+        said += [f"{skipped} not exported"] if skipped else []
+        verdict = ", ".join(said) or "all verified"
         spans = sum(log.spans for log in result.files)
         code = result.exit_code
         console.print(
             clean(
-                f"exported {len(result.files)} run(s) ({verdict}) to {'stdout' if output == '-' else output}: "
+                f"exported {len(result.files) - skipped} run(s) ({verdict}) to {'stdout' if output == '-' else output}: "
                 f"{spans} spans  exit {int(code)} ({code.name})"
             ),
             markup=False,

@@ -265,6 +265,7 @@ def _install(staging: Path, out: Path, marker: dict[str, Any]) -> None:
                 os.rename(old, dest)  # put the old table back
             raise
     fd, tmp = tempfile.mkstemp(prefix=f".{MARKER}.", dir=out)
+    os.fchmod(fd, 0o644)  # (as the tables' files: mkstemp's 0600 would hide it from other readers)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(marker, f, indent=2, sort_keys=True)
         f.write("\n")

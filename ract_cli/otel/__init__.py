@@ -177,6 +177,7 @@ def export_otlp(
     target = Path(output)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
     try:
+        os.fchmod(fd, 0o644)  # (mkstemp's 0600 would keep a collector running as another user out)
         with os.fdopen(fd, "wb") as stream:
             for path in found.files:
                 result.files.append(_export_file(str(path), stream.write, options))
