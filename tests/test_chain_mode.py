@@ -279,17 +279,33 @@ def test_long_lines_go_to_c_alone_and_agree(
         assert search(path, wanted, True) == search(path, wanted, False)
 
 
-@pytest.mark.parametrize("case", ["break on a long line", "long last line without newline", "tampered long lines"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "break on a long line",
+        "long last line without newline",
+        "tampered long lines",
+        "malformed long lines",
+        "malformed long first line",
+    ],
+)
 def test_long_lines_at_the_edges_of_trust(
     base_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
     """A long line that breaks the chain (trust then ends at the event before it, which C took: handed out
-    once), and a long last line without its newline (judged as a last line, never as a clean one)."""
+    once), a long last line without its newline (judged as a last line, never as a clean one), and long
+    lines that are not JSON (trust ends on the line itself when no event is before it: a search once
+    parsed that line again to hand it out, and raised)."""
     lines = base_lines[:120]
     kinds = [json.loads(line)["kind"] for line in lines]
     long_at = {kinds.index("process.reaped"), kinds.index("tool.called"), 60, 119}
+    if case == "malformed long first line":
+        long_at.add(0)
     lines = _with_blobs(lines, long_at, BATCH_LINE_BYTES + 10)
-    if case == "break on a long line":
+    if case.startswith("malformed"):
+        for at in long_at if case == "malformed long lines" else {0}:
+            lines[at] = lines[at][:-2] + b"!\n"  # its closing brace gone
+    elif case == "break on a long line":
         for at in sorted(long_at, reverse=True):
             del lines[at - 1]  # the long line now links to a line that is gone: CHAIN_BREAK on it
     elif case == "tampered long lines":  # valid but for the hash: C words nothing, and builds nothing
@@ -304,6 +320,7 @@ def test_long_lines_at_the_edges_of_trust(
     assert chained == iterated == python
     codes = {finding[0] for finding in chained[0]}
     expected_code = {"break on a long line": "CHAIN_BREAK", "tampered long lines": "HASH_MISMATCH"}
+    expected_code.update(dict.fromkeys(("malformed long lines", "malformed long first line"), "MALFORMED_LINE"))
     assert expected_code.get(case, "MISSING_FINAL_NEWLINE") in codes, codes
     for wanted in WANTED:
         hinted, plain = search(path, wanted, True), search(path, wanted, False)

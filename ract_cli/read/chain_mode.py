@@ -59,7 +59,7 @@ class Batches:
         self.chain = core.NATIVE.Chain()
         state.share_ids(self.chain.ids)
         self.verifier = _verifier(schema_version, wanted)
-        self.last: Line | None = None  # the last line of the batch before
+        self.last: Line | None = None  # the last line holding an event, of the batch before or read alone
         self.last_out: int | None = None  # the line of the last event handed out
 
     def take_block(
@@ -119,6 +119,7 @@ class Batches:
         out: list[Candidate] = []
         if taken:
             state.from_native(chain, line_no)
+            self.last = line
             if proven is not None:  # an open, a close, or a kind the caller wants
                 event, whole = self._event_of(proven, raw)
                 state.handles.feed(event, line_no, start)
@@ -146,7 +147,8 @@ class Batches:
                     out.append((line_no, start, raw, fed if whole else orjson.loads(raw)))
             elif wanted is not None and fed is not None and wanted(fed["kind"]):
                 out.append((line_no, start, raw, fed))  # (whole: ``_event_of`` reads a wanted kind's line)
-        self.last = line
+            if fed is not None:  # (a line holding no event is not one trust can move back to, nor JSON)
+                self.last = line
         if out:
             self.last_out = out[-1][0]
         return out
