@@ -9,6 +9,7 @@ import hashlib
 import io
 import itertools
 import json
+import os
 import random
 import re
 import shutil
@@ -276,6 +277,18 @@ def test_cli_refuses_to_replace_a_file_without_overwrite(tmp_path: Path) -> None
     assert out.read_bytes() == before  # untouched
     third = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(INTERRUPTED))
     assert third.returncode == ExitCode.INCOMPLETE and out.read_bytes() != before
+
+
+def test_a_log_under_a_name_that_is_not_utf8_is_exported_with_its_bytes_visible(tmp_path: Path) -> None:
+    # a directory name with a byte that is no UTF-8 reached orjson as a lone surrogate: a traceback
+    run = Path(os.fsdecode(bytes(tmp_path) + b"/run\xff"))
+    run.mkdir()
+    shutil.copy(COMPLETED, run / "events.jsonl")
+    out = tmp_path / "traces.jsonl"
+    assert export_otlp([run], out).exit_code == ExitCode.OK
+    line = json.loads(out.read_bytes())
+    attributes = {a["key"]: a["value"] for a in line["resourceSpans"][0]["resource"]["attributes"]}
+    assert attributes["ract.log.path"] == {"stringValue": f"{tmp_path}/run\\xff/events.jsonl"}
 
 
 def test_cli_counts_a_raxol_journal_as_not_exported_not_as_a_run_that_did_not_verify(tmp_path: Path) -> None:

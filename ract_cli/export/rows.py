@@ -36,6 +36,7 @@ from ract_cli.findings import ERROR, Finding
 from ract_cli.format.canonical import canonical_bytes
 from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.format.text import utf8_text
 from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import is_stdin, log_size
@@ -137,16 +138,7 @@ def text(value: object) -> str | None:
     """
     if value is None:
         return None
-    s = value if type(value) is str else str(value)
-    try:
-        s.encode("utf-8")
-        return s
-    except UnicodeEncodeError:
-        pass
-    try:
-        return os.fsencode(s).decode("utf-8", "backslashreplace")
-    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
-        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+    return utf8_text(value if type(value) is str else str(value))
 
 
 def _str(value: object) -> str | None:

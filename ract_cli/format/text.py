@@ -6,6 +6,7 @@ goes through these, so two commands never word the same value differently.
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta
 
@@ -109,3 +110,17 @@ def json_escape_char(char: str) -> str:
 def escape_unsafe(text: str) -> str:
     """``text`` with every ``UNSAFE`` character shown as its escape: ``\\x1b``, ``\\u200b``, ``\\U000e0041``."""
     return UNSAFE.sub(visible_escape, text)
+
+
+def utf8_text(value: str) -> str:
+    """``value`` as text that encodes to UTF-8 (a JSON or Parquet string): a file name that is not UTF-8,
+    which Python hands over with lone surrogates (``surrogateescape``), keeps its bytes visible as ``\\xNN``."""
+    try:
+        value.encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        pass
+    try:
+        return os.fsencode(value).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -27,6 +27,7 @@ from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import Finding, error
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+from ract_cli.format.text import utf8_text
 from ract_cli.otel.spans import STATUS_UNSET, Span, TraceBuilder, attributes_json
 from ract_cli.read.discovery import discover
 from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
@@ -107,7 +108,7 @@ def trace_chunks(
     path) fails before anything is written.
     """
     resource = {
-        "attributes": attributes_json({"service.name": options.service_name, "ract.log.path": log_path}),
+        "attributes": attributes_json({"service.name": options.service_name, "ract.log.path": utf8_text(log_path)}),
     }
     scope = {"name": SCOPE_NAME, "version": options.scope_version}
     body = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": []}]}]}
