@@ -1,13 +1,15 @@
 """``make bench`` rows on logs in the byte layouts users' runtimes write (issue 14).
 
 The benchmark log (our writer's layout: sorted keys, compact) is re-serialized
-into two layouts this project did not write, with the same values and hashes
+into three layouts this project did not write, with the same values and hashes
 (the hash covers values, not bytes):
 
 - ``schema``: the schema's field order (id, run_id, step_id, parent_id,
   timestamp_ns, kind, payload, prev_hash, hash), compact separators;
 - ``dumps``: ``json.dumps`` defaults (``", "`` / ``": "`` separators, ASCII
-  ``\\uXXXX`` escapes) with the keys of every object shuffled (seeded).
+  ``\\uXXXX`` escapes) with the keys of every object shuffled (seeded);
+- ``crlf``: the schema's field order, each line ended by ``\\r\\n`` (a runtime on
+  Windows; SPEC §11 names CRLF among the layouts that take the fast path).
 
 Each layout gets, measured in this run: the floor (orjson parse + sorted dump
 + sha256 per line), the physical limit (sha256 of the raw bytes), verify with
@@ -67,6 +69,8 @@ def layout_log(source: Path, layout: str) -> Path:
                 dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + b"\n")
             elif layout == "dumps":
                 dst.write(json.dumps(_shuffled(event, rng)).encode() + b"\n")
+            elif layout == "crlf":
+                dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + b"\r\n")
             else:
                 raise ValueError(layout)
     os.replace(tmp, target)
@@ -106,7 +110,7 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
     out: list[dict] = []
     jq = shutil.which("jq")
     available = cores()
-    for layout in ("ours", "schema", "dumps"):
+    for layout in ("ours", "schema", "dumps", "crlf"):
         path = ctx.log_path if layout == "ours" else layout_log(ctx.log_path, layout)
         n = ctx.events
         floor = ctx.time(lambda p=path: floor_loop(p))
