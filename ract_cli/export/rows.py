@@ -40,6 +40,7 @@ from ract_cli.format.text import utf8_text
 from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
 from ract_cli.read.files import is_stdin, log_size
+from ract_cli.read.handles import is_synthesized_close
 from ract_cli.read.line import LogEvent
 from ract_cli.read.parallel import make_pool, pool_failures
 
@@ -283,7 +284,7 @@ def _event_row(ev: LogEvent, shown: str, journal: bool) -> dict[str, Any]:
             "prev_hash": _str(e.get("prev_hash")),
             "hash": _str(e.get("hash")),
             "trusted": ev.trusted,
-            "synthesized": payload.get("synthesized") is True,
+            "synthesized": is_synthesized_close(ev.kind, payload),
         }
     else:
         payload = e["payload"]
@@ -302,7 +303,7 @@ def _event_row(ev: LogEvent, shown: str, journal: bool) -> dict[str, Any]:
             "prev_hash": e["prev_hash"],
             "hash": e["hash"],
             "trusted": ev.trusted,
-            "synthesized": payload.get("synthesized") is True,
+            "synthesized": is_synthesized_close(e["kind"], payload),
         }
     return row
 

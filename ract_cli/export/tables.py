@@ -85,7 +85,11 @@ EVENTS = Table(
             "a clean successor confirms the event: false from the first integrity failure on "
             "(the event just before a break included), the rule `project` and `replay` apply",
         ),
-        Column("synthesized", "BOOLEAN", "`payload.synthesized` is true: a close written by `repair`"),
+        Column(
+            "synthesized",
+            "BOOLEAN",
+            "a close written by `repair`: a close kind whose `payload.synthesized` is true (as `grep --synthesized`)",
+        ),
         Column(
             PARTITION_COLUMN,
             "DATE",

@@ -18,6 +18,7 @@ from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, kinds_fo
 from ract_cli.format.model import HEX32
 from ract_cli.grep.times import format_ns, parse_time
 from ract_cli.grep.where import ABSENT, Condition, parse_where
+from ract_cli.read.handles import is_synthesized_close
 from ract_cli.records import FrozenRecord
 
 __all__ = ["GrepFilter", "build_filter", "unknown_kind_patterns"]
@@ -95,8 +96,7 @@ class GrepFilter(FrozenRecord):
         if (self.since_ns is not None or self.until_ns is not None) and not self._in_time(event):
             return False
         if self.synthesized is not None:
-            payload = event.get("payload")
-            flagged = type(payload) is dict and payload.get("synthesized") is True
+            flagged = is_synthesized_close(event.get("kind"), event.get("payload"))
             if flagged is not self.synthesized:
                 return False
         for cond in self.where:

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from ract_cli.format.json_types import Event, Payload
-from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle
+from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle, is_synthesized_close
 from ract_cli.read.line import LogEvent
 
 #: OTLP ``Span.SpanKind`` and ``Status.StatusCode`` numbers (the JSON encoding writes enums as integers)
@@ -113,7 +113,7 @@ def _ract_attributes(ev: LogEvent) -> dict[str, AttributeValue]:
     }
     if not ev.trusted:
         attrs["ract.trusted"] = False
-    if isinstance(event["payload"], dict) and event["payload"].get("synthesized") is True:
+    if is_synthesized_close(event["kind"], event["payload"]):
         attrs["ract.synthesized"] = True
     return attrs
 

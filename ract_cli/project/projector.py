@@ -24,11 +24,10 @@ from ract_cli.project.steps import StepTally
 from ract_cli.project.tallies import tally
 from ract_cli.project.tools import ToolTable
 from ract_cli.project.values import label, text
-from ract_cli.read.handles import CLOSE_FOR_OPEN, RUN_CLOSES, STEP_CLOSES, HandleTracker, OpenHandle
+from ract_cli.read.handles import CLOSE_FOR_OPEN, CLOSE_KINDS, HandleTracker, OpenHandle, is_synthesized_close
 
-#: kinds the HandleTracker pairs (opens and closes), and the closes among them
-_CLOSE_KINDS = frozenset(CLOSE_FOR_OPEN.values()) | RUN_CLOSES | STEP_CLOSES
-_PAIRED_KINDS = frozenset(CLOSE_FOR_OPEN) | _CLOSE_KINDS
+#: kinds the HandleTracker pairs (opens and closes)
+_PAIRED_KINDS = frozenset(CLOSE_FOR_OPEN) | CLOSE_KINDS
 
 
 @dataclass
@@ -94,7 +93,7 @@ class Projector:
         paired = None
         if kind in _PAIRED_KINDS:
             paired = self.handles.feed(event, line, offset)
-            if kind in _CLOSE_KINDS and payload.get("synthesized") is True:
+            if is_synthesized_close(kind, payload):
                 self.run.synthesized_close(event, payload, kind, line)
         handler = self._dispatch.get(kind)
         if handler is not None:

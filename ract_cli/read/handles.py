@@ -32,6 +32,17 @@ CLOSE_TO_OPEN = {
 }
 #: every kind ``HandleTracker.feed`` acts on (the payloads the native chain mode hands back)
 HANDLE_KINDS = frozenset(CLOSE_FOR_OPEN) | RUN_CLOSES | frozenset(CLOSE_TO_OPEN)
+#: the closes: what ``repair`` may write, and what the tracker counts as its when it says ``synthesized``
+CLOSE_KINDS = RUN_CLOSES | frozenset(CLOSE_TO_OPEN)
+
+
+def is_synthesized_close(kind: object, payload: object) -> bool:
+    """Whether ``repair`` wrote this event: a close whose payload says ``"synthesized": true`` (SPEC §4).
+
+    The one test every command asks (verify's ``REPAIRED``, project, grep ``--synthesized``, export's
+    ``synthesized`` column, replay, OTLP): on an open, or any other kind, the field is only a field.
+    """
+    return type(kind) is str and kind in CLOSE_KINDS and type(payload) is dict and payload.get("synthesized") is True
 
 
 #: which FIFO queue an open waits in for its close: ("tool", step_id, tool), ("step", step_id)...
@@ -207,7 +218,7 @@ class HandleTracker:
         if kind in CLOSE_FOR_OPEN:
             self._open_handle(kind, event, line, offset)
         elif kind in RUN_CLOSES:
-            self._note_synthesized(_payload(event))
+            self._note_synthesized(kind, _payload(event))
             self.run_closed_by = event
             for later in self._later_run_starts:  # any run close closes the run: every run.started
                 self._open.pop(later, None)
@@ -220,9 +231,9 @@ class HandleTracker:
             return self._close(kind, event)
         return None
 
-    def _note_synthesized(self, payload: Payload) -> bool:
+    def _note_synthesized(self, kind: str, payload: Payload) -> bool:
         """Count a close ``repair`` wrote (its payload says ``synthesized``); whether it is one."""
-        synthesized = payload.get("synthesized") is True
+        synthesized = is_synthesized_close(kind, payload)
         self.synthesized_closes += synthesized
         return synthesized
 
@@ -252,7 +263,7 @@ class HandleTracker:
     def _close(self, close_kind: str, event: Event) -> OpenHandle | None:
         open_kind = CLOSE_TO_OPEN[close_kind]
         payload = _payload(event)
-        if self._note_synthesized(payload):
+        if self._note_synthesized(close_kind, payload):
             # 1. a synthesized close (payload.synthesized is true) names its open
             source = payload.get("source_event_id")
             if isinstance(source, str) and (taken := self._take(source, open_kind)):

@@ -10,6 +10,7 @@ import re
 import orjson
 
 from ract_cli.format.json_types import Event
+from ract_cli.read.handles import is_synthesized_close
 
 __all__ = ["SUMMARY_KEYS", "safe_repr", "summarize", "value_key"]
 
@@ -101,9 +102,9 @@ def summarize(event: Event) -> str:
     if not isinstance(payload, dict):
         payload = {}
     parts: list[str] = []
-    if payload.get("synthesized") is True:
-        parts.append("[synthesized]")
     kind = event.get("kind")
+    if is_synthesized_close(kind, payload):
+        parts.append("[synthesized]")
     if kind == "step.started" and isinstance(event.get("step_id"), str):
         parts.append(f"step={event['step_id'][:12]}")
     keys = SUMMARY_KEYS.get(kind) if isinstance(kind, str) else None
