@@ -133,6 +133,11 @@ def test_checkpoint_to_a_file_is_written_atomically(tmp_path: Path, keys) -> Non
     out = make_checkpoint(log, skey, tmp_path / "cp")
     assert ind.open_checkpoint(out.read_bytes(), vkey_text).size == 156
     assert sorted(p.name for p in tmp_path.iterdir()) == [COMPLETED, "cp"]
+    # an existing FILE is replaced (docs/checkpoints.md, "Outputs"): the newest checkpoint replaces the last
+    lines = log.read_bytes().splitlines(keepends=True)
+    log.write_bytes(b"".join(lines[:100]))
+    assert ind.open_checkpoint(make_checkpoint(log, skey, out).read_bytes(), vkey_text).size == 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == [COMPLETED, "cp"]
 
 
 # SPEC §14: refused with exit 1 whatever the log's own verdict (a torn tail is verify's 4), named in the message
