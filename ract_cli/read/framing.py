@@ -11,7 +11,7 @@ import orjson
 
 from ract_cli.format.json_types import JSONObject
 from ract_cli.read import core
-from ract_cli.read.files import TRUNCATED_MESSAGE, open_log, truncated
+from ract_cli.read.files import TRUNCATED_MESSAGE, is_decoded, open_log, truncated
 from ract_cli.read.json_rules import (
     MAX_LINE_NODES,
     Problem,
@@ -193,6 +193,10 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
     leaves them.
     """
     f, limit = framer.f, framer.max_line_bytes
+    # A decoded log (gzip) is read one decode at a time (``read1``): what was decoded before a failure is
+    # framed, as ``LineFramer``'s reads frame it. A whole read of ``block_size`` dropped it with the error
+    # (a corrupt archive: 0 events read where reading line by line read 400).
+    read = f.read1 if is_decoded(f) else f.read  # type: ignore[attr-defined]
     carry = b""  # the start of a line begun in the read before (at file offset ``base``)
     base = 0  # file offset of the first byte not yet yielded
     line_no = 0  # lines yielded (or skipped) so far
@@ -202,7 +206,7 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
     long: bytearray | None = None
     while True:
         try:
-            chunk = f.read(block_size)
+            chunk = read(block_size)
         except OSError as exc:
             framer.read_error = f"read failed: {exc.strerror or exc}"
             framer.error_line, framer.error_offset = line_no + 1, base
