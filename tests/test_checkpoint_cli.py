@@ -153,6 +153,23 @@ def test_checkpoint_refuses_a_log_that_does_not_verify(tmp_path: Path, keys, run
     assert not (tmp_path / "cp").exists() and proc.stdout == ""
 
 
+@pytest.mark.parametrize("what", ["not a log", "a Raxol journal cut short", "missing"])
+def test_checkpoint_of_what_is_no_run_log_is_exit_5(tmp_path: Path, keys, what: str) -> None:
+    """SPEC §3's 5 is "missing, unreadable, or not a log": no run log to verify, so nothing to refuse as
+    tampered (a journal cut short is verify's 4, but it is no run log whatever its verdict)."""
+    skey, _, _ = keys
+    log = tmp_path / "r" / "events.jsonl"
+    log.parent.mkdir()
+    if what == "not a log":
+        log.write_bytes(b"hello world\nfoo\n")
+    elif what == "a Raxol journal cut short":
+        journal = (RUNS.parent / "journals" / "accepted.jsonl").read_bytes()
+        log.write_bytes(journal[:-20])
+    proc = ract("checkpoint", log, "--key", skey, "--origin", ORIGIN, "--output", tmp_path / "cp")
+    assert proc.returncode == 5, proc.stderr
+    assert "refused" in proc.stderr and not (tmp_path / "cp").exists()
+
+
 @pytest.mark.parametrize(
     "args,code",
     [

@@ -190,6 +190,7 @@ class LogTree:
     findings: list[Finding]
     suppressed: int = 0
     builder: TreeBuilder = field(default_factory=TreeBuilder)  # the tree's frontier, to go on appending
+    run_log: bool = True  # False: not a RACT run log (a Raxol journal): no tree to make, whatever its verdict
 
 
 def event_leaf(event: dict[str, Any]) -> bytes:
@@ -232,6 +233,7 @@ def read_log_tree(
             findings=[*reader.findings, not_a_log],
             suppressed=0,
             builder=TreeBuilder(),
+            run_log=False,
         )
     builder = TreeBuilder()
     wanted = sorted({s for s in sizes if s >= 0})
@@ -261,10 +263,12 @@ def read_log_tree(
 
 def refusal(tree: LogTree, why: str) -> CheckpointRefused:
     """Why a command will not act on a log that does not verify: exit 1 (SPEC §14), whatever the log's
-    own verdict (named in the message), but 5 for a log that cannot be read at all (SPEC §3's IO)."""
+    own verdict (named in the message), but 5 for what is no run log to verify (SPEC §3's IO): missing,
+    unreadable or not a log (``NOT_A_LOG``) with nothing worse found, or a Raxol journal, whatever its own."""
     errors = [f for f in tree.findings if f.severity == ERROR]
-    if tree.exit_code == ExitCode.IO and errors and errors[0].code == "IO_ERROR":
-        return CheckpointRefused(errors[0].message, errors[1:], tree.exit_code)
+    unreadable = next((f for f in reversed(errors) if f.exit_code == ExitCode.IO), None)
+    if unreadable is not None and (tree.exit_code == ExitCode.IO or not tree.run_log):
+        return CheckpointRefused(unreadable.message, [f for f in errors if f is not unreadable], ExitCode.IO)
     return CheckpointRefused(
         f"{tree.path} does not verify (verify: exit {int(tree.exit_code)} {tree.exit_code.name}): {why}",
         errors,
@@ -288,9 +292,8 @@ def make_checkpoint(
 ) -> CheckpointMade:
     """The signed checkpoint of the log as it is now (SPEC §14).
 
-    Refuses (``CheckpointRefused``, with the log's own exit code: 1 for
-    tampering, 4 for a torn tail, 5 when unreadable...) a log that does not
-    verify.
+    Refuses (``CheckpointRefused``) a log that does not verify: exit 1, or 5
+    when there is no run log to verify (``refusal``).
     """
     if not valid_origin(origin):
         raise UsageError(f"invalid origin {origin[:80]!r}: non-empty, without spaces, '+' or control characters")
