@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import bisect
 import gc
+import gzip
 import hashlib
 import io
 import itertools
@@ -291,7 +292,7 @@ def test_a_log_under_a_name_that_is_not_utf8_is_exported_with_its_bytes_visible(
     assert attributes["ract.log.path"] == {"stringValue": f"{tmp_path}/run\\xff/events.jsonl"}
 
 
-def test_cli_counts_a_raxol_journal_as_not_exported_not_as_a_run_that_did_not_verify(tmp_path: Path) -> None:
+def test_cli_summary_counts_the_runs_written_and_a_journal_as_not_exported(tmp_path: Path) -> None:
     journal = FIXTURES.parent / "journals" / "accepted.jsonl"  # (a valid journal: it verifies)
     out = tmp_path / "traces.jsonl"
     alone = _ract("--format", "otlp-json", "--output", str(out), str(journal))
@@ -299,6 +300,18 @@ def test_cli_counts_a_raxol_journal_as_not_exported_not_as_a_run_that_did_not_ve
     both = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(journal), str(INTERRUPTED))
     assert both.returncode == ExitCode.INCOMPLETE
     assert b"exported 1 run(s) (1 did not verify, 1 not exported)" in both.stderr
+    torn = tmp_path / "torn" / "events.jsonl"  # a journal that does not verify is no run log either
+    torn.parent.mkdir()
+    torn.write_bytes(journal.read_bytes()[:-20])
+    cut = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(torn))
+    assert cut.returncode == ExitCode.INCOMPLETE and b"exported 0 run(s) (1 not exported)" in cut.stderr
+    # an archive read up to its corrupt end is exported (a line written), and did not verify
+    archive = tmp_path / "bad" / "events.jsonl.gz"
+    archive.parent.mkdir()
+    archive.write_bytes(gzip.compress(COMPLETED.read_bytes()) + b"garbage!garbage!")
+    bad = _ract("--format", "otlp-json", "--output", str(out), "--overwrite", str(archive), str(COMPLETED))
+    assert bad.returncode == ExitCode.IO and len(out.read_bytes().splitlines()) == 2
+    assert b"exported 2 run(s) (1 did not verify)" in bad.stderr
 
 
 # --- hostile sizes: work and memory bounded (docs/otel.md, "Memory and time") -------------------------

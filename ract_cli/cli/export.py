@@ -196,9 +196,9 @@ def _export_otlp(
                 )
         for f in result.findings:
             console.print(clean(f"FAIL {f.path}: {f.code} {f.message}"), markup=False)
-        # a log that could not be read, or is not a run log (a Raxol journal), was not exported at all
-        skipped = sum(1 for log in result.files if log.exit_code == ExitCode.IO)
-        failed = sum(1 for log in result.files if log.exit_code and log.exit_code != ExitCode.IO)
+        # counted from what was written: a log with no event read (unreadable, empty, a Raxol journal) has no line
+        skipped = sum(1 for log in result.files if not log.events)
+        failed = sum(1 for log in result.files if log.events and log.exit_code)
         said = [f"{failed} did not verify"] if failed else []
         said += [f"{skipped} not exported"] if skipped else []
         verdict = ", ".join(said) or "all verified"
