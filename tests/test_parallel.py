@@ -544,6 +544,21 @@ def test_one_large_log_by_default_goes_to_two_processes_under_the_python_core(tm
     assert started == [1]  # one worker besides this process
 
 
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n"], ids=["LF", "CRLF"])
+def test_a_worker_takes_a_ranges_leading_run_whatever_the_line_ending(tmp_path: Path, ending: bytes) -> None:
+    """SPEC §11: CRLF takes the fast path; a Python worker's range of CRLF lines went back line by line."""
+    from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
+    from ract_cli.read.chain_mode import BATCH_LINE_BYTES
+    from ract_cli.read.range_chain import take_run
+
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=500)
+    lines = path.read_bytes().splitlines()
+    data = b"".join(line + ending for line in lines)
+    run = take_run(data, LATEST_SCHEMA_VERSION, BATCH_LINE_BYTES - 1)
+    assert run is not None and (run.lines, run.size) == (len(lines), len(data))
+
+
 def test_a_bad_core_name_is_refused_before_a_log_is_split(tmp_path: Path, monkeypatch) -> None:
     from ract_cli.errors import UsageError
 

@@ -78,9 +78,12 @@ def take_run(data: bytes, schema_version: int, max_line: int) -> TakenRun | None
     first line is not one. ``max_line``: the longest body taken (a longer line ends the run); values are
     not counted here, so at most ``chain_mode.BATCH_LINE_BYTES - 1``, as in the reader's chain mode."""
     end = data.find(b"\n")
-    if end < 0 or end > min(max_line, BIG_LINE_BYTES) or data[:1] != b"{" or data[end - 1 : end] == b"\r":
+    if end < 0 or data[:1] != b"{":
         return None
-    proven = fast_analyze(data[:end], schema_version)
+    body_end = end - 1 if data[end - 1 : end] == b"\r" else end  # the body without "\r\n", as line by line
+    if body_end > min(max_line, BIG_LINE_BYTES):
+        return None
+    proven = fast_analyze(data[:body_end], schema_version)
     if proven is None:
         return None
     first = proven[0]
