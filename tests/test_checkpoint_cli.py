@@ -10,6 +10,7 @@ end (skipped until then).
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import shutil
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import independent_tlog as ind
 import pytest
-from independent_jcs import chain, jcs
+from independent_jcs import T0, chain, jcs
+from independent_jcs import line as canonical_line
 
 from ract_cli import EventWriter
 from ract_cli.proofs import check_checkpoints
@@ -153,7 +155,9 @@ def test_checkpoint_refuses_a_log_that_does_not_verify(tmp_path: Path, keys, run
     assert not (tmp_path / "cp").exists() and proc.stdout == ""
 
 
-@pytest.mark.parametrize("what", ["not a log", "a Raxol journal cut short", "missing"])
+@pytest.mark.parametrize(
+    "what", ["not a log", "a Raxol journal cut short", "missing", "an archive unreadable past 1,000 warnings"]
+)
 def test_checkpoint_of_what_is_no_run_log_is_exit_5(tmp_path: Path, keys, what: str) -> None:
     """SPEC §3's 5 is "missing, unreadable, or not a log": no run log to verify, so nothing to refuse as
     tampered (a journal cut short is verify's 4, but it is no run log whatever its verdict)."""
@@ -165,6 +169,13 @@ def test_checkpoint_of_what_is_no_run_log_is_exit_5(tmp_path: Path, keys, what: 
     elif what == "a Raxol journal cut short":
         journal = (RUNS.parent / "journals" / "accepted.jsonl").read_bytes()
         log.write_bytes(journal[:-20])
+    elif what == "an archive unreadable past 1,000 warnings":  # (its IO_ERROR only counted, not kept)
+        events = [json.loads(raw) for _ in range(16) for raw in lines_of(RUNS / COMPLETED / "events.jsonl")]
+        for i, e in enumerate(events):
+            e["id"] = f"{i:032x}"
+            e["timestamp_ns"] = T0 + (i if i % 2 else i + 10)  # every other one goes back: CLOCK_REGRESSION
+        log = log.with_suffix(".jsonl.gz")
+        log.write_bytes(gzip.compress(b"".join(canonical_line(e) for e in chain(events))) + b"garbage!")
     proc = ract("checkpoint", log, "--key", skey, "--origin", ORIGIN, "--output", tmp_path / "cp")
     assert proc.returncode == 5, proc.stderr
     assert "refused" in proc.stderr and not (tmp_path / "cp").exists()

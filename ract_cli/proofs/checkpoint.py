@@ -266,9 +266,11 @@ def refusal(tree: LogTree, why: str) -> CheckpointRefused:
     own verdict (named in the message), but 5 for what is no run log to verify (SPEC §3's IO): missing,
     unreadable or not a log (``NOT_A_LOG``) with nothing worse found, or a Raxol journal, whatever its own."""
     errors = [f for f in tree.findings if f.severity == ERROR]
-    unreadable = next((f for f in reversed(errors) if f.exit_code == ExitCode.IO), None)
-    if unreadable is not None and (tree.exit_code == ExitCode.IO or not tree.run_log):
-        return CheckpointRefused(unreadable.message, [f for f in errors if f is not unreadable], ExitCode.IO)
+    if tree.exit_code == ExitCode.IO or not tree.run_log:
+        # (past the findings kept, the IO finding may be only counted: the verdict decides, not the list)
+        unreadable = next((f for f in reversed(errors) if f.exit_code == ExitCode.IO), None)
+        said = unreadable.message if unreadable else f"{tree.path} cannot be read as a run log (verify: exit 5 IO)"
+        return CheckpointRefused(said, [f for f in errors if f is not unreadable], ExitCode.IO)
     return CheckpointRefused(
         f"{tree.path} does not verify (verify: exit {int(tree.exit_code)} {tree.exit_code.name}): {why}",
         errors,

@@ -13,7 +13,7 @@ import io as _io
 import os
 import stat as _stat
 import zlib
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from ract_cli.errors import LogIOError
 
@@ -167,6 +167,8 @@ class _GzipStream(_io.RawIOBase):
 
     def __init__(self, source: BinaryIO) -> None:
         self._source = source
+        self._salvaged = b""  # decoded before a failure, handed out before the failure is raised
+        self._failure: OSError | None = None
         self._z = zlib.decompressobj(wbits=31)
         self._in = b""  # compressed bytes read from the source, not yet taken by zlib
         self._fresh = True  # no byte of the current member given to zlib yet
@@ -186,6 +188,13 @@ class _GzipStream(_io.RawIOBase):
 
     def readinto(self, buffer: WriteableBuffer) -> int:
         view = memoryview(buffer).cast("B")
+        if self._salvaged:
+            n = min(len(view), len(self._salvaged))
+            view[:n], self._salvaged = self._salvaged[:n], self._salvaged[n:]
+            return n
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
         want = len(view)
         while not self._done and want:
             if self._fresh and self._members:
@@ -198,11 +207,19 @@ class _GzipStream(_io.RawIOBase):
                     self.truncated = not self._fresh
                     break
                 continue
+            before = self._z.copy()  # (~10 us a call of up to _CHUNK: what a failure below starts again from)
             try:
                 out = self._z.decompress(self._in, want)
             except zlib.error as exc:
                 self._done = True
-                raise OSError(_errno.EIO, f"corrupt gzip data ({exc})") from None
+                failure = OSError(_errno.EIO, f"corrupt gzip data ({exc})")
+                # zlib drops what this call decoded before the failure (a bad CRC at a member's end: the
+                # member's last lines); decoded again a byte at a time, it is handed out first, as gzip -dc does
+                self._salvaged = _decoded_before_failure(before, self._in, want)
+                if not self._salvaged:
+                    raise failure from None
+                self._failure = failure
+                return self.readinto(buffer)
             self._fresh = False
             if self._z.eof:
                 self._in = self._z.unused_data
@@ -215,6 +232,20 @@ class _GzipStream(_io.RawIOBase):
                 view[: len(out)] = out
                 return len(out)
         return 0
+
+
+def _decoded_before_failure(z: Any, data: bytes, limit: int) -> bytes:
+    """What ``z`` (a copy of the decompressor from before a failing call) decodes of ``data`` before it
+    fails, at most ``limit`` bytes: fed a byte at a time, so no output is lost with the failure."""
+    out = bytearray()
+    for i in range(len(data)):
+        try:
+            out += z.decompress(data[i : i + 1], limit - len(out))
+        except zlib.error:
+            break
+        if len(out) >= limit or z.unconsumed_tail:
+            break
+    return bytes(out)
 
 
 class _DecodedLog(_io.BufferedReader):
