@@ -207,7 +207,7 @@ class _GzipStream(_io.RawIOBase):
                     self.truncated = not self._fresh
                     break
                 continue
-            before = self._z.copy()  # (~10 us a call of up to _CHUNK: what a failure below starts again from)
+            before = self._z.copy()  # (~1 us a call of up to _CHUNK: what a failure below starts again from)
             try:
                 out = self._z.decompress(self._in, want)
             except zlib.error as exc:
