@@ -440,3 +440,13 @@ def run_on_pty(
         env.update(COLUMNS=str(columns), LINES=str(rows))
     code, _, shown = on_pty([RACT, *argv], stdin=True, size=(columns, rows), env=env, cwd=cwd, timeout=timeout)
     return code, shown
+
+
+def process_alive(pid: int) -> bool:
+    """Whether ``pid`` runs, by /proc (a pool's own thread may have reaped a worker, which its ``Process``
+    object cannot tell; a worker orphaned to init is reaped by it: no zombie left to see)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().split(b") ")[-1][:1] != b"Z"
+    except FileNotFoundError:
+        return False

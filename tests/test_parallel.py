@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from hardening_support import chain_events
+from hardening_support import chain_events, process_alive
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -619,9 +619,9 @@ def test_a_pool_left_by_an_exception_stops_its_workers_at_once() -> None:
     # (by pid: the pool's own thread may have reaped a worker, which its Process object cannot tell)
     pids = [w.pid for w in workers if w.pid is not None]
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while any(process_alive(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and not any(process_alive(pid) for pid in pids)
     assert time.monotonic() - started < 20
 
 
@@ -682,15 +682,6 @@ def test_workers_end_when_the_process_that_started_them_is_killed() -> None:
     main.send_signal(signal.SIGKILL)  # (no chance to stop its pool)
     main.wait(timeout=10)
     deadline = time.monotonic() + 20
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+    while any(process_alive(pid) for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert len(workers) == 2 and not any(_alive(pid) for pid in workers)
-
-
-def _alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a worker orphaned to init is reaped by it: no zombie left to see)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().split(b") ")[-1][:1] != b"Z"
-    except FileNotFoundError:
-        return False
+    assert len(workers) == 2 and not any(process_alive(pid) for pid in workers)
