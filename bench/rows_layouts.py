@@ -65,12 +65,10 @@ def layout_log(source: Path, layout: str) -> Path:
     with open(source, "rb") as src, open(tmp, "wb") as dst:
         for line in src:
             event = json.loads(line)
-            if layout == "schema":
-                dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + b"\n")
+            if layout in ("schema", "crlf"):
+                dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + (b"\r\n" if layout == "crlf" else b"\n"))
             elif layout == "dumps":
                 dst.write(json.dumps(_shuffled(event, rng)).encode() + b"\n")
-            elif layout == "crlf":
-                dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + b"\r\n")
             else:
                 raise ValueError(layout)
     os.replace(tmp, target)

@@ -18,6 +18,12 @@ from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
 from ract_cli.read.handles import HANDLE_KINDS
 
 
+def body_end(data: bytes, end: int) -> int:
+    """Where the body of the line whose ``\\n`` is at ``end`` ends: before a ``\\r``, as reading line by
+    line cuts it (``framing.split_line_ending``), so a CRLF line is proven as its LF twin."""
+    return end - 1 if data[end - 1 : end] == b"\r" else end
+
+
 class PythonBatches:
     """``Batches``' ``take_block`` for the Python core: the lines of a block up to the first it does not take."""
 
@@ -49,10 +55,10 @@ class PythonBatches:
             end = find(b"\n", pos)
             if end < 0 or data[pos] != 0x7B:  # b"{"
                 break  # (an empty line fails the "{" test: data[pos] is its "\n")
-            body_end = end - 1 if data[end - 1] == 0x0D else end  # the body without "\r\n", as line by line
-            if body_end - pos > limit:
+            stop = body_end(data, end)
+            if stop - pos > limit:
                 break
-            proven = fast_analyze(data[pos:body_end], schema_version)
+            proven = fast_analyze(data[pos:stop], schema_version)
             if proven is None:
                 break
             event, stored = proven

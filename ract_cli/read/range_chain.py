@@ -20,7 +20,7 @@ from ract_cli.read.chain import ChainState, TakenRun
 from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
 from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_PAYLOAD_KEYS, RUN_CLOSES, HandleTracker, OpenHandle
 from ract_cli.read.idset import _IdSet
-from ract_cli.read.python_chain import PythonBatches
+from ract_cli.read.python_chain import PythonBatches, body_end
 
 
 class _RunIds(_IdSet):
@@ -80,10 +80,10 @@ def take_run(data: bytes, schema_version: int, max_line: int) -> TakenRun | None
     end = data.find(b"\n")
     if end < 0 or data[:1] != b"{":
         return None
-    body_end = end - 1 if data[end - 1 : end] == b"\r" else end  # the body without "\r\n", as line by line
-    if body_end > min(max_line, BIG_LINE_BYTES):
+    stop = body_end(data, end)
+    if stop > min(max_line, BIG_LINE_BYTES):
         return None
-    proven = fast_analyze(data[:body_end], schema_version)
+    proven = fast_analyze(data[:stop], schema_version)
     if proven is None:
         return None
     first = proven[0]
