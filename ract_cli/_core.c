@@ -3240,6 +3240,8 @@ typedef struct {
     Py_ssize_t at, index; /* index in found; the line's index from start */
     size_t pos, len;      /* the line's body in the block */
     int paired;
+    int item;   /* (a Fold) a step open the report itemizes */
+    int64_t ts; /* (a Fold) its timestamp_ns */
 } Deferred;
 
 /* The opens check_block has taken in this call and may still pair in C: an open-addressing set of
@@ -3272,7 +3274,7 @@ static int deferred_add(Pendings *P, Py_ssize_t at, Py_ssize_t index, size_t pos
         P->d = grown;
         P->dcap = cap;
     }
-    P->d[P->dn++] = (Deferred){at, index, pos, len, 0};
+    P->d[P->dn++] = (Deferred){at, index, pos, len, 0, 0, 0};
     return 0;
 }
 
@@ -3402,9 +3404,365 @@ static PyObject *without_paired(PyObject *found, Py_ssize_t paired)
 
 
 
+/* --- the projection's fold (project; issue 14) ----------------------------------------------
+ *
+ * project folds every event into its report. In Python that costs ~3 us an event on top of reading
+ * it, five times a verify's whole cost; with a Fold, check_block folds the events itself, as groups:
+ * the events of one kind whose payload agrees on a few fields (the key: a tool's name, a predicate's
+ * id...) are counted together, with what the report keeps of each (a latency sample, a sum), a copy of
+ * the group's first line and, where the report shows the latest, of its last. Python applies each
+ * group to the report with the code that folds one event (project/fold.py) after every call, so a
+ * group holds lines of one call only, and the report's tables meet their keys in the log's order.
+ * Kinds the fold leaves to Python (FA_PY) are handed out whole, as a wanted kind's are; after a kind
+ * whose handler reads what groups fold (FA_STOP: a run's close reads the predicates) the call stops,
+ * so Python applies the groups before it. What C cannot fold exactly (a key of a type it does not
+ * compare, a close repair wrote, a kind it has no rule for) makes it give up: the caller projects the
+ * log again without a fold. */
+enum { FA_NONE, FA_COUNT, FA_GROUP, FA_PY, FA_STOP };           /* a kind's action */
+enum { FV_NONE, FV_INT_NONNEG, FV_NUM_NONNEG, FV_INT_POS_SUM }; /* what a group keeps of a payload value */
+enum { FSTEP_NONE, FSTEP_OPEN, FSTEP_CLOSE };                   /* a step's open or close (itemized, timed) */
+#define FOLD_KEYS 3
+/* A call pauses (Python applies the groups) once they number Fold(groups=) or hold FOLD_HELD bytes
+ * (keys, copied lines, samples): memory stays bounded whatever the log. */
+#define FOLD_HELD (4u << 20)
+
+typedef struct {
+    uint8_t action, value, step, last, nkeys;
+    size_t recent; /* the kind's last group: its index + 1 (0: none); a log repeats keys in runs */
+    char *keys[FOLD_KEYS]; /* payload fields whose values make the key */
+    uint32_t klen[FOLD_KEYS];
+    char *vfield; /* the payload field of value */
+    uint32_t vlen;
+    char *bfield, *bvalue; /* a bit of the key: whether bfield's value is the string bvalue */
+    uint32_t blen, bvlen;
+} FoldKind;
+
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+} Buf;
+
+typedef struct {
+    uint32_t kind;
+    Py_hash_t hash;
+    Buf key, first, last; /* first, last: copies of the group's first and last line (last: FoldKind.last) */
+    int64_t count, sum;
+    Py_ssize_t last_line;
+    Buf ints, nums; /* int64 / double samples, native order (array('q') / array('d') in Python) */
+} Group;
+
+typedef struct {
+    PyObject_HEAD uint32_t nkinds;
+    FoldKind *fk;       /* by the Verifier's kind index */
+    PyObject *verifier; /* whose kind indexes these are */
+    int64_t *counts;    /* events per kind */
+    Group *g;
+    size_t ng, gcap;
+    size_t *slot; /* open addressing: a group's index + 1, 0 free */
+    size_t scap;
+    Buf kb;          /* the key being built */
+    Buf durations;   /* int64: each step close paired in C, its time since its open */
+    PyObject *records; /* the steps itemized: ("o", line, id, step_id) and ("c", open's line, line, kind,
+                          outcome, reason, duration) */
+    Py_ssize_t max_items, items, line_base;
+    size_t max_groups, held; /* held: the bytes the groups hold */
+    int paused;          /* the last call stopped after a line it took (FA_STOP, a bound reached, gave up) */
+    const char *gave_up; /* why C cannot fold this log, or NULL */
+} Fold;
+
+/* Room for n more bytes. 0 ok, -1 out of memory. */
+static int buf_grow(Buf *b, size_t n)
+{
+    if (n > SIZE_MAX / 2 - b->n)
+        return -1;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < b->n + n)
+        cap *= 2;
+    uint8_t *grown = realloc(b->p, cap);
+    if (!grown)
+        return -1;
+    b->p = grown;
+    b->cap = cap;
+    return 0;
+}
+
+/* 0 ok, -1 out of memory. */
+static inline int buf_put(Buf *b, const void *p, size_t n)
+{
+    if (n > b->cap - b->n && buf_grow(b, n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->n, p, n);
+    b->n += n;
+    return 0;
+}
+
+static void buf_free(Buf *b)
+{
+    free(b->p);
+    *b = (Buf){NULL, 0, 0};
+}
+
+static void fold_give_up(Fold *F, const char *why)
+{
+    if (!F->gave_up)
+        F->gave_up = why;
+    F->paused = 1;
+}
+
+/* The payload's member named name (keys are never lazy), or NULL. */
+static const Node *payload_get(const Line *L, const char *name, uint32_t nlen)
+{
+    const Node *n = &L->nodes[L->val[K_PAYLOAD]];
+    if (n->type != T_OBJ)
+        return NULL;
+    uint32_t ki = n->u.c.first;
+    for (uint32_t i = 0; i < n->u.c.count; i++) {
+        const Node *kn = &L->nodes[ki];
+        if (!(kn->flags & S_LAZY) && kn->u.s.len == nlen && memcmp(str_ptr(L, kn), name, nlen) == 0)
+            return &L->nodes[kn->next];
+        ki = L->nodes[kn->next].next;
+    }
+    return NULL;
+}
+
+/* One value of a key, tagged (equal values give equal bytes, and only they): 0 ok, 1 a value C does
+ * not compare (a number, an object or array, a lazy string), -1 out of memory. */
+static int key_value(Buf *kb, const Line *L, const Node *v)
+{
+    uint8_t tag;
+    if (!v)
+        tag = 'a';
+    else if (v->type == T_NULL)
+        tag = 'n';
+    else if (v->type == T_TRUE)
+        tag = 't';
+    else if (v->type == T_FALSE)
+        tag = 'f';
+    else if (v->type == T_STR && !(v->flags & S_LAZY))
+        tag = 's';
+    else
+        return 1;
+    if (buf_put(kb, &tag, 1) < 0)
+        return -1;
+    if (tag == 's') {
+        uint32_t n = v->u.s.len;
+        if (buf_put(kb, &n, sizeof n) < 0 || buf_put(kb, str_ptr(L, v), n) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The group of the key in F->kb (made when new; its first line copied from L). NULL: out of memory. */
+static Group *group_of(Fold *F, uint32_t kind, const Line *L)
+{
+    size_t recent = F->fk[kind].recent;
+    if (recent) {
+        Group *g = &F->g[recent - 1];
+        if (g->key.n == F->kb.n && memcmp(g->key.p, F->kb.p, F->kb.n) == 0)
+            return g;
+    }
+    if ((F->ng + 1) * 2 > F->scap) {
+        size_t cap = F->scap ? F->scap * 2 : 64;
+        size_t *slot = calloc(cap, sizeof *slot);
+        if (!slot)
+            return NULL;
+        for (size_t i = 0; i < F->ng; i++) {
+            size_t j = (size_t)F->g[i].hash & (cap - 1);
+            while (slot[j])
+                j = (j + 1) & (cap - 1);
+            slot[j] = i + 1;
+        }
+        free(F->slot);
+        F->slot = slot;
+        F->scap = cap;
+    }
+    /* SipHash under the process's secret: the keys are the log's to choose */
+    Py_hash_t h = _Py_HashBytes(F->kb.p, (Py_ssize_t)F->kb.n);
+    size_t j = (size_t)h & (F->scap - 1);
+    for (; F->slot[j]; j = (j + 1) & (F->scap - 1)) {
+        Group *g = &F->g[F->slot[j] - 1];
+        if (g->hash == h && g->key.n == F->kb.n && memcmp(g->key.p, F->kb.p, F->kb.n) == 0) {
+            F->fk[kind].recent = F->slot[j];
+            return g;
+        }
+    }
+    if (F->ng == F->gcap) {
+        size_t cap = F->gcap ? F->gcap * 2 : 64;
+        Group *grown = cap > SIZE_MAX / sizeof(Group) ? NULL : realloc(F->g, cap * sizeof(Group));
+        if (!grown)
+            return NULL;
+        F->g = grown;
+        F->gcap = cap;
+    }
+    Group *g = &F->g[F->ng];
+    memset(g, 0, sizeof *g);
+    g->kind = kind;
+    g->hash = h;
+    if (buf_put(&g->key, F->kb.p, F->kb.n) < 0 || buf_put(&g->first, L->src, L->len) < 0) {
+        buf_free(&g->key);
+        buf_free(&g->first);
+        return NULL;
+    }
+    F->slot[j] = F->fk[kind].recent = ++F->ng;
+    F->held += g->key.n + g->first.n;
+    return g;
+}
+
+static void groups_clear(Fold *F)
+{
+    for (size_t i = 0; i < F->ng; i++) {
+        Group *g = &F->g[i];
+        buf_free(&g->key);
+        buf_free(&g->first);
+        buf_free(&g->last);
+        buf_free(&g->ints);
+        buf_free(&g->nums);
+    }
+    F->ng = 0;
+    F->held = 0;
+    if (F->slot)
+        memset(F->slot, 0, F->scap * sizeof *F->slot);
+    for (uint32_t i = 0; F->fk && i < F->nkinds; i++)
+        F->fk[i].recent = 0;
+}
+
+/* A payload member's value, built (None when absent). */
+static PyObject *payload_value(const Line *L, const char *name, uint32_t nlen)
+{
+    const Node *v = payload_get(L, name, nlen);
+    return v ? build(L, (uint32_t)(v - L->nodes)) : Py_NewRef(Py_None);
+}
+
+/* A step's open or close (GIL held). item: set for an open the report itemizes. 0 ok, -1 exception set. */
+static int fold_step(Fold *F, const FoldKind *k, const Line *L, Py_ssize_t line, const Deferred *open, int *item)
+{
+    PyObject *rec = NULL;
+    if (k->step == FSTEP_OPEN) {
+        if (F->items >= F->max_items)
+            return 0;
+        F->items++;
+        *item = 1;
+        rec = Py_BuildValue("(snNN)", "o", line, build(L, L->val[K_ID]), build(L, L->val[K_STEP_ID]));
+    } else if (open) { /* a close paired in C; one paired in Python is Python's to time */
+        int64_t d;
+        if (__builtin_sub_overflow(L->nodes[L->val[K_TS]].u.n.i, open->ts, &d)) {
+            fold_give_up(F, "a step's duration outside int64");
+            return 0;
+        }
+        if (buf_put(&F->durations, &d, sizeof d) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        if (!open->item)
+            return 0;
+        rec = Py_BuildValue("(snnONNL)", "c", F->line_base + open->index, line, L->kind->name_obj,
+                            payload_value(L, "outcome", 7), payload_value(L, "reason", 6), (long long)d);
+    } else {
+        return 0;
+    }
+    int rc = rec ? PyList_Append(F->records, rec) : -1;
+    Py_XDECREF(rec);
+    return rc;
+}
+
+/* Fold one line C took (GIL held): its kind's count, its group, its step. ki: its kind's index;
+ * line: its number in the file; open: the open C paired it with (a close), or NULL; *item: set for
+ * a step open the report itemizes. 0 ok, -1 exception set. */
+static int fold_line(Fold *F, uint32_t ki, const Line *L, Py_ssize_t line, const Deferred *open, int *item)
+{
+    const FoldKind *k = &F->fk[ki];
+    F->counts[ki]++;
+    if (k->action == FA_COUNT || k->action == FA_PY)
+        return 0;
+    if (k->action == FA_STOP) {
+        F->paused = 1;
+        return 0;
+    }
+    if (k->action != FA_GROUP) {
+        fold_give_up(F, "a kind the fold has no rule for");
+        return 0;
+    }
+    if (L->kind->closes && synthesized(L)) {
+        fold_give_up(F, "a close that repair wrote");
+        return 0;
+    }
+    Buf *kb = &F->kb;
+    kb->n = 0;
+    if (buf_put(kb, &ki, sizeof ki) < 0)
+        goto nomem;
+    for (int i = 0; i < k->nkeys; i++) {
+        int r = key_value(kb, L, payload_get(L, k->keys[i], k->klen[i]));
+        if (r < 0)
+            goto nomem;
+        if (r > 0) {
+            fold_give_up(F, "a key value C does not compare");
+            return 0;
+        }
+    }
+    if (k->bfield) {
+        const Node *b = payload_get(L, k->bfield, k->blen);
+        if (b && b->type == T_STR && (b->flags & S_LAZY)) {
+            fold_give_up(F, "a key value C does not compare");
+            return 0;
+        }
+        uint8_t bit = b && b->type == T_STR && b->u.s.len == k->bvlen && memcmp(str_ptr(L, b), k->bvalue, k->bvlen) == 0;
+        if (buf_put(kb, &bit, 1) < 0)
+            goto nomem;
+    }
+    /* the value kept: Python's as_int / as_num and the handler's bound, exactly */
+    const Node *v = k->value ? payload_get(L, k->vfield, k->vlen) : NULL;
+    int64_t iv = 0;
+    double dv = 0;
+    uint8_t valid = 0;
+    if (v && v->type == T_INT) {
+        iv = v->u.n.i;
+        dv = (double)iv;
+        valid = k->value == FV_INT_POS_SUM ? iv > 0 : iv >= 0;
+    } else if (v && v->type == T_DBL && k->value == FV_NUM_NONNEG) {
+        const Dbl *d = &L->dbls[v->u.slot];
+        if (!d->done) {
+            fold_give_up(F, "a number not converted");
+            return 0;
+        }
+        dv = d->v;
+        valid = dv >= 0;
+    }
+    if (k->value == FV_NUM_NONNEG && buf_put(kb, &valid, 1) < 0) /* (the handler names the tool only then) */
+        goto nomem;
+    Group *g = group_of(F, ki, L);
+    if (!g)
+        goto nomem;
+    g->count++;
+    if (k->last) {
+        F->held = F->held + L->len - g->last.n; /* (held counts the copy it replaces) */
+        g->last.n = 0;
+        if (buf_put(&g->last, L->src, L->len) < 0)
+            goto nomem;
+        g->last_line = line;
+    }
+    if (valid && k->value == FV_INT_NONNEG && buf_put(&g->ints, &iv, sizeof iv) < 0)
+        goto nomem;
+    if (valid && k->value == FV_NUM_NONNEG && buf_put(&g->nums, &dv, sizeof dv) < 0)
+        goto nomem;
+    if (valid && (k->value == FV_INT_NONNEG || k->value == FV_NUM_NONNEG))
+        F->held += 8;
+    if (valid && k->value == FV_INT_POS_SUM && __builtin_add_overflow(g->sum, iv, &g->sum))
+        g->sum = INT64_MAX; /* saturating, as project.tallies.saturating_sum */
+    if (F->ng >= F->max_groups || F->held >= FOLD_HELD)
+        F->paused = 1;
+    return k->step ? fold_step(F, k, L, line, open, item) : 0;
+nomem:
+    PyErr_NoMemory();
+    return -1;
+}
+
+static PyTypeObject FoldType;
+
 /* What check_block keeps across the lines it takes. */
 typedef struct {
     Chain *C;
+    Fold *F; /* NULL: no fold */
     PyObject *found;
     Repeats R;
     Pendings P;
@@ -3412,7 +3770,8 @@ typedef struct {
     Py_ssize_t taken, last, paired; /* see check_block; paired: entries of found left None */
 } Taking;
 
-/* Take a staged line: 1 taken, 0 not (C stops before it), -1 exception set. */
+/* Take a staged line: 1 taken, 2 taken and the call stops after it (its Fold paused), 0 not (C stops
+ * before it), -1 exception set. */
 static int take_line(Taking *T, Line *L)
 {
     int t = resolve_python(L) < 0 ? -1 : chain_take(T->C, L);
@@ -3420,6 +3779,11 @@ static int take_line(Taking *T, Line *L)
         return t;
     Pendings *P = &T->P;
     Pending *open = L->kind->want ? paired_in_c(P, L) : NULL;
+    Fold *F = T->F;
+    int item = 0;
+    if (F && fold_line(F, (uint32_t)(L->kind - ((Verifier *)F->verifier)->kinds), L, F->line_base + T->taken,
+                       open ? &P->d[open->at] : NULL, &item) < 0)
+        return -1;
     if (open) {
         P->d[open->at].paired = 1; /* (its place in found stays None; the close was never put there) */
         open->kind = NULL;
@@ -3432,6 +3796,8 @@ static int take_line(Taking *T, Line *L)
             PyErr_NoMemory();
             return -1;
         }
+        P->d[P->dn - 1].item = item;
+        P->d[P->dn - 1].ts = L->nodes[L->val[K_TS]].u.n.i;
     } else if (L->kind->want) {
         PyObject *r = line_result(L, L->kind->whole, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
         int rc = item ? PyList_Append(T->found, item) : -1;
@@ -3444,7 +3810,7 @@ static int take_line(Taking *T, Line *L)
     T->last = (Py_ssize_t)T->pos;
     T->pos += L->len + 1;
     T->taken++;
-    return 1;
+    return F && F->paused ? 2 : 1; /* 2: taken, and the call stops after it */
 }
 
 /* The lines of a chunk: clean lines from *p on, at most `chunk` of them and CHUNK_BYTES. Their bodies
@@ -3687,7 +4053,8 @@ static int take_shared(Taking *T, Share *H, Workspace *own)
 }
 
 PyDoc_STRVAR(v_check_block_doc,
-             "check_block(block: bytes, start: int, *, chain: Chain, max_line: int, threads: int = 1)\n"
+             "check_block(block: bytes, start: int, *, chain: Chain, max_line: int, threads: int = 1,\n"
+             "            fold: Fold | None = None, first_line: int = 1)\n"
              "    -> (stop, taken, last, found)\n\n"
              "Chain mode over the lines of block from byte start on, framed in C: each line is taken\n"
              "as check_lines(..., chain=) takes one, up to the first that is not taken or does not\n"
@@ -3701,16 +4068,18 @@ PyDoc_STRVAR(v_check_block_doc,
              "call, it is not synthesized, and no close (compile_kinds' closes) was put in found in\n"
              "between (then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
              "threads=2: a second thread shares the checking of chunks (the answer is the same; it\n"
-             "costs a thread's start, worth it on a block of many lines).");
+             "costs a thread's start, worth it on a block of many lines).\n"
+             "fold: every line taken is also folded into it (see Fold; one thread), first_line being the\n"
+             "number of the line at start; the call stops after a line when the fold pauses (Fold.paused).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"", "", "chain", "max_line", "threads", NULL};
-    PyObject *block, *chain = NULL;
-    Py_ssize_t start, max_line = -1;
+    static char *names[] = {"", "", "chain", "max_line", "threads", "fold", "first_line", NULL};
+    PyObject *block, *chain = NULL, *fold = NULL;
+    Py_ssize_t start, max_line = -1, first_line = 1;
     int threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!ni", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
-                                     &max_line, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!niO!n", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
+                                     &max_line, &threads, &FoldType, &fold, &first_line))
         return NULL;
     const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(block);
     size_t n = (size_t)PyBytes_GET_SIZE(block);
@@ -3719,7 +4088,17 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
                         "check_block needs chain=, max_line >= 0, threads >= 1 and 0 <= start <= len(block)");
         return NULL;
     }
-    Taking T = {(Chain *)chain, PyList_New(0), {NULL, NULL, NULL}, {NULL, 0, 0, 1, NULL, 0, 0}, (size_t)start, 0, -1, 0};
+    Fold *F = (Fold *)fold;
+    if (F) {
+        if (F->verifier != (PyObject *)V) {
+            PyErr_SetString(PyExc_ValueError, "check_block: the fold was made for another Verifier");
+            return NULL;
+        }
+        F->line_base = first_line;
+        F->paused = 0;
+        threads = 1; /* (a fold takes in one thread; project reads one log in one) */
+    }
+    Taking T = {(Chain *)chain, F, PyList_New(0), {NULL, NULL, NULL}, {NULL, 0, 0, 1, NULL, 0, 0}, (size_t)start, 0, -1, 0};
     Workspace *ws = T.found ? ws_get() : NULL;
     Share *H = NULL;
     pthread_t helper;
@@ -3790,7 +4169,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
                 int t = take_line(&T, &ws->lines[j]);
                 if (t < 0)
                     goto done;
-                if (!t) {
+                if (t != 1) {
                     stopped = 1;
                     break;
                 }
@@ -4584,6 +4963,215 @@ done:
     return NULL;
 }
 
+/* --- Fold: the Python type ------------------------------------------------------ */
+
+static void fold_dealloc(Fold *F)
+{
+    groups_clear(F);
+    free(F->g);
+    free(F->slot);
+    buf_free(&F->kb);
+    buf_free(&F->durations);
+    for (uint32_t i = 0; F->fk && i < F->nkinds; i++) {
+        FoldKind *k = &F->fk[i];
+        for (int j = 0; j < FOLD_KEYS; j++)
+            free(k->keys[j]);
+        free(k->vfield);
+        free(k->bfield);
+        free(k->bvalue);
+    }
+    free(F->fk);
+    free(F->counts);
+    Py_XDECREF(F->records);
+    Py_XDECREF(F->verifier);
+    Py_TYPE(F)->tp_free((PyObject *)F);
+}
+
+/* One kind's rule: (action, keys, value, bit, last, step); see Fold's doc. 0 ok, -1 exception set. */
+static int fold_kind(FoldKind *k, PyObject *rule, const char *name)
+{
+    PyObject *keys, *value, *bit;
+    int action, last, step;
+    if (!PyTuple_Check(rule) || !PyArg_ParseTuple(rule, "iO!OOpi", &action, &PyTuple_Type, &keys, &value, &bit, &last, &step))
+        goto bad;
+    if (action < FA_COUNT || action > FA_STOP || step < FSTEP_NONE || step > FSTEP_CLOSE ||
+        PyTuple_GET_SIZE(keys) > FOLD_KEYS)
+        goto bad;
+    k->action = (uint8_t)action;
+    k->last = (uint8_t)last;
+    k->step = (uint8_t)step;
+    k->nkeys = (uint8_t)PyTuple_GET_SIZE(keys);
+    for (int i = 0; i < k->nkeys; i++)
+        if (utf8_copy(PyTuple_GET_ITEM(keys, i), "a fold key", &k->keys[i], &k->klen[i]) < 0)
+            return -1;
+    if (value != Py_None) {
+        PyObject *field;
+        int how;
+        if (!PyTuple_Check(value) || !PyArg_ParseTuple(value, "Oi", &field, &how) || how < FV_INT_NONNEG ||
+            how > FV_INT_POS_SUM)
+            goto bad;
+        k->value = (uint8_t)how;
+        if (utf8_copy(field, "a fold value", &k->vfield, &k->vlen) < 0)
+            return -1;
+    }
+    if (bit != Py_None) {
+        PyObject *field, *want;
+        if (!PyTuple_Check(bit) || !PyArg_ParseTuple(bit, "OO", &field, &want))
+            goto bad;
+        if (utf8_copy(field, "a fold bit", &k->bfield, &k->blen) < 0 ||
+            utf8_copy(want, "a fold bit", &k->bvalue, &k->bvlen) < 0)
+            return -1;
+    }
+    return 0;
+bad:
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "Fold: a bad rule for %s", name);
+    }
+    return -1;
+}
+
+static PyObject *fold_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"verifier", "kinds", "max_items", "groups", NULL};
+    PyObject *verifier, *rules;
+    Py_ssize_t max_items, max_groups = 4096;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!O!n|$n", names, &VerifierType, &verifier, &PyDict_Type, &rules,
+                                     &max_items, &max_groups))
+        return NULL;
+    Fold *F = (Fold *)type->tp_alloc(type, 0);
+    if (!F)
+        return NULL;
+    const Verifier *V = (const Verifier *)verifier;
+    F->verifier = Py_NewRef(verifier);
+    F->max_items = max_items < 0 ? 0 : max_items;
+    F->max_groups = max_groups < 1 ? 1 : (size_t)max_groups;
+    F->nkinds = V->nkinds;
+    F->fk = calloc(V->nkinds ? V->nkinds : 1, sizeof(FoldKind));
+    F->counts = calloc(V->nkinds ? V->nkinds : 1, sizeof(int64_t));
+    F->records = PyList_New(0);
+    if (!F->fk || !F->counts || !F->records) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        Py_DECREF(F);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < V->nkinds; i++) {
+        PyObject *rule = PyDict_GetItemWithError(rules, V->kinds[i].name_obj);
+        if (!rule && PyErr_Occurred()) {
+            Py_DECREF(F);
+            return NULL;
+        }
+        if (rule && fold_kind(&F->fk[i], rule, V->kinds[i].name) < 0) {
+            Py_DECREF(F);
+            return NULL;
+        }
+    }
+    return (PyObject *)F;
+}
+
+static PyObject *buf_bytes(const Buf *b) { return PyBytes_FromStringAndSize((const char *)b->p, (Py_ssize_t)b->n); }
+
+PyDoc_STRVAR(fold_take_doc, "take(groups: bool) -> (groups, records, durations)\n\n"
+                            "What the calls since the last take folded, then forgotten: groups (only when asked:\n"
+                            "else they go on gathering, [] here), in the order their first lines came, each (kind,\n"
+                            "n (events), first line, last line or None, the last line's number, int64 samples, double\n"
+                            "samples, sum); records, the steps itemized; durations, int64 (bytes, native order).");
+
+static PyObject *fold_take(Fold *F, PyObject *arg)
+{
+    const Verifier *V = (const Verifier *)F->verifier;
+    int all = PyObject_IsTrue(arg);
+    if (all < 0)
+        return NULL;
+    size_t ng = all ? F->ng : 0;
+    PyObject *groups = PyList_New((Py_ssize_t)ng), *res = NULL;
+    if (!groups)
+        return NULL;
+    for (size_t i = 0; i < ng; i++) {
+        const Group *g = &F->g[i];
+        PyObject *t = Py_BuildValue("(OLNNnNNL)", V->kinds[g->kind].name_obj, (long long)g->count, buf_bytes(&g->first),
+                                    F->fk[g->kind].last ? buf_bytes(&g->last) : Py_NewRef(Py_None), g->last_line,
+                                    buf_bytes(&g->ints), buf_bytes(&g->nums), (long long)g->sum);
+        if (!t) {
+            Py_DECREF(groups);
+            return NULL;
+        }
+        PyList_SET_ITEM(groups, (Py_ssize_t)i, t);
+    }
+    PyObject *records = PyList_New(0);
+    if (records)
+        res = Py_BuildValue("(NNN)", groups, F->records, buf_bytes(&F->durations));
+    else
+        Py_DECREF(groups);
+    if (!res)
+        return NULL;
+    F->records = records;
+    F->durations.n = 0;
+    if (all)
+        groups_clear(F);
+    return res;
+}
+
+static PyObject *fold_counts(Fold *F, PyObject *Py_UNUSED(ignored))
+{
+    const Verifier *V = (const Verifier *)F->verifier;
+    PyObject *d = PyDict_New();
+    for (uint32_t i = 0; d && i < F->nkinds; i++) {
+        if (!F->counts[i])
+            continue;
+        PyObject *n = PyLong_FromLongLong(F->counts[i]);
+        if (!n || PyDict_SetItem(d, V->kinds[i].name_obj, n) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(n);
+    }
+    return d;
+}
+
+static PyObject *fold_get_paused(Fold *F, void *Py_UNUSED(c)) { return PyBool_FromLong(F->paused); }
+static PyObject *fold_get_gave_up(Fold *F, void *Py_UNUSED(c))
+{
+    return F->gave_up ? PyUnicode_FromString(F->gave_up) : Py_NewRef(Py_None);
+}
+
+static PyGetSetDef fold_getset[] = {
+    {"paused", (getter)fold_get_paused, NULL, "whether the last check_block stopped after a line it folded", NULL},
+    {"gave_up", (getter)fold_get_gave_up, NULL, "why C cannot fold this log exactly, or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef fold_methods[] = {
+    {"take", (PyCFunction)fold_take, METH_O, fold_take_doc},
+    {"counts", (PyCFunction)fold_counts, METH_NOARGS, "counts() -> dict: the events folded, per kind."},
+    {NULL, NULL, 0, NULL},
+};
+
+PyDoc_STRVAR(fold_doc,
+             "Fold(verifier, kinds, max_items, *, groups=4096): what Verifier.check_block(..., fold=) folds of\n"
+             "the lines it takes; a call pauses once there are `groups` groups (or they hold 4 MiB).\n\n"
+             "kinds: kind -> (action, keys, value, bit, last, step). action: 1 count only, 2 group, 3 count\n"
+             "and leave to Python (a kind compiled as wanted: handed out whole), 4 as 3, and the call stops\n"
+             "after it; a kind without a rule makes the fold give up. A group (2) gathers the lines of one\n"
+             "kind whose payload values of keys (at most 3 field names) are equal (a string, true, false,\n"
+             "null or absent; any other value gives up), and whose value of bit[0] is the string bit[1] or\n"
+             "not. value: (field, how): 1 keep each int >= 0, 2 keep each int or float >= 0 as a double\n"
+             "(whether there is one is part of the key), 3 sum the ints > 0, saturating at 2**63 - 1.\n"
+             "last: keep the group's last line. step: 1 a step's open (the first max_items are recorded:\n"
+             "(\"o\", line, id, step_id)), 2 its close (C's pairing times it; an itemized open's close is\n"
+             "recorded: (\"c\", the open's line, line, kind, outcome, reason, duration)). A close whose\n"
+             "payload says synthesized gives up.");
+
+static PyTypeObject FoldType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ract_cli._core.Fold",
+    .tp_basicsize = sizeof(Fold),
+    .tp_dealloc = (destructor)fold_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = fold_doc,
+    .tp_new = fold_new,
+    .tp_methods = fold_methods,
+    .tp_getset = fold_getset,
+};
+
 /* --- module ------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
@@ -4642,7 +5230,8 @@ PyMODINIT_FUNC PyInit__core(void)
     }
 #endif
     id_key_init();
-    if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0)
+    if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0 ||
+        PyType_Ready(&FoldType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m)
@@ -4658,7 +5247,8 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyModule_AddIntConstant(m, "MAX_NESTING", MAX_DEPTH) < 0 ||
         PyModule_AddObjectRef(m, "Verifier", (PyObject *)&VerifierType) < 0 ||
         PyModule_AddObjectRef(m, "IdSet", (PyObject *)&IdSetType) < 0 ||
-        PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0) {
+        PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0 ||
+        PyModule_AddObjectRef(m, "Fold", (PyObject *)&FoldType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

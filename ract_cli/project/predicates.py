@@ -17,6 +17,7 @@ import json
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
+from ract_cli.project.grouping import FoldRules, group
 from ract_cli.project.handler import Handler
 from ract_cli.project.options import MAX_KEYS, MAX_TEXT
 from ract_cli.project.values import label, text
@@ -74,8 +75,21 @@ class PredicateTable:
     def handlers(self) -> dict[str, Handler]:
         return {"predicate.evaluated": self._evaluated}
 
+    def fold_rules(self) -> FoldRules:
+        """The native fold's groups: one per predicate id (a string, or absent...), its last verdict kept."""
+        return {
+            "predicate.evaluated": (
+                group("predicate_id", last=True),
+                lambda g: self.evaluate(g.last_payload, g.last_line, g.n),
+            )
+        }
+
     def _evaluated(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.evaluations += 1
+        self.evaluate(payload, line, 1)
+
+    def evaluate(self, payload: Payload, line: int, n: int) -> None:
+        """``n`` evaluations of one predicate, ``payload`` (on ``line``) the last: what only the last decides."""
+        self.evaluations += n
         key, name = identity(payload.get("predicate_id"))
         required, ok = payload.get("required"), payload.get("ok")
         failing, before = self.failing, self.failing.get(key)
@@ -98,7 +112,7 @@ class PredicateTable:
                 "ok": ok if type(ok) is bool else None,
                 "reason": text(payload.get("reason")),
                 "line": line,
-                "evaluations": (shown[1]["evaluations"] if shown else 0) + 1,
+                "evaluations": (shown[1]["evaluations"] if shown else 0) + n,
             },
         )
 

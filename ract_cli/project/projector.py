@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ract_cli.format.json_types import Event, JSONObject, Report
+from ract_cli.format.json_types import Event, JSONObject, Payload, Report
 from ract_cli.project.flags import Flags, flag_order, make_flag
 from ract_cli.project.handler import Handler
 from ract_cli.project.handshakes import HandshakeTally
@@ -48,9 +48,10 @@ class Projector:
     agree on what was left open.
     """
 
-    def __init__(self, *, max_items: int = DEFAULT_MAX_ITEMS) -> None:
+    def __init__(self, *, max_items: int = DEFAULT_MAX_ITEMS, handles: HandleTracker | None = None) -> None:
         self.max_items = max_items
-        self.handles = HandleTracker()
+        #: ``handles``: the reader's own tracker, already fed every event (``project.fold``); else one of its own
+        self.handles = handles if handles is not None else HandleTracker()
         self.events = 0
         self.kinds: dict[str, int] = {}
         self.run_id: str | None = None
@@ -90,11 +91,21 @@ class Projector:
         if self.last_ts is None or ts > self.last_ts:
             self.last_ts = ts
         payload = event["payload"]
-        paired = None
-        if kind in _PAIRED_KINDS:
-            paired = self.handles.feed(event, line, offset)
-            if is_synthesized_close(kind, payload):
-                self.run.synthesized_close(event, payload, kind, line)
+        paired = self.handles.feed(event, line, offset) if kind in _PAIRED_KINDS else None
+        self._handle(event, kind, payload, line, ts, paired)
+
+    def feed_left(self, event: Event, line: int) -> None:
+        """Fold one event the native fold left to Python (``project.fold``): it counted the event, and the
+        reader's tracker (this projector's) paired it; no handler of such a kind reads its pairing."""
+        self._handle(event, event["kind"], event["payload"], line, event["timestamp_ns"], None)
+
+    def handles_kind(self, kind: str) -> bool:
+        """Whether an event of ``kind`` does more than count: a handler, a pairing, or an error's flag."""
+        return kind in self._dispatch or kind in _PAIRED_KINDS or kind.endswith("_error")
+
+    def _handle(self, event: Event, kind: str, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        if kind in _PAIRED_KINDS and is_synthesized_close(kind, payload):
+            self.run.synthesized_close(event, payload, kind, line)
         handler = self._dispatch.get(kind)
         if handler is not None:
             handler(event, payload, line, ts, paired)

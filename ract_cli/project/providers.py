@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
+from ract_cli.project.grouping import INT_POS_SUM, FoldRules, group
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, bucket, saturating_sum
 from ract_cli.project.values import as_int, is_synthesized, label, text
@@ -34,27 +35,51 @@ class ProviderTable:
             "response.rejected": self._response_rejected,
         }
 
+    def fold_rules(self) -> FoldRules:
+        """The native fold's groups of these kinds (``project.grouping``); a rejection is left to Python."""
+        return {
+            "prompt.sent": (
+                group("provider", value=("prompt_chars", INT_POS_SUM)),
+                lambda g: self._prompts_n(g.payload, g.n, g.total),
+            ),
+            # (a synthesized response makes the fold give up: the bit is the status alone)
+            "response.received": (
+                group("provider", bit=("status", "timed_out")),
+                lambda g: self._responses_n(g.payload, g.n),
+            ),
+            "response.validated": (group(), lambda g: self._validated_n(g.n)),
+        }
+
     def _provider(self, name: object) -> ProviderTally:
         return bucket(self.providers, label(name), ProviderTally)
 
     def _prompt_sent(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        provider = self._provider(payload.get("provider"))
-        provider.prompts += 1
         chars = as_int(payload.get("prompt_chars"))
-        if chars is not None and chars > 0:
+        self._prompts_n(payload, 1, chars if chars is not None and chars > 0 else 0)
+
+    def _prompts_n(self, payload: Payload, n: int, chars: int) -> None:
+        provider = self._provider(payload.get("provider"))
+        provider.prompts += n
+        if chars:
             provider.prompt_chars = saturating_sum(provider.prompt_chars, chars)
 
     def _response_received(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        self._responses_n(payload, 1)
+
+    def _responses_n(self, payload: Payload, n: int) -> None:
         provider = self._provider(payload.get("provider"))
         if payload.get("status") == "timed_out" or is_synthesized(payload):
-            provider.timed_out += 1
+            provider.timed_out += n
         else:
-            provider.responses += 1
+            provider.responses += n
 
     def _response_validated(
         self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None
     ) -> None:
-        self.validated += 1
+        self._validated_n(1)
+
+    def _validated_n(self, n: int) -> None:
+        self.validated += n
 
     def _response_rejected(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         self.rejected += 1

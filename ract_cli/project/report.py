@@ -119,24 +119,27 @@ def project_file(
     display_path: str | None = None,
     progress: Callable[[int], None] | None = None,
     timeline: TimelineCollector | None = None,
+    fold: bool = True,
 ) -> Report:
     """Read one log through the chain reader and project it; the report dict of docs/project.md.
 
     ``progress`` is called with the byte offset reached, every few MB
     (``ChainReader.progress``); ``timeline``, when given, is fed the same
-    events (``project.timeline``).
+    events (``project.timeline``). With the native core the events are folded
+    in C as they are verified (``project.fold``) unless ``fold`` is False (the
+    same report: tests hold the two to it).
     """
     shown = display_path if display_path is not None else str(path)
-    reader = ChainReader(
-        path,
-        schema_version=options.schema_version,
-        require_closed=options.require_closed,
-        max_line_bytes=options.max_line_bytes,
-        max_findings=options.max_items,
-        display_path=shown,
-        dialect=options.dialect,
-    )
+    reader = _reader(path, options, shown)
     reader.progress = progress
+    if fold and timeline is None and reader.dialect != "raxol" and reader.can_fold():
+        from ract_cli.project.fold import project_folded  # (the native core's, imported only then)
+
+        projector = project_folded(reader, options.max_items)
+        if projector is not None:
+            return finish(projector.report(), reader, Tail(), shown, projector)
+        reader = _reader(path, options, shown)  # the fold gave up: project it again, event by event
+        reader.progress = progress
     projection = RunProjection(reader.dialect, options.max_items)
     if reader.dialect == "raxol":
         reader.read_all()  # a journal's projection is its JournalState
@@ -153,6 +156,18 @@ def project_file(
             else:
                 timeline.feed_unverified()
     return projection.report(reader, shown)
+
+
+def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -> ChainReader:
+    return ChainReader(
+        path,
+        schema_version=options.schema_version,
+        require_closed=options.require_closed,
+        max_line_bytes=options.max_line_bytes,
+        max_findings=options.max_items,
+        display_path=shown,
+        dialect=options.dialect,
+    )
 
 
 def project_paths(

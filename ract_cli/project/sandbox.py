@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
+from ract_cli.project.grouping import FoldRules, group
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, saturating_sum
 from ract_cli.project.values import as_int, text
@@ -29,11 +30,24 @@ class SandboxTally:
             "sandbox.env_scrubbed": self._env_scrubbed,
         }
 
+    def fold_rules(self) -> FoldRules:
+        """The native fold's groups of the counted kinds (``project.grouping``); the flagged ones are left."""
+        return {
+            "sandbox.granted": (group(), lambda g: self._granted_n(g.n)),
+            "sandbox.denied": (group(), lambda g: self._denied_n(g.n)),
+        }
+
     def _granted(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.granted += 1
+        self._granted_n(1)
+
+    def _granted_n(self, n: int) -> None:
+        self.granted += n
 
     def _denied(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.denied += 1
+        self._denied_n(1)
+
+    def _denied_n(self, n: int) -> None:
+        self.denied += n
 
     def _unenforced(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         reason = text(payload.get("reason"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
+from ract_cli.project.grouping import FoldRules, group
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, tally
 from ract_cli.project.values import as_int, label, text
@@ -16,6 +17,7 @@ _BUDGET_COUNTERS = {
     "budget.adjusted_by_probes": "adjusted_by_probes",
     "state.budget_capped": "state_capped",
 }
+_ASSUMPTION_COUNTERS = ("assumption.proposed", "assumption.accepted", "assumption.discharged")
 #: kinds that raise one flag each -> (flag code, the payload key the message shows)
 SIMPLE_FLAGS = {
     "whisperer.contract_violation": ("WHISPERER_CONTRACT_VIOLATION", "trigger"),
@@ -42,9 +44,7 @@ class AuditSignals:
 
     def handlers(self) -> dict[str, Handler]:
         table: dict[str, Handler] = {"process.reaped": self._reaped}
-        table.update(
-            dict.fromkeys(("assumption.proposed", "assumption.accepted", "assumption.discharged"), self._assumption)
-        )
+        table.update(dict.fromkeys(_ASSUMPTION_COUNTERS, self._assumption))
         table["assumption.violated"] = self._assumption_violated
         table.update(dict.fromkeys(_BUDGET_COUNTERS, self._budget))
         table["budget.exceeded"] = self._budget_exceeded
@@ -64,8 +64,19 @@ class AuditSignals:
             }
         )
 
+    def fold_rules(self) -> FoldRules:
+        """The native fold's groups of the counted kinds (``project.grouping``); the listed ones are left."""
+        rules: FoldRules = {
+            kind: (group(), lambda g: self._assumptions_n(g.kind, g.n)) for kind in _ASSUMPTION_COUNTERS
+        }
+        rules.update({kind: (group(), lambda g: self._budgets_n(g.kind, g.n)) for kind in _BUDGET_COUNTERS})
+        return rules
+
     def _assumption(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.assumptions[event["kind"].rpartition(".")[2]] += 1
+        self._assumptions_n(event["kind"], 1)
+
+    def _assumptions_n(self, kind: str, n: int) -> None:
+        self.assumptions[kind.rpartition(".")[2]] += n
 
     def _assumption_violated(
         self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None
@@ -75,7 +86,10 @@ class AuditSignals:
         self.flags.flag("ASSUMPTION_VIOLATED", line, event, f"assumption {aid or '?'} violated (root {root or '?'})")
 
     def _budget(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.budgets[_BUDGET_COUNTERS[event["kind"]]] += 1
+        self._budgets_n(event["kind"], 1)
+
+    def _budgets_n(self, kind: str, n: int) -> None:
+        self.budgets[_BUDGET_COUNTERS[kind]] += n
 
     def _budget_exceeded(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         item = {

@@ -56,14 +56,14 @@ def bucket(table: dict[str, _Row], key: str, make: Callable[[], _Row]) -> _Row:
     return row
 
 
-def tally(table: dict[str, int], key: str) -> None:
-    """Count one ``key``, pooling keys past ``MAX_KEYS`` into ``(other)``."""
+def tally(table: dict[str, int], key: str, n: int = 1) -> None:
+    """Count ``key`` ``n`` times, pooling keys past ``MAX_KEYS`` into ``(other)``."""
     if key in table:
-        table[key] += 1
+        table[key] += n
     elif len(table) >= MAX_KEYS:
-        table[OTHER] = table.get(OTHER, 0) + 1
+        table[OTHER] = table.get(OTHER, 0) + n
     else:
-        table[key] = 1
+        table[key] = n
 
 
 def saturating_sum(total: int, value: int) -> int:

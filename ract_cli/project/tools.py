@@ -5,6 +5,7 @@ from __future__ import annotations
 from array import array
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
+from ract_cli.project.grouping import INT_NONNEG, NUM_NONNEG, FoldRules, Group, group
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import bucket, percentiles, tally
 from ract_cli.project.values import as_int, as_num, label
@@ -78,42 +79,77 @@ class ToolTable:
             "tool.invocation.bypassed": self._bypassed,
         }
 
+    def fold_rules(self) -> FoldRules:
+        """The native fold's groups of these kinds (``project.grouping``), each applied as ``n`` events."""
+        return {
+            "tool.called": (group("tool"), lambda g: self._called_n(g.payload, g.n)),
+            "tool.result": (
+                group("tool", "ok", value=("duration_ns", INT_NONNEG)),
+                lambda g: self._result_n(g.payload, g.n).result_ns.frombytes(g.ints),
+            ),
+            "tool.refused": (group("tool", "refused_by"), lambda g: self._refused_n(g.payload, g.n)),
+            "tool.invocation.refused": (group("tool_id", "gate"), lambda g: self._gate_refused_n(g.payload, g.n)),
+            # (a post without a latency names no tool: whether it has one is part of the group's key)
+            "tool.invocation.post": (group("tool_id", value=("latency_ms", NUM_NONNEG)), self._post_group),
+            "tool.invocation.bypassed": (group("tool_id"), lambda g: self._bypassed_n(g.payload, g.n)),
+        }
+
     def _tool(self, name: object) -> ToolTally:
         return bucket(self.tools, label(name), ToolTally)
 
     def _called(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self._tool(payload.get("tool")).called += 1
+        self._called_n(payload, 1)
+
+    def _called_n(self, payload: Payload, n: int) -> None:
+        self._tool(payload.get("tool")).called += n
 
     def _result(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        tool = self._tool(payload.get("tool"))
-        ok = payload.get("ok")
-        if ok is True:
-            tool.ok += 1
-        elif ok is False:
-            tool.failed += 1
-        else:
-            tool.unknown += 1  # a synthesized close (status "unknown") or no ok at all
+        tool = self._result_n(payload, 1)
         duration = as_int(payload.get("duration_ns"))
         if duration is not None and duration >= 0:
             tool.result_ns.append(duration)
 
-    def _refused(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+    def _result_n(self, payload: Payload, n: int) -> ToolTally:
         tool = self._tool(payload.get("tool"))
-        tool.refused += 1
-        tally(tool.refused_by, label(payload.get("refused_by")))
+        ok = payload.get("ok")
+        if ok is True:
+            tool.ok += n
+        elif ok is False:
+            tool.failed += n
+        else:
+            tool.unknown += n  # a synthesized close (status "unknown") or no ok at all
+        return tool
+
+    def _refused(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        self._refused_n(payload, 1)
+
+    def _refused_n(self, payload: Payload, n: int) -> None:
+        tool = self._tool(payload.get("tool"))
+        tool.refused += n
+        tally(tool.refused_by, label(payload.get("refused_by")), n)
 
     def _gate_refused(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        self._gate_refused_n(payload, 1)
+
+    def _gate_refused_n(self, payload: Payload, n: int) -> None:
         tool = self._tool(payload.get("tool_id"))
-        tool.refused += 1
-        tally(tool.refused_by_gate, label(payload.get("gate")))
+        tool.refused += n
+        tally(tool.refused_by_gate, label(payload.get("gate")), n)
 
     def _post(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         latency = as_num(payload.get("latency_ms"))
         if latency is not None and latency >= 0:
             self._tool(payload.get("tool_id")).post_ms.append(float(latency))
 
+    def _post_group(self, g: Group) -> None:
+        if g.nums:  # (the group's every post has a latency, or none has)
+            self._tool(g.payload.get("tool_id")).post_ms.frombytes(g.nums)
+
     def _bypassed(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self._tool(payload.get("tool_id")).bypassed += 1
+        self._bypassed_n(payload, 1)
+
+    def _bypassed_n(self, payload: Payload, n: int) -> None:
+        self._tool(payload.get("tool_id")).bypassed += n
 
     def section(self, open_calls: dict[str, int]) -> JSONObject:
         """The report's ``tools`` block; ``open_calls``: tool name -> calls still open."""

@@ -17,7 +17,7 @@ first line C does not take, and the rest of its batch, are fed to
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -44,23 +44,66 @@ HELPER_MIN_BYTES = 64 << 10
 BATCH_LINE_BYTES = min(1 << 20, MAX_LINE_NODES)
 
 
+class FoldGaveUp(Exception):
+    """A fold cannot go on exactly (a line C did not take, a value C does not compare...): read again without."""
+
+
+class FoldSink(Protocol):
+    """Where a fold's results go (``project.fold``): the events C folded, and those it leaves to Python."""
+
+    #: kind -> the rule ``_core.Fold`` takes; kinds it leaves to Python are ``wanted`` (handed out whole)
+    rules: dict[str, tuple[Any, ...]]
+    wanted: KindTest
+    close_kinds: frozenset[str]  # closes whose pairing in Python the sink hears of (``closed``)
+    max_items: int
+    max_groups: int  # C pauses once it holds this many groups (they are applied then)
+
+    def started(self, fold: Any) -> None:
+        """The ``_core.Fold`` of this read (its ``counts()`` once it is done)."""
+
+    def folded(self, taken: tuple[Any, ...]) -> None:
+        """What one call folded (``Fold.take(...)``), before the events it handed out."""
+
+    def event(self, event: Event, line: int, offset: int) -> None:
+        """An event of a kind left to Python, in log order (the tracker has been fed it)."""
+
+    def closed(self, event: Event, paired: Any, line: int, raw: bytes) -> None:
+        """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
+
+
 class Batches:
     """Chain mode for one file: its ``Chain`` (sharing the state's id set) and the verifier to call."""
 
     def __init__(
-        self, state: ChainState, schema_version: int, max_line_bytes: int, wanted: KindTest | None, threads: int = 1
+        self,
+        state: ChainState,
+        schema_version: int,
+        max_line_bytes: int,
+        wanted: KindTest | None,
+        threads: int = 1,
+        fold: FoldSink | None = None,
     ) -> None:
         assert core.NATIVE is not None
         self.threads = threads  # 2: a helper thread in C shares the checking of a large block's chunks
         self.state = state
         self.schema_version = schema_version
         self.max_line_bytes = max_line_bytes
-        self.wanted = wanted
+        self.wanted = fold.wanted if fold is not None else wanted
         self.chain = core.NATIVE.Chain()
         state.share_ids(self.chain.ids)
-        self.verifier = _verifier(schema_version, wanted)
+        self.verifier = _verifier(schema_version, self.wanted)
         self.last: Line | None = None  # the last line holding an event, of the batch before or read alone
         self.last_out: int | None = None  # the line of the last event handed out
+        #: a fold: every line C takes is folded in C (``_core.Fold``), the rest goes to the sink
+        self.sink = fold
+        self.fold = (
+            core.NATIVE.Fold(self.verifier, fold.rules, fold.max_items, groups=fold.max_groups)
+            if fold is not None
+            else None
+        )
+        if fold is not None:
+            fold.started(self.fold)
+        self.paused = False  # the last call stopped after a line it took and folded: go on from there
 
     def take_block(
         self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
@@ -71,6 +114,8 @@ class Batches:
         body C frames. The events to hand out (``wanted`` kinds) go to ``out``.
         Returns where C stopped (``len(data)``: at the end) and how many lines it took.
         """
+        if self.fold is not None:
+            return self._fold_block(data, pos, line_no, offset, max_line)
         state, chain = self.state, self.chain
         state.to_native(chain)
         threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
@@ -88,6 +133,36 @@ class Batches:
                 else:
                     event = _event(entry)
                 feed_handle(event, line_no + i, offset + at)
+            self.last = (line_no + taken - 1, offset + last, data[last : index(b"\n", last) + 1])
+        return stop, taken
+
+    def _fold_block(self, data: bytes, pos: int, line_no: int, offset: int, max_line: int) -> tuple[int, int]:
+        """``take_block`` with a fold: what C folded goes to the sink, then the events it left to Python."""
+        state, chain, fold, sink = self.state, self.chain, self.fold, self.sink
+        assert fold is not None and sink is not None
+        state.to_native(chain)
+        stop, taken, last, found = self.verifier.check_block(
+            data, pos, chain=chain, max_line=max_line, fold=fold, first_line=line_no
+        )
+        self.paused = fold.paused
+        if fold.gave_up is not None:
+            raise FoldGaveUp(fold.gave_up)
+        if taken:
+            state.from_native(chain, line_no + taken - 1)
+            sink.folded(fold.take(fold.paused))  # (groups gather until a pause, or the end: ``finish``)
+            feed_handle, index, close_kinds = state.handles.feed, data.index, sink.close_kinds
+            for i, at, entry in found:
+                line = line_no + i
+                if len(entry) == 2:  # a kind left to Python: the whole event
+                    event: Event = entry[0]
+                    if event["kind"] in HANDLE_KINDS:
+                        feed_handle(event, line, offset + at)
+                    sink.event(event, line, offset + at)
+                    continue
+                event = _event(entry)
+                paired = feed_handle(event, line, offset + at)
+                if event["kind"] in close_kinds:
+                    sink.closed(event, paired, line, data[at : index(b"\n", at)])
             self.last = (line_no + taken - 1, offset + last, data[last : index(b"\n", last) + 1])
         return stop, taken
 

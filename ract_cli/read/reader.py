@@ -26,9 +26,9 @@ from ract_cli.findings import ERROR, Finding, error
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
 from ract_cli.read import core, fastpath
-from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, KindTest
+from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, FoldGaveUp, FoldSink, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
-from ract_cli.read.files import is_decoded, open_log, source_offset
+from ract_cli.read.files import is_decoded, is_stdin, open_log, source_offset
 from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
@@ -86,6 +86,7 @@ class ChainReader:
         #: a torn tail there); kept by every reading, events built or not
         self.last_event_end = 0
         self.last_event_newline = True
+        self._fold: FoldSink | None = None
 
     # convenient views of the state
     @property
@@ -128,10 +129,36 @@ class ChainReader:
             pass
         return self.findings
 
+    def can_fold(self) -> bool:
+        """Whether ``fold`` can read this log: the native core, RACT's line analysis, a file read again at will."""
+        return (
+            self._kind.analyze is analyze_line
+            and fastpath.prove is fastpath.native_analyze
+            and not is_stdin(self.path)
+            and not self.done
+        )
+
+    def fold(self, sink: FoldSink) -> None:
+        """Read to the end, every line taken by the native chain mode and folded in C (``_core.Fold``), the
+        events it leaves to Python handed to ``sink`` in order.
+
+        Raises ``FoldGaveUp`` at the first line C did not take, or that it could not fold exactly: the
+        caller reads the log again without a fold (``can_fold`` first).
+        """
+        assert self.can_fold()
+        self._fold = sink
+        try:
+            for _ in self._events(emit=False):
+                pass
+        finally:
+            self._fold = None
+
     def _batches(self, emit: bool) -> Batches | PythonBatches | None:
         """Chain mode for this read, or None: it needs RACT's line analysis; with the native core, when
         events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain); with
         the Python core, ``read_all`` (its loop takes no event to hand out)."""
+        if self._fold is not None:
+            return Batches(self.state, self.schema_version, self.max_line_bytes, None, fold=self._fold)
         if self._kind.analyze is not analyze_line:
             return None  # a dialect with its own line analysis (Raxol)
         if fastpath.prove is not fastpath.native_analyze:
@@ -163,7 +190,8 @@ class ChainReader:
         (read line by line, every event handed out), so a caller that stops at
         the first untrusted event stops where it would without chain mode.
         """
-        state, searching, limit = self.state, batches.wanted is not None, self.max_line_bytes
+        searching = batches.wanted is not None and not (isinstance(batches, Batches) and batches.fold is not None)
+        state, limit = self.state, self.max_line_bytes
         max_line = min(BATCH_LINE_BYTES - 1, limit)  # (of a body: the line without its "\n")
         next_report = _PROGRESS_EVERY
         for frame in frames:
@@ -185,6 +213,8 @@ class ChainReader:
                     self.last_event_end, self.last_event_newline = start + pos, True
                 if pos == size:
                     break
+                if isinstance(batches, Batches) and batches.paused:
+                    continue  # a fold stopped C after a line it took: C goes on from there
                 end = data.index(b"\n", pos) + 1
                 item = (line_no, start + pos, within_limit(data[pos:end], limit))
                 pos, line_no = end, line_no + 1
@@ -205,8 +235,8 @@ class ChainReader:
         self, batches: Batches | PythonBatches, item: tuple[int, int, bytes | None], out: list[_Pending]
     ) -> bool:
         """Give C a clean line longer than ``BATCH_LINE_BYTES`` (within the limit, not too many values), alone."""
-        if not isinstance(batches, Batches):
-            return False  # (the Python core reads it line by line)
+        if not isinstance(batches, Batches) or batches.fold is not None:
+            return False  # (the Python core reads it line by line; a fold gives up at it)
         raw = item[2]
         if raw is None or len(raw) <= BATCH_LINE_BYTES or raw[:1] != b"{" or raw[-1:] != b"\n":
             return False  # (a last line without "\n" is judged here: it may be a torn tail)
@@ -277,6 +307,8 @@ class ChainReader:
                 out.clear()
             if item is _HANDED_OUT:
                 continue
+            if self._fold is not None:
+                raise FoldGaveUp(f"line {item[0]} is not one C takes")
             line_no, start, raw = item
             if (
                 cap is not None

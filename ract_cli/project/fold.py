@@ -1,0 +1,115 @@
+"""``project`` with the native core: the events folded in C as they are verified (``_core.Fold``).
+
+Folding each event in Python costs five times what verifying it costs in C.
+Here the native chain mode folds the kinds each part of the report names
+(``fold_rules``: tool calls, prompts, predicates, steps) into groups as it
+takes their lines, and the parts apply each group with the code that folds
+one event; the kinds the report only counts are counted in C; every other
+kind is handed out whole and fed to the projector as before. Pairing is the
+reader's own ``HandleTracker`` (with C's pairing inside a block), which a log
+whose every event is trusted feeds exactly as the projector would.
+
+Only such a log is folded: at the first line C does not take, a value C does
+not compare, a close ``repair`` wrote, or when trust ends anywhere, the fold
+gives up and the log is projected again event by event
+(``project_file``). ``tests/test_project_fold.py`` holds both to one report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from ract_cli.format.json_types import Event
+from ract_cli.format.kinds import KINDS
+from ract_cli.project.grouping import LEFT, STOP, Applier, Group, Rule, counted, left
+from ract_cli.project.projector import Projector
+from ract_cli.project.tallies import tally
+from ract_cli.project.values import label
+from ract_cli.read.chain_mode import FoldGaveUp, KindTest
+from ract_cli.read.handles import RUN_CLOSES, STEP_CLOSES, OpenHandle
+from ract_cli.read.reader import ChainReader
+
+#: C pauses once it holds this many groups (and they are applied): bounded memory, few pauses on real logs
+MAX_GROUPS = 4096
+
+
+class FoldedProjection:
+    """The sink of ``ChainReader.fold``: what C folded, applied to a ``Projector`` sharing the reader's tracker."""
+
+    close_kinds = STEP_CLOSES  # a step close paired in Python: timed here
+
+    def __init__(self, projector: Projector) -> None:
+        self.projector = projector
+        self.max_items = projector.max_items
+        self.max_groups = MAX_GROUPS
+        self.rules: dict[str, Rule] = {}
+        self._apply: dict[str, Applier] = {}
+        p = projector
+        for part in (p.tools, p.providers, p.predicates, p.steps, p.handshakes, p.sandbox, p.signals):
+            for kind, (rule, apply) in part.fold_rules().items():
+                self.rules[kind] = rule
+                self._apply[kind] = apply
+        for k in KINDS:
+            if k.name not in self.rules:
+                # a run's close reads the predicates C groups: C stops after it, its groups applied first
+                self.rules[k.name] = left(k.name in RUN_CLOSES) if p.handles_kind(k.name) else counted()
+        self.wanted: KindTest = frozenset(k for k, rule in self.rules.items() if rule[0] in (LEFT, STOP)).__contains__
+        self._item_ids: dict[int, str] = {}  # an itemized step open's line -> its id
+        self._fold: Any = None
+
+    def started(self, fold: Any) -> None:
+        self._fold = fold
+
+    def folded(self, taken: tuple[Any, ...]) -> None:
+        groups, records, durations = taken
+        apply = self._apply
+        for g in groups:
+            apply[g[0]](Group(*g))
+        steps = self.projector.steps
+        for record in records:
+            if record[0] == "o":  # ("o", line, id, step_id): an itemized step's open
+                _, line, event_id, step_id = record
+                steps.add_item(event_id, step_id, line)
+                self._item_ids[line] = event_id
+            else:  # ("c", its open's line, line, kind, outcome, reason, duration): its close, paired in C
+                _, open_line, line, kind, outcome, reason, duration = record
+                closing = {"outcome": outcome, "reason": reason}  # (never synthesized: C gives up on those)
+                steps.close_item(self._item_ids[open_line], kind, closing, line, duration)
+        if durations:
+            steps.durations.frombytes(durations)
+
+    def event(self, event: Event, line: int, offset: int) -> None:
+        self.projector.feed_left(event, line)
+
+    def closed(self, event: Event, paired: OpenHandle | None, line: int, raw: bytes) -> None:
+        whole = orjson.loads(raw)  # (the tracker's event holds only what pairing reads of the payload)
+        self.projector.steps.paired_close(whole["kind"], whole["payload"], line, whole["timestamp_ns"], paired)
+
+    def finish(self, reader: ChainReader) -> None:
+        """The totals every event adds to, from C's counts and the reader's chain."""
+        p, state = self.projector, reader.state
+        if self._fold is not None:
+            self.folded(self._fold.take(True))  # the groups still gathering
+        counts: dict[str, int] = self._fold.counts() if self._fold is not None else {}
+        for kind in sorted(counts):
+            tally(p.kinds, label(kind), counts[kind])
+        p.events = sum(counts.values())
+        if p.events:  # (C took every line: the clock never went back, one run, the last hash the head)
+            p.run_id, p.head, p.first_ts, p.last_ts = state.run_id, state.head, state.first_ts, state.last_ts
+
+
+def project_folded(reader: ChainReader, max_items: int) -> Projector | None:
+    """The projection of the log ``reader`` is about to read, folded in C; None when the fold gave up (read the
+    log again without one) or trust ended (the projection stops there)."""
+    projector = Projector(max_items=max_items, handles=reader.handles)
+    sink = FoldedProjection(projector)
+    try:
+        reader.fold(sink)
+    except FoldGaveUp:
+        return None
+    if reader.broken_at is not None:
+        return None
+    sink.finish(reader)
+    return projector

@@ -1,0 +1,83 @@
+"""What the native core's fold hands the projection: groups of events, and the rules that make them.
+
+With the native core, ``project`` folds the common kinds in C (``_core.Fold``,
+driven by ``project.fold``): the events of one kind whose payload agrees on a
+few fields are counted together, with what the report keeps of each. A part
+of the report (tools, providers...) names, per kind, the rule that groups its
+events and the function that applies one group, beside the handler that
+folds one event; both end in the same code, the handler with a count of 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import orjson
+
+from ract_cli.format.json_types import Payload
+
+# a kind's action in ``_core.Fold`` (its C enum)
+COUNT, GROUP, LEFT, STOP = 1, 2, 3, 4
+# what a group keeps of a payload value
+INT_NONNEG, NUM_NONNEG, INT_POS_SUM = 1, 2, 3
+# a step's open or close
+STEP_OPEN, STEP_CLOSE = 1, 2
+
+#: one kind's rule, as ``_core.Fold`` takes it: (action, keys, value, bit, last, step)
+Rule = tuple[int, tuple[str, ...], tuple[str, int] | None, tuple[str, str] | None, bool, int]
+
+
+def group(
+    *keys: str,
+    value: tuple[str, int] | None = None,
+    bit: tuple[str, str] | None = None,
+    last: bool = False,
+    step: int = 0,
+) -> Rule:
+    """Group a kind's events by the payload values of ``keys`` (and whether ``bit[0]`` is ``bit[1]``).
+
+    ``value``: (field, INT_NONNEG | NUM_NONNEG | INT_POS_SUM), what each group keeps
+    of that field; ``last``: keep the group's last line; ``step``: a step's open or close.
+    """
+    return (GROUP, keys, value, bit, last, step)
+
+
+def counted() -> Rule:
+    """A kind the report only counts."""
+    return (COUNT, (), None, None, False, 0)
+
+
+def left(stop: bool = False) -> Rule:
+    """A kind left to Python, handed out whole; ``stop``: C applies its groups first (its handler reads them)."""
+    return (STOP if stop else LEFT, (), None, None, False, 0)
+
+
+class Group(NamedTuple):
+    """One group of ``Fold.take()``."""
+
+    kind: str
+    n: int  # the events in it
+    first: bytes  # the group's first line
+    last: bytes | None  # its last line (a rule with ``last``)
+    last_line: int
+    ints: bytes  # int64 samples, native order (``array('q').frombytes``)
+    nums: bytes  # double samples (``array('d').frombytes``)
+    total: int  # a saturating sum
+
+    @property
+    def payload(self) -> Payload:
+        """The payload of the group's first line (its key fields are every line's)."""
+        payload: Payload = orjson.loads(self.first)["payload"]
+        return payload
+
+    @property
+    def last_payload(self) -> Payload:
+        assert self.last is not None
+        payload: Payload = orjson.loads(self.last)["payload"]
+        return payload
+
+
+#: a part's fold of one kind: its rule, and what applies one group
+Applier = Callable[[Group], None]
+FoldRules = dict[str, tuple[Rule, Applier]]
