@@ -18,7 +18,8 @@ re-serialized in a random layout. Every input goes through the oracle of
 ``tests/test_native_core.py`` (``agree``: native vs the pure-Python verdict, and
 ``canonical`` vs the Python canonical form); batches go through ``check_lines`` vs
 ``check_line``, and chained logs with faults through chain mode (``check_lines(chain=)`` and
-``check_block``) vs line by line. Before an input runs, the child copies it into a shared memory page, so
+``check_block``) vs line by line, and generated runs through ``project`` folded in C vs folded
+in Python (``project.fold``). Before an input runs, the child copies it into a shared memory page, so
 when the child dies (a sanitizer abort, a segfault) the parent saves the input that
 killed it. Every failure is saved under ``tests/data/native-fuzz/crashes/`` (named by
 the SHA-256 of its bytes), and ``tests/test_native_core.py`` replays every file there.
@@ -250,6 +251,46 @@ def chain_case(oracle: object, rng: random.Random, seeds: list[bytes]) -> list[b
     return lines
 
 
+def fold_case(rng: random.Random, seeds: list[bytes], work: Path) -> Path:
+    """A generated run for ``project`` (``test_project_fold``'s generator: every kind, keys and numbers at
+    their edges) in a random layout, a few lines mutated: its path."""
+    import test_project_fold as fold_tests
+
+    written = work / "written" / "events.jsonl"
+    written.unlink(missing_ok=True)
+    with fold_tests._writer(written) as w:
+        for kind, payload, step_id, parent in fold_tests._events(rng, rng.randint(0, 150)):
+            w.append(kind, payload, step_id=step_id, parent_id=parent)
+    lines = written.read_bytes().splitlines(keepends=True)
+    layout = rng.choice(fold_tests.LAYOUTS)
+    lines = [fold_tests.relayout(line, layout, rng) for line in lines]
+    for _ in range(rng.choice((0, 0, 1, 2))):
+        i = rng.randrange(len(lines))
+        lines[i] = mutate(lines[i], rng, seeds).replace(b"\n", b" ") + b"\n"
+    path = work / "log" / "events.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def check_fold(path: Path, rng: random.Random) -> bool:
+    """``project`` folded in C against folded event by event: AssertionError when the reports differ.
+    Returns whether C folded the log through (else it gave up, and both reports are Python's)."""
+    import test_project_fold as fold_tests
+
+    from ract_cli.project import fold as fold_module
+    from ract_cli.project.options import ProjectOptions
+    from ract_cli.project.report import project_file
+
+    fold_module.MAX_GROUPS = rng.choice((1, 3, 4096))
+    options = ProjectOptions(max_items=rng.choice((1, 4, 1000)))
+    if project_file(path, options) != project_file(path, options, fold=False):
+        raise AssertionError(
+            f"project folded in C differs ({fold_module.MAX_GROUPS} groups, {options.max_items} items)"
+        )
+    return bool(fold_tests.folds(path, options.max_items))
+
+
 def check_find_lines(core: object, oracle: object, data: bytes, rng: random.Random) -> None:
     """``find_lines`` on the input's lines against the oracle's model (needles: pieces of the input)."""
     body = data if data.endswith(b"\n") else data + b"\n"
@@ -275,6 +316,8 @@ def child(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.seconds
     crashes = Path(args.crashes)
     execs = failures = 0
+    work = Path(tempfile.mkdtemp(prefix="ract-fuzz-fold-"))
+    folds = [0, 0]  # generated runs C gave up on, and folded through
     batch: list[bytes] = []
     versions = tuple(range(1, oracle.LATEST_SCHEMA_VERSION + 1))  # type: ignore[attr-defined]
     while time.monotonic() < deadline:
@@ -332,11 +375,24 @@ def child(args: argparse.Namespace) -> int:
                 failures += 1
                 path = save(b"\n".join(lines), "chain", crashes)
                 print(f"fuzz_native: chain failure ({type(exc).__name__}: {str(exc)[:300]}) -> {path}", flush=True)
+        if execs % 499 == 250:  # project: the fold in C (check_block(fold=)) against the fold in Python
+            try:
+                log = fold_case(rng, seeds, work)
+                shared.put(log.read_bytes()[:MAX_INPUT])
+                folds[check_fold(log, rng)] += 1
+            except (Exception, oracle.pytest.fail.Exception) as exc:  # type: ignore[attr-defined]
+                failures += 1
+                path = save((work / "log" / "events.jsonl").read_bytes(), "fold", crashes)
+                print(f"fuzz_native: fold failure ({type(exc).__name__}: {str(exc)[:300]}) -> {path}", flush=True)
         execs += 1
         if seeds and rng.random() < 0.001 and core.check_line(data) is not None:
             seeds.append(data)  # a mutation that is still a valid event: a good seed
     shared.clear()
-    print(f"fuzz_native: child done: {execs} inputs, {failures} oracle failures", flush=True)
+    print(
+        f"fuzz_native: child done: {execs} inputs, {failures} oracle failures; project: {sum(folds)} runs,"
+        f" {folds[1]} folded in C",
+        flush=True,
+    )
     return ORACLE_FAILED if failures else 0
 
 

@@ -1,0 +1,310 @@
+"""``project`` folded in C (``project.fold``) gives the report folding each event in Python gives.
+
+With the native core, ``project_file`` folds the common kinds in C as groups
+(``_core.Fold``) and applies each group with the code that folds one event.
+Every log here is projected both ways (``fold=False``: event by event) and the
+two reports must be equal, whole: on the benchmark log in four byte layouts
+and across blocks, at small and default ``max_items``, with C pausing after
+every group or at its default bound; on hypothesis-generated runs of every
+kind (keys that are long, non-ASCII, escaped, absent or not strings; numbers
+at their edges; closes paired by parent, by queue or not at all; closes repair
+wrote; several completions with failing predicates) in random layouts; and on
+logs edited into breaks. Where the fold must run (a clean log) the tests check
+that it did, not that it gave up and left the work to the Python fold.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kind_examples import ABSENT, SYNTHESIZED, VALID
+
+from ract_cli.format.kinds import VALIDATORS
+from ract_cli.format.model import ENVELOPE_ORDER
+from ract_cli.project import fold as fold_module
+from ract_cli.project.options import ProjectOptions
+from ract_cli.project.report import project_file
+from ract_cli.read import core
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import write_benchmark_log
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
+
+pytestmark = pytest.mark.skipif(core.NATIVE is None, reason="the native core is not built here")
+
+LAYOUTS = ("ours", "schema", "dumps", "crlf")
+
+
+def relayout(line: bytes, layout: str, rng: random.Random) -> bytes:
+    """The same event (same values, same hash) in another byte layout."""
+    if layout == "ours":
+        return line
+    event = orjson.loads(line)
+    if layout in ("schema", "crlf"):
+        ordered = {k: event[k] for k in ENVELOPE_ORDER if k in event}
+        end = b"\r\n" if layout == "crlf" else b"\n"
+        return orjson.dumps(ordered) + end
+    return json.dumps(_shuffled(event, rng), ensure_ascii=True).encode() + b"\n"  # ", " and ": ", \uXXXX
+
+
+def _shuffled(value: Any, rng: random.Random) -> Any:
+    if isinstance(value, dict):
+        keys = list(value)
+        rng.shuffle(keys)
+        return {k: _shuffled(value[k], rng) for k in keys}
+    if isinstance(value, list):
+        return [_shuffled(v, rng) for v in value]
+    return value
+
+
+def both(path: Path, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The report folded in C (where it can) and folded event by event."""
+    opts = ProjectOptions(**options)
+    return project_file(path, opts), project_file(path, opts, fold=False)
+
+
+def folds(path: Path, max_items: int = 1000) -> bool:
+    """Whether the fold reads this log through without giving up."""
+    return fold_module.project_folded(ChainReader(path), max_items) is not None
+
+
+class Lines(list[bytes]):
+    """A log's lines (a short repr: hypothesis prints its arguments)."""
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} lines>"
+
+
+@pytest.fixture(scope="module")
+def bench_lines(tmp_path_factory: pytest.TempPathFactory) -> Lines:
+    path = tmp_path_factory.mktemp("fold") / "events.jsonl"
+    write_benchmark_log(path, events=6_000, seed=31)  # ~3 MB: three blocks, pairs across their edges
+    return Lines(path.read_bytes().splitlines(keepends=True))
+
+
+def write_layout(lines: list[bytes], path: Path, layout: str, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"".join(relayout(line, layout, rng) for line in lines))
+    return path
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize(("max_items", "max_groups"), [(1000, 4096), (7, 1), (0, 3)])
+def test_the_benchmark_log_folds_to_the_same_report(
+    bench_lines: list[bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    layout: str,
+    max_items: int,
+    max_groups: int,
+) -> None:
+    monkeypatch.setattr(fold_module, "MAX_GROUPS", max_groups)  # 1: C pauses after every new group
+    path = write_layout(bench_lines, tmp_path / "events.jsonl", layout, seed=5)
+    assert folds(path, max_items)
+    folded, python = both(path, max_items=max_items)
+    assert folded == python
+    assert folded["events"] == len(bench_lines) and folded["trusted"]
+
+
+def test_a_gzip_log_folds_to_the_same_report(bench_lines: list[bytes], tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl.gz"
+    path.write_bytes(gzip.compress(b"".join(bench_lines)))
+    assert folds(path)
+    folded, python = both(path)
+    assert folded == python
+
+
+def test_more_names_than_a_table_keeps_and_groups_than_c_holds(tmp_path: Path) -> None:
+    """5,000 tool names (a table keeps 1,000, the rest pool in "(other)") in one block: C pauses at its
+    bound of groups, and the names meet the table in the log's order either way."""
+    path = tmp_path / "events.jsonl"
+    rng = random.Random(3)
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        for i in range(5_000):
+            name = f"tool-{rng.randrange(10**6)}-{i}"
+            called = w.append("tool.called", {"tool": name})
+            w.append("tool.result", {"tool": name, "ok": i % 3 == 0, "duration_ns": i}, parent_id=called["id"])
+    assert folds(path)
+    folded, python = both(path)
+    assert folded == python
+    assert "(other)" in folded["tools"]["by_tool"]
+
+
+def test_a_repaired_log_is_projected_event_by_event(tmp_path: Path) -> None:
+    """A close repair wrote is flagged with its own line: the fold gives up and the report is the Python one."""
+    path = tmp_path / "events.jsonl"
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        w.append("tool.called", VALID["tool.called"])
+        w.append("tool.result", SYNTHESIZED["tool.result"])
+    assert not folds(path)
+    folded, python = both(path)
+    assert folded == python
+    assert folded["status"] == "repaired"
+
+
+def test_a_key_c_does_not_compare_makes_the_fold_give_up(tmp_path: Path) -> None:
+    """A tool name of over 4 KiB with escapes is one C keeps undecoded: it gives up rather than guess."""
+    path = tmp_path / "events.jsonl"
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        w.append("tool.called", {"tool": "line\n" * 1_000})
+    assert not folds(path)
+    folded, python = both(path)
+    assert folded == python
+
+
+EDITS = ("delete", "swap", "flip", "garbage", "truncate", "blank")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1), edits=st.lists(st.sampled_from(EDITS), min_size=1, max_size=3))
+def test_an_edited_log_gets_the_same_report(
+    bench_lines: list[bytes], tmp_path: Path, seed: int, edits: list[str]
+) -> None:
+    """Breaks, torn tails, lines C does not take: the fold gives up or trust ends, and the report is the same."""
+    rng = random.Random(seed)
+    lines = list(bench_lines[:1_500])
+    for edit in edits:
+        i = rng.randrange(1, len(lines) - 1)
+        if edit == "delete":
+            del lines[i]
+        elif edit == "swap":
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        elif edit == "flip":
+            line = bytearray(lines[i])
+            j = rng.randrange(len(line) - 1)
+            line[j] = line[j] ^ (1 << rng.randrange(7)) or 0x20
+            lines[i] = bytes(line)
+        elif edit == "garbage":
+            lines[i] = b"not json\n"
+        elif edit == "truncate":
+            lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]
+        else:
+            lines.insert(i, b"\n")
+    path = tmp_path / f"e{seed}" / "events.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(b"".join(lines))
+    folded, python = both(path, max_items=5)
+    assert folded == python
+
+
+# --- generated runs --------------------------------------------------------------------------------
+
+#: values for the payload fields groups are keyed by, valid or not for the field, to meet C's key rules
+NAMES = ("pytest", "b", "é-ü", "😀 tool", 'tab\tand"quote', "", "x" * 250, "y" * 250 + "z", None, 7, True)
+KEYED_FIELDS = ("tool", "tool_id", "provider", "refused_by", "gate", "outcome", "status", "resolution", "reason")
+NUMBERS = {
+    "duration_ns": (0, 5, -3, 2**63 - 1, 1.5, None),
+    "latency_ms": (0, -0.0, 2.5, -1, 10**18, 1e-7, True, None),
+    "prompt_chars": (0, 1, 2**62, 2**63 - 1, -4, 3.0),
+}
+OPENS = {"step.started": "step", "tool.called": "tool", "prompt.sent": "prompt", "handshake.requested": "hs"}
+CLOSES = {
+    "step.committed": "step.started",
+    "step.rolled_back": "step.started",
+    "tool.result": "tool.called",
+    "response.received": "prompt.sent",
+    "handshake.resolved": "handshake.requested",
+}
+FREQUENT = (*OPENS, *CLOSES, "predicate.evaluated", "response.validated", "tool.invocation.post")
+
+
+def _writer(path: Path) -> EventWriter:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    counter = iter(range(1, 10**9))
+    return EventWriter(
+        path,
+        run_id="1a2b3c4d5e6f708192a3b4c5d6e7f809",
+        fsync=FsyncPolicy.NEVER,
+        strict=False,
+        redaction=None,
+        new_id=lambda: f"{next(counter):032x}",
+        clock=iter(range(1_764_000_000_000_000_000, 2**62, 1_000_003)).__next__,
+    )
+
+
+def _events(rng: random.Random, n: int) -> Iterator[tuple[str, dict[str, Any], str | None, str | None]]:
+    """(kind, payload, step_id, parent_id): a run's events with their keys and numbers drawn at random."""
+    steps = [f"{0xA000 + i:032x}" for i in range(3)]
+    opened: dict[str, list[int]] = {kind: [] for kind in OPENS}
+    ids = 1  # the writer's ids count from 1, in the order events are written
+    yield "run.started", VALID["run.started"], None, None
+    for _ in range(n):
+        ids += 1
+        r = rng.random()
+        if r < 0.08:
+            kind = "run.completed"
+        elif r < 0.7:
+            kind = rng.choice(FREQUENT)
+        else:
+            kind = rng.choice(sorted(VALID))
+        synthesized = kind in SYNTHESIZED and rng.random() < 0.03
+        payload = dict(SYNTHESIZED[kind] if synthesized else VALID[kind])
+        changes: list[tuple[str, object]] = [(f, rng.choice(NAMES)) for f in KEYED_FIELDS if f in payload]
+        changes += [(f, rng.choice(v)) for f, v in NUMBERS.items() if f in payload or rng.random() < 0.1]
+        if kind == "tool.result":
+            changes.append(("ok", rng.choice((True, False, None))))
+        if kind == "predicate.evaluated":
+            changes += [
+                ("predicate_id", rng.choice(("p1", "p2", "ü3", "q" * 300, None))),
+                ("required", rng.random() < 0.7),
+                ("ok", rng.random() < 0.5),
+            ]
+        if payload:
+            changes.append((rng.choice(sorted(payload)), ABSENT))
+        for field, value in changes:  # each kept where the schema allows it, and now and then where it does not
+            changed = {k: v for k, v in {**payload, field: value}.items() if v is not ABSENT}
+            if rng.random() < 0.005 or not VALIDATORS[kind](changed):
+                payload = changed
+        parent = None
+        if kind in OPENS:
+            opened[kind].append(ids)
+        elif kind in CLOSES and opened[CLOSES[kind]] and rng.random() < 0.8:
+            parent = f"{rng.choice(opened[CLOSES[kind]]):032x}"  # else paired by its queue, or not at all
+        yield kind, payload, rng.choice((*steps, None)), parent
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 120),
+    layout=st.sampled_from(LAYOUTS),
+    max_items=st.sampled_from([1, 3, 1000]),
+    max_groups=st.sampled_from([1, 2, 4096]),
+)
+def test_generated_runs_fold_to_the_same_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int, n: int, layout: str, max_items: int, max_groups: int
+) -> None:
+    monkeypatch.setattr(fold_module, "MAX_GROUPS", max_groups)
+    rng = random.Random(seed)
+    written = tmp_path / f"w{seed}" / "events.jsonl"
+    written.unlink(missing_ok=True)  # (hypothesis runs examples in one tmp_path)
+    with _writer(written) as w:
+        for kind, payload, step_id, parent in _events(rng, n):
+            w.append(kind, payload, step_id=step_id, parent_id=parent)
+    path = write_layout(written.read_bytes().splitlines(keepends=True), tmp_path / f"l{seed}" / "events.jsonl", layout)
+    folded, python = both(path, max_items=max_items)
+    assert folded == python
+
+
+def test_generated_runs_are_mostly_folded(tmp_path: Path) -> None:
+    """The generator above is no test of the fold if the fold gives up on all it makes: most runs fold."""
+    folded = 0
+    for seed in range(40):
+        path = tmp_path / f"r{seed}" / "1a2b3c4d5e6f708192a3b4c5d6e7f809" / "events.jsonl"
+        with _writer(path) as w:
+            for kind, payload, step_id, parent in _events(random.Random(seed), 15):
+                w.append(kind, payload, step_id=step_id, parent_id=parent)
+        folded += folds(path)
+    assert folded >= 10
