@@ -308,3 +308,10 @@ def test_generated_runs_are_mostly_folded(tmp_path: Path) -> None:
                 w.append(kind, payload, step_id=step_id, parent_id=parent)
         folded += folds(path)
     assert folded >= 10
+
+
+def test_a_cap_beyond_any_count_folds(bench_lines: Lines, tmp_path: Path) -> None:
+    """``--max-items`` past what C counts in (2^63 here, from the option fuzz): every step itemized, as in Python."""
+    path = write_layout(bench_lines[:800], tmp_path / "events.jsonl", "ours")
+    folded, python = both(path, max_items=2**63)
+    assert folded == python and len(folded["steps"]["items"]) == folded["steps"]["started"]

@@ -42,7 +42,7 @@ class FoldedProjection:
 
     def __init__(self, projector: Projector) -> None:
         self.projector = projector
-        self.max_items = projector.max_items
+        self.max_items = min(projector.max_items, 2**62)  # (C counts in 64 bits: a larger cap is never reached)
         self.max_groups = MAX_GROUPS
         self.rules: dict[str, Rule] = {}
         self._apply: dict[str, Applier] = {}
