@@ -3725,7 +3725,7 @@ static int fold_line(Fold *F, uint32_t ki, const Line *L, Py_ssize_t line, const
             fold_give_up(F, "a number not converted");
             return 0;
         }
-        dv = d->v;
+        dv = d->v + 0.0; /* -0.0 is kept as 0.0, as Python keeps it (tools.py): the sign of zero is no latency */
         valid = dv >= 0;
     }
     if (k->value == FV_NUM_NONNEG && buf_put(kb, &valid, 1) < 0) /* (the handler names the tool only then) */
@@ -5099,14 +5099,19 @@ static PyObject *fold_take(Fold *F, PyObject *arg)
         }
         PyList_SET_ITEM(groups, (Py_ssize_t)i, t);
     }
-    PyObject *records = PyList_New(0);
-    if (records)
-        res = Py_BuildValue("(NNN)", groups, F->records, buf_bytes(&F->durations));
-    else
+    /* F->records is handed out only once all else is built (a failure leaves the fold as it was) */
+    PyObject *durations = buf_bytes(&F->durations), *records = durations ? PyList_New(0) : NULL;
+    if (!records) {
+        Py_XDECREF(durations);
         Py_DECREF(groups);
-    if (!res)
         return NULL;
-    F->records = records;
+    }
+    res = Py_BuildValue("(NON)", groups, F->records, durations); /* (on failure it releases the N's) */
+    if (!res) {
+        Py_DECREF(records);
+        return NULL;
+    }
+    Py_SETREF(F->records, records);
     F->durations.n = 0;
     if (all)
         groups_clear(F);

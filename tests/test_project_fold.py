@@ -71,6 +71,11 @@ def both(path: Path, **options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return project_file(path, opts), project_file(path, opts, fold=False)
 
 
+def same(folded: dict[str, Any], python: dict[str, Any]) -> bool:
+    """Equal, and the same JSON (``==`` cannot tell -0.0 from 0.0)."""
+    return folded == python and orjson.dumps(folded) == orjson.dumps(python)
+
+
 def folds(path: Path, max_items: int = 1000) -> bool:
     """Whether the fold reads this log through without giving up."""
     return fold_module.project_folded(ChainReader(path), max_items) is not None
@@ -111,7 +116,7 @@ def test_the_benchmark_log_folds_to_the_same_report(
     path = write_layout(bench_lines, tmp_path / "events.jsonl", layout, seed=5)
     assert folds(path, max_items)
     folded, python = both(path, max_items=max_items)
-    assert folded == python
+    assert same(folded, python)
     assert folded["events"] == len(bench_lines) and folded["trusted"]
 
 
@@ -120,7 +125,7 @@ def test_a_gzip_log_folds_to_the_same_report(bench_lines: list[bytes], tmp_path:
     path.write_bytes(gzip.compress(b"".join(bench_lines)))
     assert folds(path)
     folded, python = both(path)
-    assert folded == python
+    assert same(folded, python)
 
 
 def test_more_names_than_a_table_keeps_and_groups_than_c_holds(tmp_path: Path) -> None:
@@ -136,7 +141,7 @@ def test_more_names_than_a_table_keeps_and_groups_than_c_holds(tmp_path: Path) -
             w.append("tool.result", {"tool": name, "ok": i % 3 == 0, "duration_ns": i}, parent_id=called["id"])
     assert folds(path)
     folded, python = both(path)
-    assert folded == python
+    assert same(folded, python)
     assert "(other)" in folded["tools"]["by_tool"]
 
 
@@ -149,7 +154,7 @@ def test_a_repaired_log_is_projected_event_by_event(tmp_path: Path) -> None:
         w.append("tool.result", SYNTHESIZED["tool.result"])
     assert not folds(path)
     folded, python = both(path)
-    assert folded == python
+    assert same(folded, python)
     assert folded["status"] == "repaired"
 
 
@@ -161,7 +166,28 @@ def test_a_key_c_does_not_compare_makes_the_fold_give_up(tmp_path: Path) -> None
         w.append("tool.called", {"tool": "line\n" * 1_000})
     assert not folds(path)
     folded, python = both(path)
-    assert folded == python
+    assert same(folded, python)
+
+
+def test_zero_latencies_of_either_sign_give_the_same_percentiles(tmp_path: Path) -> None:
+    """Two groups land in one tool's row (an absent tool_id is "(none)", as is that name): C appends each
+    group's samples at once, out of the log's order, so a -0.0 among them must not keep its sign (review)."""
+    path = tmp_path / "events.jsonl"
+    post = VALID["tool.invocation.post"]
+    unnamed = {k: v for k, v in post.items() if k != "tool_id"}
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        for payload in ({**post, "tool_id": "(none)", "latency_ms": 0}, {**unnamed, "latency_ms": 0}) * 2:
+            w.append("tool.invocation.post", payload)
+        w.append("tool.invocation.post", {**post, "tool_id": "neg", "latency_ms": 0})
+    lines = path.read_bytes().splitlines(keepends=True)
+    for i in (1, 3, 5):  # -0.0 and 0 are one number to JCS: the hashes hold
+        lines[i] = lines[i].replace(b'"latency_ms":0', b'"latency_ms":-0.0')
+    path.write_bytes(b"".join(lines))
+    assert folds(path)
+    folded, python = both(path)
+    assert same(folded, python)
+    assert b"-0.0" not in orjson.dumps(folded["tools"])  # (a tool of -0.0 latencies alone: 0.0 in both folds)
 
 
 EDITS = ("delete", "swap", "flip", "garbage", "truncate", "blank")
@@ -196,13 +222,13 @@ def test_an_edited_log_gets_the_same_report(
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(b"".join(lines))
     folded, python = both(path, max_items=5)
-    assert folded == python
+    assert same(folded, python)
 
 
 # --- generated runs --------------------------------------------------------------------------------
 
 #: values for the payload fields groups are keyed by, valid or not for the field, to meet C's key rules
-NAMES = ("pytest", "b", "é-ü", "😀 tool", 'tab\tand"quote', "", "x" * 250, "y" * 250 + "z", None, 7, True)
+NAMES = ("pytest", "b", "é-ü", "😀 tool", 'tab\tand"quote', "", "x" * 250, "y" * 250 + "z", "(none)", None, 7, True)
 KEYED_FIELDS = ("tool", "tool_id", "provider", "refused_by", "gate", "outcome", "status", "resolution", "reason")
 NUMBERS = {
     "duration_ns": (0, 5, -3, 2**63 - 1, 1.5, None),
@@ -295,7 +321,7 @@ def test_generated_runs_fold_to_the_same_report(
             w.append(kind, payload, step_id=step_id, parent_id=parent)
     path = write_layout(written.read_bytes().splitlines(keepends=True), tmp_path / f"l{seed}" / "events.jsonl", layout)
     folded, python = both(path, max_items=max_items)
-    assert folded == python
+    assert same(folded, python)
 
 
 def test_generated_runs_are_mostly_folded(tmp_path: Path) -> None:
@@ -314,4 +340,4 @@ def test_a_cap_beyond_any_count_folds(bench_lines: Lines, tmp_path: Path) -> Non
     """``--max-items`` past what C counts in (2^63 here, from the option fuzz): every step itemized, as in Python."""
     path = write_layout(bench_lines[:800], tmp_path / "events.jsonl", "ours")
     folded, python = both(path, max_items=2**63)
-    assert folded == python and len(folded["steps"]["items"]) == folded["steps"]["started"]
+    assert same(folded, python) and len(folded["steps"]["items"]) == folded["steps"]["started"]

@@ -138,8 +138,8 @@ class ToolTable:
 
     def _post(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         latency = as_num(payload.get("latency_ms"))
-        if latency is not None and latency >= 0:
-            self._tool(payload.get("tool_id")).post_ms.append(float(latency))
+        if latency is not None and latency >= 0:  # (+ 0.0: a -0.0 is kept as 0.0, as C keeps it, so the
+            self._tool(payload.get("tool_id")).post_ms.append(float(latency) + 0.0)  # samples' order is moot)
 
     def _post_group(self, g: Group) -> None:
         if g.nums:  # (the group's every post has a latency, or none has)
