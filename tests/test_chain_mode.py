@@ -25,6 +25,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from log_edits import EDITS, edit_lines
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
@@ -107,32 +108,6 @@ def base_lines(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
 
 
-def _edit(lines: list[bytes], rng: random.Random, kind: str, at: int | None = None) -> None:
-    i = rng.randrange(1, len(lines) - 1) if at is None else at
-    if kind == "duplicate":  # same id twice (and a chain break after it)
-        lines.insert(i, lines[i - 1])
-    elif kind == "delete":
-        del lines[i]
-    elif kind == "swap":
-        lines[i], lines[i + 1] = lines[i + 1], lines[i]
-    elif kind == "flip":
-        line = bytearray(lines[i])
-        j = rng.randrange(len(line) - 1)
-        line[j] = line[j] ^ (1 << rng.randrange(7)) or 0x20
-        lines[i] = bytes(line)
-    elif kind == "garbage":
-        lines[i] = b"not json\n"
-    elif kind == "blank":
-        lines.insert(i, b"\n")
-    elif kind == "crlf":
-        lines[i] = lines[i][:-1] + b"\r\n"
-    elif kind == "non_object":
-        lines.insert(i, b"[1, 2]\n")
-
-
-EDITS = ("duplicate", "delete", "swap", "flip", "garbage", "blank", "crlf", "non_object")
-
-
 @settings(
     max_examples=int(os.environ.get("RACT_CHAIN_EXAMPLES", "30")),
     deadline=None,
@@ -156,7 +131,7 @@ def test_chain_mode_agrees_on_edited_logs(
     rng = random.Random(seed)
     lines = list(base_lines)
     for kind in edits:
-        _edit(lines, rng, kind)
+        edit_lines(lines, rng, kind)
     if rng.random() < 0.3:
         lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]  # a torn tail (or a last line without "\n")
     path = tmp_path / f"e{seed}" / "events.jsonl"
@@ -174,7 +149,7 @@ def _edited_reads_agree(
     lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, at: int
 ) -> tuple[object, ...]:
     """Edit ``lines`` at ``at``, write them, and hold the readings and the hinted searches to one verdict."""
-    _edit(lines, random.Random(at), kind, at)
+    edit_lines(lines, random.Random(at), kind, at)
     path = tmp_path / f"{kind}-{at}" / "events.jsonl"
     path.parent.mkdir()
     path.write_bytes(b"".join(lines))
@@ -262,7 +237,7 @@ def test_long_lines_go_to_c_alone_and_agree(
     lines = _with_blobs(lines, at, BATCH_LINE_BYTES + 10)
     if kind != "none":
         for where in sorted(at)[1:4]:  # an edit on a long line, or right next to one
-            _edit(lines, random.Random(where), kind, where)
+            edit_lines(lines, random.Random(where), kind, where)
     path = tmp_path / kind / "events.jsonl"
     path.parent.mkdir()
     path.write_bytes(b"".join(lines))
@@ -541,7 +516,7 @@ def test_chain_mode_in_small_reads_agrees(
     and a read holding no whole line: the verdict, handles and searches of 1 MiB reads."""
     lines = base_lines[:400]
     if kind != "none":
-        _edit(lines := list(lines), random.Random(block), kind, 200)
+        edit_lines(lines := list(lines), random.Random(block), kind, 200)
     path = tmp_path / kind / "events.jsonl"
     path.parent.mkdir()
     path.write_bytes(b"".join(lines))

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kind_examples import ABSENT, SYNTHESIZED, VALID
+from log_edits import EDITS, edit_lines
 
 from ract_cli.format.kinds import VALIDATORS
 from ract_cli.format.model import ENVELOPE_ORDER
@@ -190,34 +191,22 @@ def test_zero_latencies_of_either_sign_give_the_same_percentiles(tmp_path: Path)
     assert b"-0.0" not in orjson.dumps(folded["tools"])  # (a tool of -0.0 latencies alone: 0.0 in both folds)
 
 
-EDITS = ("delete", "swap", "flip", "garbage", "truncate", "blank")
-
-
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 2**32 - 1), edits=st.lists(st.sampled_from(EDITS), min_size=1, max_size=3))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    edits=st.lists(st.sampled_from(EDITS), min_size=1, max_size=3),
+    torn=st.booleans(),
+)
 def test_an_edited_log_gets_the_same_report(
-    bench_lines: list[bytes], tmp_path: Path, seed: int, edits: list[str]
+    bench_lines: Lines, tmp_path: Path, seed: int, edits: list[str], torn: bool
 ) -> None:
     """Breaks, torn tails, lines C does not take: the fold gives up or trust ends, and the report is the same."""
     rng = random.Random(seed)
     lines = list(bench_lines[:1_500])
-    for edit in edits:
-        i = rng.randrange(1, len(lines) - 1)
-        if edit == "delete":
-            del lines[i]
-        elif edit == "swap":
-            lines[i], lines[i + 1] = lines[i + 1], lines[i]
-        elif edit == "flip":
-            line = bytearray(lines[i])
-            j = rng.randrange(len(line) - 1)
-            line[j] = line[j] ^ (1 << rng.randrange(7)) or 0x20
-            lines[i] = bytes(line)
-        elif edit == "garbage":
-            lines[i] = b"not json\n"
-        elif edit == "truncate":
-            lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]
-        else:
-            lines.insert(i, b"\n")
+    for kind in edits:
+        edit_lines(lines, rng, kind)
+    if torn:
+        lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]
     path = tmp_path / f"e{seed}" / "events.jsonl"
     path.parent.mkdir(exist_ok=True)
     path.write_bytes(b"".join(lines))
