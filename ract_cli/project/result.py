@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, overload
@@ -40,7 +39,10 @@ class SpilledReports(Sequence[Report]):
 
     def __init__(self, reports: Iterable[Report] = ()) -> None:
         self._file: IO[bytes] | None = None
-        self._memory: list[bytes] | None = None  # only when no temporary file could be made
+        # the reports not in the file: the first (one log's report is never spilled: making the file costs a
+        # one-log call more than the report), or all of them when no temporary file could be made
+        self._memory: list[bytes] | None = []
+        self._spills = True
         self._offsets = array("Q")
         self._end = 0
         for report in reports:
@@ -51,15 +53,25 @@ class SpilledReports(Sequence[Report]):
             data = b"o" + orjson.dumps(report) + b"\n"
         except (TypeError, orjson.JSONEncodeError):
             data = b"j" + json.dumps(report, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
-        if self._memory is not None:
+        if self._memory is not None and (not self._memory or not self._spills):
             self._memory.append(data)
             return
-        if self._file is None:
+        if self._file is None:  # the second report: every report goes to the file from here on
+            import tempfile  # (a fleet's only: its import costs a one-log call ~5 ms)
+
             try:
                 self._file = tempfile.TemporaryFile()  # unlinked at once: gone with the process, whatever happens
             except OSError:  # no writable temporary directory: keep the (compact) reports in memory instead
-                self._memory = [data]
+                self._spills = False
+                self.append(report)
                 return
+            kept, self._memory = self._memory or [], None
+            for earlier in kept:
+                self._write(earlier)
+        self._write(data)
+
+    def _write(self, data: bytes) -> None:
+        assert self._file is not None
         fd = self._file.fileno()
         view, offset = memoryview(data), self._end
         while view:
