@@ -10,8 +10,9 @@ folds one event; both end in the same code, the handler with a count of 1.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -78,6 +79,29 @@ class Group(NamedTuple):
         return payload
 
 
-#: a part's fold of one kind: its rule, and what applies one group
-Applier = Callable[[Group], None]
+class Gathered:
+    """A group gathered in Python (the Python core's fold, ``project.fold``): what ``Group`` says, kept as it goes."""
+
+    __slots__ = ("kind", "last_line", "last_payload", "n", "payload", "samples", "total")
+
+    def __init__(self, kind: str, payload: Payload, samples: array[int] | array[float] | None) -> None:
+        self.kind = kind
+        self.payload = payload  # the first event's (its key fields are every event's)
+        self.last_payload: Payload = payload
+        self.last_line = 0
+        self.n = 0
+        self.samples = samples
+        self.total = 0
+
+    @property
+    def ints(self) -> bytes:
+        return self.samples.tobytes() if self.samples is not None and self.samples.typecode == "q" else b""
+
+    @property
+    def nums(self) -> bytes:
+        return self.samples.tobytes() if self.samples is not None and self.samples.typecode == "d" else b""
+
+
+#: a part's fold of one kind: its rule, and what applies one group (a ``Group`` from C, or ``Gathered``)
+Applier = Callable[[Any], None]
 FoldRules = dict[str, tuple[Rule, Applier]]

@@ -70,6 +70,9 @@ class FoldSink(Protocol):
     def closed(self, event: Event, paired: Any, line: int, raw: bytes) -> None:
         """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
 
+    def fold_event(self, event: Event, line: int, paired: Any) -> None:
+        """(The Python core) one event its chain mode took, in log order, the tracker fed (``paired``)."""
+
 
 class Batches:
     """Chain mode for one file: its ``Chain`` (sharing the state's id set) and the verifier to call."""

@@ -13,7 +13,7 @@ taken goes back to the reader, which feeds it line by line as ever
 from __future__ import annotations
 
 from ract_cli.read.chain import ChainState
-from ract_cli.read.chain_mode import Candidate
+from ract_cli.read.chain_mode import Candidate, FoldSink
 from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
 from ract_cli.read.handles import HANDLE_KINDS
 
@@ -27,10 +27,11 @@ def body_end(data: bytes, end: int) -> int:
 class PythonBatches:
     """``Batches``' ``take_block`` for the Python core: the lines of a block up to the first it does not take."""
 
-    def __init__(self, state: ChainState, schema_version: int) -> None:
+    def __init__(self, state: ChainState, schema_version: int, fold: FoldSink | None = None) -> None:
         self.state = state
         self.schema_version = schema_version
         self.wanted = None  # (only ``read_all``: no event is handed out)
+        self.fold = fold  # a fold (``ChainReader.fold``): each event taken goes to ``fold.fold_event``
 
     def take_block(
         self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
@@ -48,6 +49,7 @@ class PythonBatches:
         if not first and (run_id is None or prev_ts is None or last_ts is None):
             return pos, 0  # (no such state: an event sets all three)
         add_id, feed_handle, schema_version = state._ids.add, state.handles.feed, self.schema_version
+        fold = self.fold.fold_event if self.fold is not None else None
         limit = min(max_line, BIG_LINE_BYTES)
         taken = 0
         find = data.find
@@ -74,8 +76,9 @@ class PythonBatches:
                 last_ts = ts
             expected = stored
             taken += 1
-            if event["kind"] in HANDLE_KINDS:
-                feed_handle(event, line_no + taken - 1, offset + pos)
+            paired = feed_handle(event, line_no + taken - 1, offset + pos) if event["kind"] in HANDLE_KINDS else None
+            if fold is not None:
+                fold(event, line_no + taken - 1, paired)
             pos = end + 1
         if taken:
             state.expected_prev = state.head = expected

@@ -133,14 +133,15 @@ class ChainReader:
         """Whether ``fold`` can read this log: the native core, RACT's line analysis, a file read again at will."""
         return (
             self._kind.analyze is analyze_line
-            and fastpath.prove is fastpath.native_analyze
+            and fastpath.prove in (fastpath.native_analyze, fastpath.fast_analyze)
             and not is_stdin(self.path)
             and not self.done
         )
 
     def fold(self, sink: FoldSink) -> None:
-        """Read to the end, every line taken by the native chain mode and folded in C (``_core.Fold``), the
-        events it leaves to Python handed to ``sink`` in order.
+        """Read to the end, every line taken by chain mode and folded: in C (``_core.Fold``) with the native
+        core, the events it leaves to Python handed to ``sink`` in order; with the Python core every event
+        goes to ``sink.fold_event`` as ``python_chain`` takes it.
 
         Raises ``FoldGaveUp`` at the first line C did not take, or that it could not fold exactly: the
         caller reads the log again without a fold (``can_fold`` first).
@@ -157,6 +158,8 @@ class ChainReader:
         """Chain mode for this read, or None: it needs RACT's line analysis; with the native core, when
         events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain); with
         the Python core, ``read_all`` (its loop takes no event to hand out)."""
+        if self._fold is not None and fastpath.prove is fastpath.fast_analyze:
+            return PythonBatches(self.state, self.schema_version, fold=self._fold)
         if self._fold is not None:
             return Batches(self.state, self.schema_version, self.max_line_bytes, None, fold=self._fold)
         if self._kind.analyze is not analyze_line:
@@ -308,7 +311,7 @@ class ChainReader:
             if item is _HANDED_OUT:
                 continue
             if self._fold is not None:
-                raise FoldGaveUp(f"line {item[0]} is not one C takes")
+                raise FoldGaveUp(f"line {item[0]} is not one chain mode takes")
             line_no, start, raw = item
             if (
                 cap is not None
