@@ -13,6 +13,7 @@ a result).
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -55,6 +56,18 @@ def rows(ctx) -> list[dict]:
             "python fold": lambda: project_file(log, fold=False),
         }
     )
+    before = os.environ.get("RACT_CORE")
+    os.environ["RACT_CORE"] = "python"  # the Python core's fold (python_chain), against its own verify
+    try:
+        python_core = _alternating(
+            {"verify": lambda: verify_paths([log], VerifyOptions(jobs=1)), "project": lambda: project_file(log)},
+            rounds=3,
+        )
+    finally:
+        if before is None:
+            os.environ.pop("RACT_CORE")
+        else:
+            os.environ["RACT_CORE"] = before
     verify_cli = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", "1", str(log)])
     cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(log)])
     return [
@@ -72,6 +85,14 @@ def rows(ctx) -> list[dict]:
             best["python fold"],
             ratio=best["verify"] / best["python fold"],
             ratio_of="verify",
+        ),
+        ctx.row(
+            "ract trace project, RACT_CORE=python (library; its verify alternating)",
+            ctx.events,
+            python_core["project"],
+            ratio=python_core["verify"] / python_core["project"],
+            ratio_of="verify",
+            target=TARGET,
         ),
         ctx.row(
             "  ract trace project --format json (subprocess, against verify -q --jobs 1)",
