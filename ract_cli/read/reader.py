@@ -130,7 +130,7 @@ class ChainReader:
         return self.findings
 
     def can_fold(self) -> bool:
-        """Whether ``fold`` can read this log: the native core, RACT's line analysis, a file read again at will."""
+        """Whether ``fold`` can read this log: a chain mode (either core), RACT's line analysis, a file read again."""
         return (
             self._kind.analyze is analyze_line
             and fastpath.prove in (fastpath.native_analyze, fastpath.fast_analyze)
