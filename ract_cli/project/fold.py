@@ -78,24 +78,21 @@ class FoldedProjection:
         self.projector = projector
         self.max_items = min(projector.max_items, 2**62)  # (C counts in 64 bits: a larger cap is never reached)
         self.max_groups = MAX_GROUPS
-        self.rules: dict[str, Rule] = {}
         self._apply: dict[str, Applier] = {}
         p = projector
+        grouped: dict[str, Rule] = {}
         for part in (p.tools, p.providers, p.predicates, p.steps, p.handshakes, p.sandbox, p.signals):
             for kind, (rule, apply) in part.fold_rules().items():
-                self.rules[kind] = rule
+                grouped[kind] = rule
                 self._apply[kind] = apply
-        for k in KINDS:
-            if k.name not in self.rules:
-                # a run's close reads the predicates C groups: C stops after it, its groups applied first
-                self.rules[k.name] = left(k.name in RUN_CLOSES) if p.handles_kind(k.name) else counted()
-        self.wanted: KindTest = frozenset(k for k, rule in self.rules.items() if rule[0] in (LEFT, STOP)).__contains__
+        self.rules, self.wanted = _every_rule(grouped, projector)
         self._item_ids: dict[int, str] = {}  # an itemized step open's line -> its id
         self._fold: Any = None
-        # the Python core's fold: events per kind, and the groups gathering (in the order they began)
+        # the Python core's fold: events per kind, the groups gathering (in the order they began), and each
+        # kind's function (``_folder``), made at its first event: a fold in C never needs them
         self._counts: dict[str, int] = {}
         self._gathered: dict[tuple[object, ...], Gathered] = {}
-        self._folders = {kind: self._folder(kind, rule) for kind, rule in self.rules.items()}
+        self._folders: dict[str, Callable[[Event, int, OpenHandle | None], None] | None] = {}
 
     def started(self, fold: Any) -> None:
         self._fold = fold
@@ -124,9 +121,14 @@ class FoldedProjection:
         kind = event["kind"]
         counts = self._counts
         counts[kind] = counts.get(kind, 0) + 1
-        fold = self._folders.get(kind, _NO_RULE)
+        folders = self._folders or self._make_folders()
+        fold = folders.get(kind, _NO_RULE)
         if fold is not None:
             fold(event, line, paired)
+
+    def _make_folders(self) -> dict[str, Callable[[Event, int, OpenHandle | None], None] | None]:
+        self._folders = {kind: self._folder(kind, rule) for kind, rule in self.rules.items()}
+        return self._folders
 
     def _folder(self, kind: str, rule: Rule) -> Callable[[Event, int, OpenHandle | None], None] | None:
         """How ``fold_event`` folds an event of ``kind`` once counted (None: it is only counted)."""
@@ -215,6 +217,25 @@ class FoldedProjection:
         p.events = sum(counts.values())
         if p.events:  # (C took every line: the clock never went back, one run, the last hash the head)
             p.run_id, p.head, p.first_ts, p.last_ts = state.run_id, state.head, state.first_ts, state.last_ts
+
+
+#: every kind's rule, and the kinds left to Python: the same for every projection (the parts' code), made once
+_RULES: tuple[dict[str, Rule], KindTest] | None = None
+
+
+def _every_rule(grouped: dict[str, Rule], projector: Projector) -> tuple[dict[str, Rule], KindTest]:
+    """The parts' rules (``grouped``) and one for every other kind: counted, or left to Python when the
+    projector does more with it than count it."""
+    global _RULES
+    if _RULES is None:
+        rules = dict(grouped)
+        for k in KINDS:
+            if k.name not in rules:
+                # a run's close reads the predicates C groups: C stops after it, its groups applied first
+                rules[k.name] = left(k.name in RUN_CLOSES) if projector.handles_kind(k.name) else counted()
+        left_kinds = frozenset(kind for kind, rule in rules.items() if rule[0] in (LEFT, STOP))
+        _RULES = rules, left_kinds.__contains__
+    return _RULES
 
 
 def project_folded(reader: ChainReader, max_items: int) -> Projector | None:
