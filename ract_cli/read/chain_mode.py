@@ -144,7 +144,7 @@ class Batches:
         state, chain, fold, sink = self.state, self.chain, self.fold, self.sink
         assert fold is not None and sink is not None
         state.to_native(chain)
-        stop, taken, last, found = self.verifier.check_block(
+        stop, taken, _, found = self.verifier.check_block(
             data, pos, chain=chain, max_line=max_line, fold=fold, first_line=line_no
         )
         self.paused = fold.paused
@@ -166,7 +166,6 @@ class Batches:
                 paired = feed_handle(event, line, offset + at)
                 if event["kind"] in close_kinds:
                     sink.closed(event, paired, line, data[at : index(b"\n", at)])
-            self.last = (line_no + taken - 1, offset + last, data[last : index(b"\n", last) + 1])
         return stop, taken
 
     def _event_of(self, compact: tuple[Any, ...], raw: bytes) -> tuple[Event, bool]:
