@@ -70,35 +70,18 @@ def rows(ctx) -> list[dict]:
             os.environ["RACT_CORE"] = before
     verify_cli = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", "1", str(log)])
     cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(log)])
+
+    def row(name: str, seconds: float, verify_seconds: float, target: float | None = None) -> dict:
+        return ctx.row(name, ctx.events, seconds, ratio=verify_seconds / seconds, ratio_of="verify", target=target)
+
     return [
-        ctx.row(
-            "ract trace project (library, 1 log; verify alternating with it)",
-            ctx.events,
-            best["project"],
-            ratio=best["verify"] / best["project"],
-            ratio_of="verify",
-            target=TARGET,
-        ),
-        ctx.row(
-            "  the same, folded in Python (fold=False, for the record)",
-            ctx.events,
-            best["python fold"],
-            ratio=best["verify"] / best["python fold"],
-            ratio_of="verify",
-        ),
-        ctx.row(
+        row("ract trace project (library, 1 log; verify alternating with it)", best["project"], best["verify"], TARGET),
+        row("  the same, folded in Python (fold=False, for the record)", best["python fold"], best["verify"]),
+        row(
             "ract trace project, RACT_CORE=python (library; its verify alternating)",
-            ctx.events,
             python_core["project"],
-            ratio=python_core["verify"] / python_core["project"],
-            ratio_of="verify",
-            target=TARGET,
+            python_core["verify"],
+            TARGET,
         ),
-        ctx.row(
-            "  ract trace project --format json (subprocess, against verify -q --jobs 1)",
-            ctx.events,
-            cli,
-            ratio=verify_cli / cli,
-            ratio_of="verify",
-        ),
+        row("  ract trace project --format json (subprocess, against verify -q --jobs 1)", cli, verify_cli),
     ]
