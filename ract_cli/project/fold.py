@@ -17,8 +17,6 @@ gives up and the log is projected again event by event
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -26,14 +24,7 @@ import orjson
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS
 from ract_cli.project.grouping import (
-    COUNT,
-    GROUP,
-    INT_NONNEG,
-    INT_POS_SUM,
     LEFT,
-    NUM_NONNEG,
-    STEP_CLOSE,
-    STEP_OPEN,
     STOP,
     Applier,
     Gathered,
@@ -43,27 +34,12 @@ from ract_cli.project.grouping import (
     left,
 )
 from ract_cli.project.projector import Projector
+from ract_cli.project.python_fold import Folder, make_folder
 from ract_cli.project.tallies import tally
 from ract_cli.project.values import label
 from ract_cli.read.chain_mode import FoldGaveUp, KindTest
-from ract_cli.read.handles import CLOSE_KINDS, RUN_CLOSES, STEP_CLOSES, OpenHandle
+from ract_cli.read.handles import RUN_CLOSES, STEP_CLOSES, OpenHandle
 from ract_cli.read.reader import ChainReader
-
-
-class _Absent:
-    """A key field the payload does not have."""
-
-
-_ABSENT = _Absent()
-
-
-def _no_rule(event: Event, line: int, paired: OpenHandle | None) -> None:
-    raise FoldGaveUp("a kind the fold has no rule for")
-
-
-_NO_RULE = _no_rule
-_KEY_TYPES = frozenset({str, bool, type(None), _Absent})  # (the kind leads each key: a str)
-_INT64_MAX = 2**63 - 1
 
 #: C pauses once it holds this many groups (and they are applied): bounded memory, few pauses on real logs
 MAX_GROUPS = 4096
@@ -88,11 +64,10 @@ class FoldedProjection:
         self.rules, self.wanted = _every_rule(grouped, projector)
         self._item_ids: dict[int, str] = {}  # an itemized step open's line -> its id
         self._fold: Any = None
-        # the Python core's fold: events per kind, the groups gathering (in the order they began), and each
-        # kind's function (``_folder``), made at its first event: a fold in C never needs them
+        # the Python core's fold: events per kind, the groups gathering (in the order they began), each kind's folder
         self._counts: dict[str, int] = {}
         self._gathered: dict[tuple[object, ...], Gathered] = {}
-        self._folders: dict[str, Callable[[Event, int, OpenHandle | None], None] | None] = {}
+        self._folders: dict[str, Folder] = {}
 
     def started(self, fold: Any) -> None:
         self._fold = fold
@@ -115,86 +90,25 @@ class FoldedProjection:
         if durations:
             steps.durations.frombytes(durations)
 
-    def fold_event(self, event: Event, line: int, paired: OpenHandle | None) -> None:
-        """The Python core's fold of one event its chain mode took: the same groups as C's, gathered here
-        (each kind by a function made for its rule: ``_folder``)."""
-        kind = event["kind"]
-        counts = self._counts
-        counts[kind] = counts.get(kind, 0) + 1
-        folders = self._folders or self._make_folders()
-        fold = folders.get(kind, _NO_RULE)
-        if fold is not None:
-            fold(event, line, paired)
-
-    def _make_folders(self) -> dict[str, Callable[[Event, int, OpenHandle | None], None] | None]:
-        self._folders = {kind: self._folder(kind, rule) for kind, rule in self.rules.items()}
+    def folders(self) -> dict[str, Folder]:
+        """(The Python core) the folders made so far, per kind (``folder``)."""
         return self._folders
 
-    def _folder(self, kind: str, rule: Rule) -> Callable[[Event, int, OpenHandle | None], None] | None:
-        """How ``fold_event`` folds an event of ``kind`` once counted (None: it is only counted)."""
-        action, keys, value, bit, _, step = rule
-        if action == COUNT:
-            return None
-        projector = self.projector
-        if action != GROUP:
-            apply = self._apply_gathered
-
-            def leave(event: Event, line: int, paired: OpenHandle | None) -> None:
-                if action == STOP:
-                    apply()  # (its handler reads what groups fold)
-                projector.feed_left(event, line)
-
-            return leave
-        gathered, max_groups, steps = self._gathered, self.max_groups, projector.steps
-        close = kind in CLOSE_KINDS
-        first_key, rest = (keys[0], keys[1:]) if keys else (None, ())
-        field, how = value if value is not None else (None, 0)
-        typecode = "q" if how == INT_NONNEG else "d" if how == NUM_NONNEG else None
-
-        def group(event: Event, line: int, paired: OpenHandle | None) -> None:
-            payload = event["payload"]
-            if close and payload.get("synthesized") is True:
-                raise FoldGaveUp("a close that repair wrote")
-            key: tuple[object, ...] = (kind,)
-            if first_key is not None:  # (the key's values: a string, true, false, null or absent, as C's)
-                key = (kind, payload.get(first_key, _ABSENT), *[payload.get(f, _ABSENT) for f in rest])
-                for v in key:
-                    if v.__class__ not in _KEY_TYPES:
-                        raise FoldGaveUp("a key value the fold does not compare")
-            if bit is not None:
-                key += (payload.get(bit[0]) == bit[1],)
-            sample: int | float | None = None
-            if field is not None:
-                v = payload.get(field)
-                if v.__class__ is int and (v > 0 if how == INT_POS_SUM else v >= 0):
-                    sample = v if how != NUM_NONNEG else float(v) + 0.0
-                elif how == NUM_NONNEG and v.__class__ is float and v >= 0:
-                    sample = v + 0.0  # (as C keeps it: a -0.0 is 0.0)
-                if how == NUM_NONNEG:
-                    key += (sample is not None,)  # (the handler names the tool only then)
-            found = gathered.get(key)
-            if found is None:
-                found = gathered[key] = Gathered(kind, payload, array(typecode) if typecode else None)
-            found.n += 1
-            found.last_payload = payload
-            found.last_line = line
-            if sample is not None:
-                if found.samples is not None:
-                    found.samples.append(sample)  # type: ignore[arg-type]
-                else:
-                    found.total = min(found.total + int(sample), _INT64_MAX)
-            if step == STEP_CLOSE:
-                steps.paired_close(kind, payload, line, event["timestamp_ns"], paired)
-            elif step == STEP_OPEN and len(steps.items) < steps.max_items:
-                steps.add_item(event["id"], event.get("step_id"), line)
-            if len(gathered) >= max_groups:
-                self._apply_gathered()
-
-        return group
+    def folder(self, kind: str) -> Folder:
+        """(The Python core) the fold of one event of ``kind`` that ``python_chain`` takes: the same groups
+        as C's, gathered here (``python_fold``); made at its first event, as a log holds only some kinds."""
+        rule = self.rules.get(kind)
+        if rule is None:
+            raise FoldGaveUp("a kind the fold has no rule for")
+        fold = self._folders[kind] = make_folder(
+            kind, rule, self._counts, self._gathered, self._apply_gathered, self.projector, self.max_groups
+        )
+        return fold
 
     def _apply_gathered(self) -> None:
-        apply = self._apply
+        apply, counts = self._apply, self._counts
         for group in self._gathered.values():
+            counts[group.kind] += group.n  # (the Python core counts a grouped kind here)
             apply[group.kind](group)
         self._gathered.clear()
 
@@ -213,7 +127,8 @@ class FoldedProjection:
         self._apply_gathered()  # (the Python core's)
         counts: dict[str, int] = self._fold.counts() if self._fold is not None else self._counts
         for kind in sorted(counts):
-            tally(p.kinds, label(kind), counts[kind])
+            if counts[kind]:
+                tally(p.kinds, label(kind), counts[kind])
         p.events = sum(counts.values())
         if p.events:  # (C took every line: the clock never went back, one run, the last hash the head)
             p.run_id, p.head, p.first_ts, p.last_ts = state.run_id, state.head, state.first_ts, state.last_ts

@@ -70,8 +70,12 @@ class FoldSink(Protocol):
     def closed(self, event: Event, paired: Any, line: int, raw: bytes) -> None:
         """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
 
-    def fold_event(self, event: Event, line: int, paired: Any) -> None:
-        """(The Python core) one event its chain mode took, in log order, the tracker fed (``paired``)."""
+    def folders(self) -> dict[str, Callable[[Event, int, Any], None]]:
+        """(The Python core) each kind's fold of one event its chain mode took, in log order, once the
+        tracker is fed it: ``(event, line, paired)``; a kind not there yet is asked of ``folder``."""
+
+    def folder(self, kind: str) -> Callable[[Event, int, Any], None]:
+        """(The Python core) the fold of ``kind``, made; raises ``FoldGaveUp`` for a kind it cannot fold."""
 
 
 class Batches:

@@ -31,7 +31,7 @@ class PythonBatches:
         self.state = state
         self.schema_version = schema_version
         self.wanted = None  # (only ``read_all``: no event is handed out)
-        self.fold = fold  # a fold (``ChainReader.fold``): each event taken goes to ``fold.fold_event``
+        self.fold = fold  # a fold (``ChainReader.fold``): each event taken goes to its kind's ``fold.folders()``
 
     def take_block(
         self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
@@ -49,7 +49,8 @@ class PythonBatches:
         if not first and (run_id is None or prev_ts is None or last_ts is None):
             return pos, 0  # (no such state: an event sets all three)
         add_id, feed_handle, schema_version = state._ids.add, state.handles.feed, self.schema_version
-        fold = self.fold.fold_event if self.fold is not None else None
+        sink = self.fold
+        folders = sink.folders() if sink is not None else {}
         limit = min(max_line, BIG_LINE_BYTES)
         taken = 0
         find = data.find
@@ -76,8 +77,10 @@ class PythonBatches:
                 last_ts = ts
             expected = stored
             taken += 1
-            paired = feed_handle(event, line_no + taken - 1, offset + pos) if event["kind"] in HANDLE_KINDS else None
-            if fold is not None:
+            kind = event["kind"]
+            paired = feed_handle(event, line_no + taken - 1, offset + pos) if kind in HANDLE_KINDS else None
+            if sink is not None:
+                fold = folders.get(kind) or sink.folder(kind)
                 fold(event, line_no + taken - 1, paired)
             pos = end + 1
         if taken:

@@ -141,7 +141,7 @@ class ChainReader:
     def fold(self, sink: FoldSink) -> None:
         """Read to the end, every line taken by chain mode and folded: in C (``_core.Fold``) with the native
         core, the events it leaves to Python handed to ``sink`` in order; with the Python core every event
-        goes to ``sink.fold_event`` as ``python_chain`` takes it.
+        goes to its kind's ``sink.folders()`` as ``python_chain`` takes it.
 
         Raises ``FoldGaveUp`` at the first line C did not take, or that it could not fold exactly: the
         caller reads the log again without a fold (``can_fold`` first).
