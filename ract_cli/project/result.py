@@ -227,6 +227,6 @@ class ProjectResult:
         for i, report in enumerate(self.runs):
             text = dumps(report)
             if indent:
-                text = "\n" + "\n".join("    " + line for line in text.split("\n"))
+                text = "\n    " + text.replace("\n", "\n    ")
             yield ("," if i else "") + text
         yield ("\n  ]" if indent else "]") + rest
