@@ -3428,6 +3428,7 @@ enum { FSTEP_NONE, FSTEP_OPEN, FSTEP_CLOSE };                   /* a step's open
 
 typedef struct {
     uint8_t action, value, step, last, nkeys;
+    uint8_t regrouped; /* left to Python (FA_PY), grouped since Fold.regroup: no longer handed out */
     size_t recent; /* the kind's last group: its index + 1 (0: none); a log repeats keys in runs */
     char *keys[FOLD_KEYS]; /* payload fields whose values make the key */
     uint32_t klen[FOLD_KEYS];
@@ -3798,7 +3799,8 @@ static int take_line(Taking *T, Line *L)
         }
         P->d[P->dn - 1].item = item;
         P->d[P->dn - 1].ts = L->nodes[L->val[K_TS]].u.n.i;
-    } else if (L->kind->want) {
+    } else if (L->kind->want && !(F && F->fk[L->kind - ((Verifier *)F->verifier)->kinds].regrouped)) {
+        /* (a kind left to Python is compiled as wanted; once regrouped, its lines are grouped instead) */
         PyObject *r = line_result(L, L->kind->whole, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
         int rc = item ? PyList_Append(T->found, item) : -1;
         Py_XDECREF(item);
@@ -5133,6 +5135,32 @@ static PyObject *fold_counts(Fold *F, PyObject *Py_UNUSED(ignored))
     return d;
 }
 
+PyDoc_STRVAR(fold_regroup_doc, "regroup(kind: str) -> None\n\n"
+                               "From the next call on, group the lines of a kind left to Python (action 3) by its\n"
+                               "rule's keys, value and bit, as action 2: once its handler would only count them.");
+
+static PyObject *fold_regroup(Fold *F, PyObject *name)
+{
+    const Verifier *V = (const Verifier *)F->verifier;
+    for (uint32_t i = 0; i < F->nkinds; i++) {
+        const KindEntry *e = &V->kinds[i];
+        int eq = PyObject_RichCompareBool(e->name_obj, name, Py_EQ);
+        if (eq < 0)
+            return NULL;
+        if (!eq)
+            continue;
+        if (F->fk[i].action != FA_PY || e->pairable || e->pair_open || e->closes) {
+            PyErr_Format(PyExc_ValueError, "Fold.regroup: %s is not a kind left to Python, or pairs", e->name);
+            return NULL;
+        }
+        F->fk[i].action = FA_GROUP;
+        F->fk[i].regrouped = 1;
+        Py_RETURN_NONE;
+    }
+    PyErr_SetString(PyExc_ValueError, "Fold.regroup: no such kind");
+    return NULL;
+}
+
 static PyObject *fold_get_paused(Fold *F, void *Py_UNUSED(c)) { return PyBool_FromLong(F->paused); }
 static PyObject *fold_get_gave_up(Fold *F, void *Py_UNUSED(c))
 {
@@ -5148,6 +5176,7 @@ static PyGetSetDef fold_getset[] = {
 static PyMethodDef fold_methods[] = {
     {"take", (PyCFunction)fold_take, METH_O, fold_take_doc},
     {"counts", (PyCFunction)fold_counts, METH_NOARGS, "counts() -> dict: the events folded, per kind."},
+    {"regroup", (PyCFunction)fold_regroup, METH_O, fold_regroup_doc},
     {NULL, NULL, 0, NULL},
 };
 

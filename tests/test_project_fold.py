@@ -154,6 +154,45 @@ def test_more_names_than_a_table_keeps_and_groups_than_c_holds(tmp_path: Path) -
     assert "(other)" in folded["tools"]["by_tool"]
 
 
+#: the kinds whose handlers add to capped lists: left to Python until the lists are full, then grouped
+LISTED = (
+    *("process.reaped", "response.rejected", "sandbox.unenforced", "assumption.violated", "budget.exceeded"),
+    *("whisperer.contract_violation", "manifest.ledger.refused", "laziness.gate_error", "memory.cascade_error"),
+)
+
+
+@pytest.mark.parametrize(("max_items", "max_groups"), [(0, 4096), (5, 1), (40, 3), (1000, 4096)])
+def test_listed_kinds_are_grouped_once_their_lists_are_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_items: int, max_groups: int
+) -> None:
+    """Reaps, rejections, flags and errors, each past the caps (1,600 reap reasons: the table keeps 1,000 in
+    the log's order, the rest pool in "(other)"): the fold groups each kind once its lists are full, and
+    the report is the one folding each event gives."""
+    monkeypatch.setattr(fold_module, "MAX_GROUPS", max_groups)
+    path = tmp_path / "events.jsonl"
+    rng = random.Random(max_items)
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        for i in range(3_600):
+            kind = LISTED[i // 3 % len(LISTED)] if i % 3 else "process.reaped"
+            payload = dict(VALID[kind])
+            if kind == "process.reaped":
+                payload["reason"] = f"reason-{rng.randrange(10**6)}-{i}"
+            if kind == "response.rejected":
+                payload["should_halt"] = rng.choice((True, False))
+            w.append(kind, payload)
+    folded, python = both(path, max_items=max_items)
+    assert same(folded, python)
+    assert "(other)" in folded["process_reaps"]["by_reason"]
+    reader = ChainReader(path)
+    sink = fold_module.FoldedProjection(fold_module.Projector(max_items=max_items, handles=reader.handles))
+    reader.fold(sink)
+    if max_items < 100:
+        assert sorted(sink.regrouped) == sorted(LISTED)
+    else:  # (1,467 reaps fill their list; 267 rejections do not)
+        assert "process.reaped" in sink.regrouped and "response.rejected" not in sink.regrouped
+
+
 def test_a_repaired_log_is_projected_event_by_event(tmp_path: Path) -> None:
     """A close repair wrote is flagged with its own line: the fold gives up and the report is the Python one."""
     path = tmp_path / "events.jsonl"
@@ -226,7 +265,10 @@ def test_an_edited_log_gets_the_same_report(
 
 #: values for the payload fields groups are keyed by, valid or not for the field, to meet C's key rules
 NAMES = ("pytest", "b", "é-ü", "😀 tool", 'tab\tand"quote', "", "x" * 250, "y" * 250 + "z", "(none)", None, 7, True)
-KEYED_FIELDS = ("tool", "tool_id", "provider", "refused_by", "gate", "outcome", "status", "resolution", "reason")
+KEYED_FIELDS = (
+    *("tool", "tool_id", "provider", "refused_by", "gate", "outcome", "status", "resolution", "reason"),
+    "should_halt",
+)
 NUMBERS = {
     "duration_ns": (0, 5, -3, 2**63 - 1, 1.5, None),
     "latency_ms": (0, -0.0, 2.5, -1, 10**18, 1e-7, True, None),

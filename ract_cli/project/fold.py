@@ -17,6 +17,7 @@ gives up and the log is projected again event by event
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -24,6 +25,7 @@ import orjson
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS
 from ract_cli.project.grouping import (
+    GROUP,
     LEFT,
     STOP,
     Applier,
@@ -61,6 +63,14 @@ class FoldedProjection:
             for kind, (rule, apply) in part.fold_rules().items():
                 grouped[kind] = rule
                 self._apply[kind] = apply
+        #: a listed kind -> whether its lists are full: it is left to Python until then, then grouped
+        self._full: dict[str, Callable[[], bool]] = {}
+        self.regrouped: list[str] = []  # the listed kinds grouped from some line on, in that order
+        for listed in (p.providers.fold_listed(), p.sandbox.fold_listed(), p.signals.fold_listed(p.error_kinds())):
+            for kind, (rule, apply, full) in listed.items():
+                grouped[kind] = rule
+                self._apply[kind] = apply
+                self._full[kind] = full
         self.rules, self.wanted = _every_rule(grouped, projector)
         self._item_ids: dict[int, str] = {}  # an itemized step open's line -> its id
         self._fold: Any = None
@@ -100,10 +110,20 @@ class FoldedProjection:
         rule = self.rules.get(kind)
         if rule is None:
             raise FoldGaveUp("a kind the fold has no rule for")
-        fold = self._folders[kind] = make_folder(
-            kind, rule, self._counts, self._gathered, self._apply_gathered, self.projector, self.max_groups
-        )
+        fold = self._folders[kind] = self._make(kind, rule)
         return fold
+
+    def _make(self, kind: str, rule: Rule) -> Folder:
+        return make_folder(
+            kind,
+            rule,
+            self._counts,
+            self._gathered,
+            self._apply_gathered,
+            self.left,
+            self.projector.steps,
+            self.max_groups,
+        )
 
     def _apply_gathered(self) -> None:
         apply, counts = self._apply, self._counts
@@ -113,7 +133,21 @@ class FoldedProjection:
         self._gathered.clear()
 
     def event(self, event: Event, line: int, offset: int) -> None:
+        self.left(event, line)
+
+    def left(self, event: Event, line: int) -> None:
+        """An event of a kind left to Python; a listed kind is grouped from when its lists are full."""
         self.projector.feed_left(event, line)
+        if self._full:
+            kind = event["kind"]
+            full = self._full.get(kind)
+            if full is not None and full():
+                del self._full[kind]
+                self.regrouped.append(kind)
+                if self._fold is not None:
+                    self._fold.regroup(kind)  # (from C's next call: the rest of this one is handed out)
+                else:
+                    self._folders[kind] = self._make(kind, (GROUP, *self.rules[kind][1:]))
 
     def closed(self, event: Event, paired: OpenHandle | None, line: int, raw: bytes) -> None:
         whole = orjson.loads(raw)  # (the tracker's event holds only what pairing reads of the payload)

@@ -54,6 +54,12 @@ def left(stop: bool = False) -> Rule:
     return (STOP if stop else LEFT, (), None, None, False, 0)
 
 
+def listed(*keys: str) -> Rule:
+    """A kind whose handler adds an item to capped lists (``tallies.Items``): left to Python until they are
+    full, then grouped by ``keys`` (``Fold.regroup``), as its handler would then only count it."""
+    return (LEFT, keys, None, None, False, 0)
+
+
 class Group(NamedTuple):
     """One group of ``Fold.take()``."""
 
@@ -105,3 +111,6 @@ class Gathered:
 #: a part's fold of one kind: its rule, and what applies one group (a ``Group`` from C, or ``Gathered``)
 Applier = Callable[[Any], None]
 FoldRules = dict[str, tuple[Rule, Applier]]
+#: a ``listed`` kind's fold: its rule, what applies a group of its events past the caps, and whether its
+#: lists are full (from then on it is grouped)
+ListedRules = dict[str, tuple[Rule, Applier, Callable[[], bool]]]

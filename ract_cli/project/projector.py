@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ract_cli.format.json_types import Event, JSONObject, Payload, Report
+from ract_cli.format.kinds import KINDS
 from ract_cli.project.flags import Flags, flag_order, make_flag
 from ract_cli.project.handler import Handler
 from ract_cli.project.handshakes import HandshakeTally
@@ -98,6 +99,10 @@ class Projector:
         """Fold one event the native fold left to Python (``project.fold``): it counted the event, and the
         reader's tracker (this projector's) paired it; no handler of such a kind reads its pairing."""
         self._handle(event, event["kind"], event["payload"], line, event["timestamp_ns"], None)
+
+    def error_kinds(self) -> list[str]:
+        """The kinds folded as ``*_error`` events (``signals.error_event``): so named, and no handler's."""
+        return [k.name for k in KINDS if k.name.endswith("_error") and k.name not in self._dispatch]
 
     def handles_kind(self, kind: str) -> bool:
         """Whether an event of ``kind`` does more than count: a handler, a pairing, or an error's flag."""

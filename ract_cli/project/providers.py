@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ract_cli.format.json_types import Event, JSONObject, Payload
-from ract_cli.project.grouping import INT_POS_SUM, FoldRules, group
+from ract_cli.project.grouping import INT_POS_SUM, FoldRules, ListedRules, group, listed
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, bucket, saturating_sum
 from ract_cli.project.values import as_int, is_synthesized, label, text
@@ -81,11 +83,23 @@ class ProviderTable:
     def _validated_n(self, n: int) -> None:
         self.validated += n
 
-    def _response_rejected(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
-        self.rejected += 1
+    def fold_listed(self) -> ListedRules:
+        """A rejection, once its list is full: counted, grouped by whether it halts."""
+        return {"response.rejected": (listed("should_halt"), self._rejected_past_cap, lambda: self.rejections.full)}
+
+    def _rejected_past_cap(self, g: Any) -> None:
+        self._rejected_n(g.payload, g.n)
+        self.rejections.counted(g.n)
+
+    def _rejected_n(self, payload: Payload, n: int) -> bool:
+        self.rejected += n
         halting = payload.get("should_halt") is True
         if halting:
-            self.rejected_halting += 1
+            self.rejected_halting += n
+        return halting
+
+    def _response_rejected(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
+        halting = self._rejected_n(payload, 1)
         self.rejections.add(
             {
                 "line": line,

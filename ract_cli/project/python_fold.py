@@ -31,7 +31,7 @@ from ract_cli.project.grouping import (
     Gathered,
     Rule,
 )
-from ract_cli.project.projector import Projector
+from ract_cli.project.steps import StepTally
 from ract_cli.read.chain_mode import FoldGaveUp
 from ract_cli.read.handles import CLOSE_KINDS, OpenHandle
 
@@ -62,7 +62,8 @@ def make_folder(
     counts: dict[str, int],
     gathered: dict[tuple[object, ...], Gathered],
     apply: Callable[[], None],
-    projector: Projector,
+    left: Callable[[Event, int], None],
+    steps: StepTally,
     max_groups: int,
 ) -> Folder:
     """The folder of ``kind`` by ``rule``, for one projection.
@@ -70,15 +71,16 @@ def make_folder(
     ``counts``: the events of each kind not grouped (a group's are added as it is
     applied); ``gathered``: the groups gathering, in the order they began;
     ``apply``: applies and clears them (at ``max_groups``, and before a run's
-    close); ``projector``: where the kinds left to Python go.
+    close); ``left``: where the kinds left to Python go (``FoldedProjection.left``);
+    ``steps``: the projection's, which a step's open or close itemizes and times.
     """
     maker = _MAKERS.get((kind, rule))
     if maker is None:
         scope: dict[str, Any] = {}
         exec(compile(_source(kind, rule), f"<fold {kind}>", "exec"), _GLOBALS, scope)
         maker = _MAKERS[kind, rule] = scope["make"]
-    counts[kind] = 0
-    return maker(counts, gathered, apply, projector, projector.steps, max_groups)
+    counts.setdefault(kind, 0)  # (a listed kind counted while left, then regrouped, keeps its count)
+    return maker(counts, gathered, apply, left, steps, max_groups)
 
 
 def _source(kind: str, rule: Rule) -> str:
@@ -88,7 +90,7 @@ def _source(kind: str, rule: Rule) -> str:
     if action != GROUP:
         body = [f"counts[{k}] += 1"]
         if action != COUNT:  # left to Python: a run's close (STOP) reads the predicates gathered
-            body += ["apply()"] * (action == STOP) + ["projector.feed_left(event, line)"]
+            body += ["apply()"] * (action == STOP) + ["left(event, line)"]
         return _wrapped(body)
     body = ["payload = event['payload']"]
     if kind in CLOSE_KINDS:
@@ -152,7 +154,7 @@ def _source(kind: str, rule: Rule) -> str:
 def _wrapped(body: list[str]) -> str:
     return "\n".join(
         [
-            "def make(counts, gathered, apply, projector, steps, max_groups):",
+            "def make(counts, gathered, apply, left, steps, max_groups):",
             "    def fold(event, line, paired):",
             *["        " + line for line in body],
             "    return fold",

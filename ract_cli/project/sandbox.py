@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
-from ract_cli.project.grouping import FoldRules, group
+from ract_cli.project.grouping import FoldRules, ListedRules, group, listed
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, saturating_sum
 from ract_cli.project.values import as_int, text
@@ -36,6 +38,15 @@ class SandboxTally:
             "sandbox.granted": (group(), lambda g: self._granted_n(g.n)),
             "sandbox.denied": (group(), lambda g: self._denied_n(g.n)),
         }
+
+    def fold_listed(self) -> ListedRules:
+        """An unenforced sandbox, once its list and the flags are full: counted."""
+        unenforced, flags = self.unenforced, self.flags
+        return {"sandbox.unenforced": (listed(), self._unenforced_past_cap, lambda: unenforced.full and flags.full)}
+
+    def _unenforced_past_cap(self, g: Any) -> None:
+        self.unenforced.counted(g.n)
+        self.flags.counted(g.n)
 
     def _granted(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         self._granted_n(1)

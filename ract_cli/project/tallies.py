@@ -33,6 +33,10 @@ class Items:
         if len(self.items) < self.limit:
             self.items.append(item)
 
+    def counted(self, n: int) -> None:
+        """``n`` items added once the list is ``full``: only counted (the fold's groups past the cap)."""
+        self.count += n
+
     @property
     def full(self) -> bool:
         """Whether an item added now would only be counted."""
