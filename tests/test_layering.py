@@ -15,6 +15,7 @@ ROOT = Path(ract_cli.__file__).parent
 LAYERS = {
     "errors": 0,
     "records": 0,
+    "atomic": 1,
     "findings": 1,
     "format": 2,
     "read": 3,

@@ -101,7 +101,7 @@ def write_output(console, command: str, data: bytes, output: str | None) -> int:
     Not written: the error's code (5 for IO, 2 for a directory); stdout closed or its reader gone:
     ``BROKEN_PIPE_EXIT`` (141), as for every command whose output is its data (docs/exit-codes.md).
     """
-    from ract_cli.proofs.files import write_atomic
+    from ract_cli.atomic import write_atomic
 
     if output is not None:
         write_atomic(output, data)  # a RactError (5 for IO, 2 for a directory) is the app's to explain

@@ -42,7 +42,7 @@ def keygen_command(
 
     Example: ract trace keygen example.com/ract/ci --output ci
     """
-    from ract_cli.proofs.files import write_atomic
+    from ract_cli.atomic import write_atomic
     from ract_cli.proofs.note import NoteError, SignerKey
 
     console = stderr_console(quiet=quiet)

@@ -12,17 +12,15 @@ from __future__ import annotations
 import contextlib
 import enum
 import io
-import os
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
-from typing import IO, Annotated
+from typing import Annotated
 
 import typer
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ract_cli.atomic import AtomicFile, atomic_output
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, ProjectJobs, Quiet, SchemaVersion
 from ract_cli.cli.project_output import sorted_indented, to_json, verdicts, write_json
@@ -40,7 +38,7 @@ from ract_cli.cli.render import (
     write_stderr_lines,
     write_stdout,
 )
-from ract_cli.errors import LogIOError, UsageError
+from ract_cli.errors import LogIOError
 from ract_cli.format.json_types import Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.project import DEFAULT_MAX_ITEMS, ProjectOptions, ProjectResult, project_paths, to_markdown
@@ -135,14 +133,14 @@ def project_command(
         dialect=dialect.value,
         jobs=AUTO_JOBS if jobs is None else jobs,
     )
-    with _AtomicOutput.open(output if to_file else None) as target:  # made first: a bad FILE fails at once
+    with _output_file(output if to_file else None) as target:  # made first: a bad FILE fails at once
         # the bar: stderr a terminal, logs of 32 MB or more, never under -q nor for JSON
         with byte_progress("projecting", enabled=progress_enabled(quiet=quiet, json=fmt is Format.json)) as progress:
             result = project_paths(paths, options, progress=progress, timelines=fmt is Format.html)
         if not quiet:
             verdicts(result)
         if target is not None:  # a file is written under -q too: it was asked for, and prints nothing
-            target.write(report_chunks(result, fmt))
+            _write_text(target, report_chunks(result, fmt))
         elif quiet:
             pass
         elif stdout_closed():  # started with `>&-`: as with a reader that went away, the exit code is the verdict
@@ -193,55 +191,16 @@ def report_chunks(result: ProjectResult, fmt: Format) -> Iterator[str]:
         yield ci_safe(buffer.getvalue())
 
 
-class _AtomicOutput:
-    """``--output FILE``: a temporary file beside FILE, renamed over it once the report is whole.
+def _output_file(path: str | None) -> contextlib.AbstractContextManager[AtomicFile | None]:
+    """``--output FILE``: written all at once (``atomic_output``), its temporary file made before any log is
+    read, so a FILE that cannot be written fails at once (exit 5; a directory is a usage error, exit 2)."""
+    return atomic_output(path) if path is not None else contextlib.nullcontext()
 
-    Nothing is left behind when writing fails or the command stops early; the
-    temporary file is made before any log is read, so a FILE that cannot be
-    written fails at once (exit 5; a directory is a usage error, exit 2).
-    """
 
-    def __init__(self, path: str) -> None:
-        self.target = Path(path)
-        if self.target.is_dir():
-            raise UsageError(f"--output {path} is a directory")
-        directory = self.target.parent if str(self.target.parent) else Path(".")
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{self.target.name}.", suffix=".tmp", dir=directory)
-        except OSError as exc:
-            raise LogIOError(f"cannot write {path}: {exc.strerror or exc}") from None
-        os.fchmod(fd, 0o644)
-        self.file: IO[str] = open(fd, "w", encoding="utf-8", errors="backslashreplace", newline="")
-        self.done = False
-
-    @classmethod
-    @contextlib.contextmanager
-    def open(cls, path: str | None) -> Iterator[_AtomicOutput | None]:
-        target = cls(path) if path is not None else None
-        try:
-            yield target
-        finally:
-            if target is not None:
-                target.discard()
-
-    def write(self, chunks: Iterator[str]) -> None:
-        try:
-            for chunk in chunks:
-                self.file.write(chunk)
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
-            os.replace(self.tmp, self.target)
-        except OSError as exc:
-            raise LogIOError(f"cannot write {self.target}: {exc.strerror or exc}") from None
-        self.done = True
-
-    def discard(self) -> None:
-        if not self.file.closed:
-            self.file.close()
-        if not self.done:
-            with contextlib.suppress(OSError):
-                os.unlink(self.tmp)
+def _write_text(file: AtomicFile, chunks: Iterator[str]) -> None:
+    """The report's text into ``stream``: UTF-8, a lone surrogate of a log's bytes as its escape."""
+    for chunk in chunks:
+        file.write(chunk.encode("utf-8", "backslashreplace"))
 
 
 def text_console() -> Console:

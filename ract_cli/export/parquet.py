@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from ract_cli import __version__
+from ract_cli.atomic import write_atomic
 from ract_cli.errors import LogIOError, UsageError
 from ract_cli.export.result import ExportResult
 from ract_cli.export.rows import (
@@ -264,12 +265,7 @@ def _install(staging: Path, out: Path, marker: dict[str, Any]) -> None:
             if moved:
                 os.rename(old, dest)  # put the old table back
             raise
-    fd, tmp = tempfile.mkstemp(prefix=f".{MARKER}.", dir=out)
-    os.fchmod(fd, 0o644)  # (as the tables' files: mkstemp's 0600 would hide it from other readers)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(marker, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, out / MARKER)
+    write_atomic(out / MARKER, (json.dumps(marker, indent=2, sort_keys=True) + "\n").encode())  # (0644, as the tables)
 
 
 def _marker(result: StageResult) -> dict[str, Any]:

@@ -15,14 +15,13 @@ line is never built whole, nor as one tree of dicts and lists, in memory.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, Any
 
 import orjson
 
+from ract_cli.atomic import atomic_output
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import Finding, error
@@ -175,17 +174,7 @@ def export_otlp(
         for path in found.files:
             result.files.append(_export_file(str(path), output.write, options))
         return result
-    target = Path(output)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
-    try:
-        os.fchmod(fd, 0o644)  # (mkstemp's 0600 would keep a collector running as another user out)
-        with os.fdopen(fd, "wb") as stream:
-            for path in found.files:
-                result.files.append(_export_file(str(path), stream.write, options))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_output(output) as stream:  # (0644: a collector running as another user reads it)
+        for path in found.files:
+            result.files.append(_export_file(str(path), stream.write, options))
     return result
