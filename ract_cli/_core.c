@@ -4043,8 +4043,8 @@ static int take_shared(Taking *T, Share *H, Workspace *own)
         }
         for (int j = 0; j < k; j++) {
             int t = take_line(T, &w->lines[j]);
-            if (t <= 0)
-                return t;
+            if (t != 1)
+                return t < 0 ? -1 : 0; /* 0: not taken; 2: taken, and its Fold paused: the call stops */
         }
         pthread_mutex_lock(&H->mu);
         __atomic_store_n(&H->taken, c + 1, __ATOMIC_RELEASE); /* the slot is free for chunk c + SHARE_SLOTS */
@@ -4097,8 +4097,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
             return NULL;
         }
         F->line_base = first_line;
-        F->paused = 0;
-        threads = 1; /* (a fold takes in one thread; project reads one log in one) */
+        F->paused = 0; /* (with threads=2 the helper stages, the calling thread takes and folds, in order) */
     }
     Taking T = {(Chain *)chain, F, PyList_New(0), {NULL, NULL, NULL}, {NULL, 0, 0, 1, NULL, 0, 0}, (size_t)start, 0, -1, 0};
     Workspace *ws = T.found ? ws_get() : NULL;

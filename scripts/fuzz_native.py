@@ -8,7 +8,8 @@ Usage::
 ``make fuzz-native`` builds the extension with ``-fsanitize=address,undefined`` into a
 temporary directory and runs this script against that build (``--core``), so memory
 errors and undefined behaviour abort the run instead of passing silently; ``--tests``
-first runs ``tests/test_native_core.py`` against that build too.
+first runs ``tests/test_native_core.py`` and the native cases of ``tests/test_project_fold.py``
+against that build too.
 
 How it works: a parent process starts a child that loops over inputs until the time is
 up. Each input is a seed (``tests/data/native-fuzz/corpus/``, every fixture line, the
@@ -473,7 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--core", help="path of the ract_cli._core extension to fuzz (default: the importable one)")
     ap.add_argument("--crashes", default=str(CRASHES))
     ap.add_argument("--init-corpus", action="store_true")
-    ap.add_argument("--tests", action="store_true", help="first run tests/test_native_core.py against --core")
+    ap.add_argument(
+        "--tests",
+        action="store_true",
+        help="first run tests/test_native_core.py and test_project_fold.py against --core",
+    )
     ap.add_argument("--run-tests", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--shm", help=argparse.SUPPRESS)
@@ -484,11 +489,16 @@ def main(argv: list[str] | None = None) -> int:
         load_core(args.core)
         import pytest
 
-        return int(pytest.main(["-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_native_core.py")]))
+        tests = ROOT / "tests"
+        code = pytest.main(["-q", "-p", "no:cacheprovider", str(tests / "test_native_core.py")])
+        # and the projection's fold in C (its helper thread included), against the Python fold
+        return int(code) or int(
+            pytest.main(["-q", "-p", "no:cacheprovider", "-k", "native", str(tests / "test_project_fold.py")])
+        )
     if args.child:
         return child(args)
     if args.tests:
-        print("fuzz_native: tests/test_native_core.py against this core", flush=True)
+        print("fuzz_native: tests/test_native_core.py and test_project_fold.py against this core", flush=True)
         argv = [sys.executable, __file__, "--run-tests"] + (["--core", args.core] if args.core else [])
         if subprocess.run(argv, check=False, cwd=ROOT).returncode != 0:
             print("fuzz_native: the differential tests failed against this core")

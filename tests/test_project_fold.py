@@ -129,6 +129,37 @@ def test_the_benchmark_log_folds_to_the_same_report(
     assert folded["events"] == len(bench_lines) and folded["trusted"]
 
 
+@pytest.mark.parametrize(("max_items", "max_groups"), [(1000, 4096), (7, 1), (0, 3)])
+def test_two_threads_fold_to_the_same_report(
+    bench_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_items: int, max_groups: int
+) -> None:
+    """``jobs=2``: C's helper thread stages chunks ahead while the calling thread takes and folds them; a
+    pause (after every group at ``max_groups`` 1) drops what the helper staged past it."""
+    monkeypatch.setattr(fold_module, "MAX_GROUPS", max_groups)
+    path = write_layout(bench_lines, tmp_path / "events.jsonl", "schema")
+    folded = project_file(path, ProjectOptions(max_items=max_items, jobs=2))
+    assert same(folded, project_file(path, ProjectOptions(max_items=max_items), fold=False))
+    assert fold_module.project_folded(ChainReader(path, threads=2), max_items) is not None
+
+
+def test_a_pause_stops_the_call_with_two_threads(tmp_path: Path) -> None:
+    """A run's close reads the predicates' latest verdicts: C stops after it, so the groups before it are
+    applied first and none after it. With a helper thread staging ahead, the calling thread must stop
+    there too (it went on taking, and each close saw the verdict that came after it)."""
+    path = tmp_path / "events.jsonl"
+    verdict = VALID["predicate.evaluated"]
+    with _writer(path) as w:
+        w.append("run.started", VALID["run.started"])
+        for i in range(600):
+            for j in range(4):
+                w.append("predicate.evaluated", {**verdict, "predicate_id": f"p{j}", "ok": (i + j) % 3 != 0})
+            w.append("run.completed", VALID["run.completed"])
+    assert path.stat().st_size > 512 << 10  # (a helper starts for a block of 64 KiB or more)
+    folded = project_file(path, ProjectOptions(jobs=2))
+    assert same(folded, project_file(path, fold=False))
+    assert fold_module.project_folded(ChainReader(path, threads=2), 1000) is not None
+
+
 def test_a_gzip_log_folds_to_the_same_report(bench_lines: list[bytes], tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl.gz"
     path.write_bytes(gzip.compress(b"".join(bench_lines)))

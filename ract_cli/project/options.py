@@ -26,6 +26,7 @@ class ProjectOptions:
     max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
     max_items: int = DEFAULT_MAX_ITEMS
     dialect: str = "auto"  # SPEC §8: "ract", "raxol", or "auto" (detected per file)
-    #: worker processes for a fleet (each log is projected whole by one); ``read.parallel.AUTO_JOBS`` (0):
-    #: picked from the logs found (``auto_jobs``), as the CLI does without ``--jobs``
+    #: worker processes for a fleet (each log is projected whole by one); for a lone log, > 1: two threads
+    #: in C (``project_file``); ``read.parallel.AUTO_JOBS`` (0): picked from the logs found (``auto_jobs``),
+    #: as the CLI does without ``--jobs``
     jobs: int = 1

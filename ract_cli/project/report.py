@@ -127,7 +127,9 @@ def project_file(
     (``ChainReader.progress``); ``timeline``, when given, is fed the same
     events (``project.timeline``). With the native core the events are folded
     in C as they are verified (``project.fold``) unless ``fold`` is False (the
-    same report: tests hold the two to it).
+    same report: tests hold the two to it). ``options.jobs`` > 1: C checks a
+    large block in two threads (``ChainReader(threads=2)``, as ``verify``),
+    the events still taken and folded in order.
     """
     shown = display_path if display_path is not None else str(path)
     reader = _reader(path, options, shown)
@@ -159,6 +161,7 @@ def project_file(
 
 
 def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -> ChainReader:
+    jobs = auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
     return ChainReader(
         path,
         schema_version=options.schema_version,
@@ -167,6 +170,7 @@ def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -
         max_findings=options.max_items,
         display_path=shown,
         dialect=options.dialect,
+        threads=min(jobs, 2),
     )
 
 
@@ -196,7 +200,8 @@ def project_paths(
     sizes = [log_size(p) for p in found.files] if sized else [0] * len(files)
     total, done = sum(sizes), 0
     jobs = auto_jobs(len(files), total) if options.jobs == AUTO_JOBS else options.jobs
-    one_job = dataclasses.replace(options, jobs=1)
+    # a fleet's logs are one job each (a pool's worker, or one after the other); a lone log takes the jobs
+    one_job = dataclasses.replace(options, jobs=jobs if len(files) == 1 else 1)
 
     def file_progress(offset: int) -> None:
         if progress is not None:

@@ -148,8 +148,9 @@ class Batches:
         state, chain, fold, sink = self.state, self.chain, self.fold, self.sink
         assert fold is not None and sink is not None
         state.to_native(chain)
+        threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
         stop, taken, _, found = self.verifier.check_block(
-            data, pos, chain=chain, max_line=max_line, fold=fold, first_line=line_no
+            data, pos, chain=chain, max_line=max_line, threads=threads, fold=fold, first_line=line_no
         )
         self.paused = fold.paused
         if fold.gave_up is not None:

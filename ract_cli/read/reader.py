@@ -161,7 +161,7 @@ class ChainReader:
         if self._fold is not None and fastpath.prove is fastpath.fast_analyze:
             return PythonBatches(self.state, self.schema_version, fold=self._fold)
         if self._fold is not None:
-            return Batches(self.state, self.schema_version, self.max_line_bytes, None, fold=self._fold)
+            return Batches(self.state, self.schema_version, self.max_line_bytes, None, self.threads, fold=self._fold)
         if self._kind.analyze is not analyze_line:
             return None  # a dialect with its own line analysis (Raxol)
         if fastpath.prove is not fastpath.native_analyze:
