@@ -136,11 +136,12 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
                     name = f"[{layout}] {label} -j{jobs} core={core}"
                     ratio = reference / seconds
                     out.append(ctx.row(name, n, seconds, ratio=ratio, ratio_of=of, target=target(core, jobs)))
-            seconds = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(path)], env=env)
+            cmd = [*ctx.ract, "trace", "project", "--format", "json", "--jobs", "1", str(path)]
+            seconds = ctx.time_cmd(cmd, env=env)
             # issue 14's project target (>= 0.8 x verify's events/s) on a layout this project did not write
             out.append(
                 ctx.row(
-                    f"[{layout}] project --format json core={core}",
+                    f"[{layout}] project --format json -j1 core={core}",
                     n,
                     seconds,
                     ratio=cli_one_job / seconds,

@@ -40,6 +40,7 @@ def rows(ctx) -> list[dict]:
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
+    from ract_cli.project.options import ProjectOptions
     from ract_cli.project.report import project_file
     from ract_cli.verify import VerifyOptions, verify_paths
 
@@ -54,6 +55,9 @@ def rows(ctx) -> list[dict]:
             "verify": lambda: verify_paths([log], VerifyOptions(jobs=1)),
             "project": lambda: project_file(log),
             "python fold": lambda: project_file(log, fold=False),
+            # two jobs: C's helper thread checks chunks ahead for both (verify's and project's default here)
+            "verify -j2": lambda: verify_paths([log], VerifyOptions(jobs=2)),
+            "project -j2": lambda: project_file(log, ProjectOptions(jobs=2)),
         }
     )
     before = os.environ.get("RACT_CORE")
@@ -69,7 +73,9 @@ def rows(ctx) -> list[dict]:
         else:
             os.environ["RACT_CORE"] = before
     verify_cli = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", "1", str(log)])
-    cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(log)])
+    cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", "--jobs", "1", str(log)])
+    verify_default = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", str(log)])
+    project_default = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(log)])
 
     def row(name: str, seconds: float, verify_seconds: float, target: float | None = None) -> dict:
         return ctx.row(name, ctx.events, seconds, ratio=verify_seconds / seconds, ratio_of="verify", target=target)
@@ -83,5 +89,16 @@ def rows(ctx) -> list[dict]:
             python_core["verify"],
             TARGET,
         ),
-        row("  ract trace project --format json (subprocess, against verify -q --jobs 1)", cli, verify_cli),
+        row("  ract trace project --format json --jobs 1 (subprocess, against verify -q --jobs 1)", cli, verify_cli),
+        row(
+            "ract trace project --jobs 2 (library; verify --jobs 2 alternating)",
+            best["project -j2"],
+            best["verify -j2"],
+        ),
+        row(
+            "  ract trace project --format json (subprocess, default jobs, against verify -q)",
+            project_default,
+            verify_default,
+            TARGET,
+        ),
     ]
