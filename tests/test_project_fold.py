@@ -32,6 +32,7 @@ from log_edits import EDITS, edit_lines
 from ract_cli.format.kinds import VALIDATORS
 from ract_cli.format.model import ENVELOPE_ORDER
 from ract_cli.project import fold as fold_module
+from ract_cli.project import python_fold
 from ract_cli.project.options import ProjectOptions
 from ract_cli.project.report import project_file
 from ract_cli.read import core
@@ -158,6 +159,20 @@ def test_a_pause_stops_the_call_with_two_threads(tmp_path: Path) -> None:
     folded = project_file(path, ProjectOptions(jobs=2))
     assert same(folded, project_file(path, fold=False))
     assert fold_module.project_folded(ChainReader(path, threads=2), 1000) is not None
+
+
+@pytest.mark.parametrize("max_samples", [1, 3])
+def test_the_python_fold_applied_at_a_bound_of_samples_gives_the_same_report(
+    bench_lines: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, core_name: str, max_samples: int
+) -> None:
+    """The Python core's groups hold latency and duration samples until they are applied: at C's bound
+    (4 MiB of them) they are applied at once, as C pauses; here after every 1 or 3."""
+    if core_name != "python":
+        pytest.skip("the Python core's bound (C's is FOLD_HELD, held to the same report above)")
+    monkeypatch.setitem(python_fold._GLOBALS, "MAX_SAMPLES", max_samples)
+    path = write_layout(bench_lines, tmp_path / "events.jsonl", "ours")
+    assert folds(path)
+    assert same(*both(path))
 
 
 def test_a_gzip_log_folds_to_the_same_report(bench_lines: list[bytes], tmp_path: Path) -> None:

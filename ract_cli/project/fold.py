@@ -78,6 +78,7 @@ class FoldedProjection:
         self._counts: dict[str, int] = {}
         self._gathered: dict[tuple[object, ...], Gathered] = {}
         self._folders: dict[str, Folder] = {}
+        self._held = [0]  # the samples its groups hold
 
     def started(self, fold: Any) -> None:
         self._fold = fold
@@ -123,6 +124,7 @@ class FoldedProjection:
             self.left,
             self.projector.steps,
             self.max_groups,
+            self._held,
         )
 
     def _apply_gathered(self) -> None:
@@ -131,6 +133,7 @@ class FoldedProjection:
             counts[group.kind] += group.n  # (the Python core counts a grouped kind here)
             apply[group.kind](group)
         self._gathered.clear()
+        self._held[0] = 0
 
     def event(self, event: Event, line: int, offset: int) -> None:
         self.left(event, line)

@@ -51,6 +51,9 @@ _GLOBALS: dict[str, Any] = {
     "ABSENT": _Absent(),
     "KEY_TYPES": frozenset({bool, type(None), _Absent}),  # and str, tested first (a key value C compares)
     "INT64_MAX": 2**63 - 1,
+    # samples the groups hold before they are applied: C's bound (FOLD_HELD, 4 MiB of 8-byte samples), so
+    # the samples are not held twice (here and in the projector's arrays) past that whatever the log
+    "MAX_SAMPLES": (4 << 20) // 8,
 }
 #: (kind, rule) -> the function that makes its folder for one projection: compiled once per process
 _MAKERS: dict[tuple[str, Rule], Callable[..., Folder]] = {}
@@ -65,6 +68,7 @@ def make_folder(
     left: Callable[[Event, int], None],
     steps: StepTally,
     max_groups: int,
+    held: list[int],
 ) -> Folder:
     """The folder of ``kind`` by ``rule``, for one projection.
 
@@ -72,7 +76,8 @@ def make_folder(
     applied); ``gathered``: the groups gathering, in the order they began;
     ``apply``: applies and clears them (at ``max_groups``, and before a run's
     close); ``left``: where the kinds left to Python go (``FoldedProjection.left``);
-    ``steps``: the projection's, which a step's open or close itemizes and times.
+    ``steps``: the projection's, which a step's open or close itemizes and times; ``held``: ``[the
+    samples the groups hold]``, which ``apply`` sets to 0.
     """
     maker = _MAKERS.get((kind, rule))
     if maker is None:
@@ -80,7 +85,7 @@ def make_folder(
         exec(compile(_source(kind, rule), f"<fold {kind}>", "exec"), _GLOBALS, scope)
         maker = _MAKERS[kind, rule] = scope["make"]
     counts.setdefault(kind, 0)  # (a listed kind counted while left, then regrouped, keeps its count)
-    return maker(counts, gathered, apply, left, steps, max_groups)
+    return maker(counts, gathered, apply, left, steps, max_groups, held)
 
 
 def _source(kind: str, rule: Rule) -> str:
@@ -114,7 +119,7 @@ def _source(kind: str, rule: Rule) -> str:
         body.append(f"s = payload.get({field!r})")
         if how == INT_NONNEG:
             samples = "array('q')"
-            update += ["if s.__class__ is int and s >= 0:", "    g.samples.append(s)"]
+            update += ["if s.__class__ is int and s >= 0:", *_SAMPLE]
         elif how == INT_POS_SUM:
             update += ["if s.__class__ is int and s > 0:", "    g.total = min(g.total + s, INT64_MAX)"]
         else:
@@ -129,7 +134,7 @@ def _source(kind: str, rule: Rule) -> str:
                 "    s = None",
             ]
             key.append("s is not None")  # (the handler names the tool only then)
-            update += ["if s is not None:", "    g.samples.append(s)"]
+            update += ["if s is not None:", *_SAMPLE]
     if step == STEP_CLOSE:
         body.append(f"steps.paired_close({k}, payload, line, event['timestamp_ns'], paired)")
     elif step == STEP_OPEN:
@@ -151,10 +156,14 @@ def _source(kind: str, rule: Rule) -> str:
     return _wrapped(body)
 
 
+#: a sample kept (the last of a group's updates: ``apply`` may then apply every group)
+_SAMPLE = ["    g.samples.append(s)", "    held[0] += 1", "    if held[0] >= MAX_SAMPLES:", "        apply()"]
+
+
 def _wrapped(body: list[str]) -> str:
     return "\n".join(
         [
-            "def make(counts, gathered, apply, left, steps, max_groups):",
+            "def make(counts, gathered, apply, left, steps, max_groups, held):",
             "    def fold(event, line, paired):",
             *["        " + line for line in body],
             "    return fold",
