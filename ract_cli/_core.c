@@ -4071,7 +4071,7 @@ PyDoc_STRVAR(v_check_block_doc,
              "between (then HandleTracker.feed would pair them, and nothing between could touch the open).\n"
              "threads=2: a second thread shares the checking of chunks (the answer is the same; it\n"
              "costs a thread's start, worth it on a block of many lines).\n"
-             "fold: every line taken is also folded into it (see Fold; one thread), first_line being the\n"
+             "fold: every line taken is also folded into it (see Fold; taken in order by the calling thread), first_line being the\n"
              "number of the line at start; the call stops after a line when the fold pauses (Fold.paused).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)

@@ -71,7 +71,8 @@ def atomic_output(path: str | os.PathLike[str], *, mode: int = 0o644, overwrite:
                 raise UsageError(f"{path} already exists (use --force to replace it)") from None
             except OSError as exc:
                 raise LogIOError(f"cannot write {path}: {exc.strerror or exc}") from None
-            os.unlink(tmp)
+            with contextlib.suppress(OSError):  # (the file is in place: a stray temporary name is all that is left)
+                os.unlink(tmp)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

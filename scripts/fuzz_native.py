@@ -490,11 +490,10 @@ def main(argv: list[str] | None = None) -> int:
         import pytest
 
         tests = ROOT / "tests"
-        code = pytest.main(["-q", "-p", "no:cacheprovider", str(tests / "test_native_core.py")])
-        # and the projection's fold in C (its helper thread included), against the Python fold
-        return int(code) or int(
-            pytest.main(["-q", "-p", "no:cacheprovider", "-k", "native", str(tests / "test_project_fold.py")])
-        )
+        # one run: test_native_core.py whole (its module's name says native) and the native cases of the
+        # projection's fold in C, its helper thread included, against the Python fold
+        files = [str(tests / "test_native_core.py"), str(tests / "test_project_fold.py")]
+        return int(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "native", *files]))
     if args.child:
         return child(args)
     if args.tests:

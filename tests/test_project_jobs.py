@@ -19,10 +19,11 @@ import pytest
 from fleet_support import write_fleet
 from hardening_support import ROOT
 
+from ract_cli.errors import UsageError
 from ract_cli.project.options import ProjectOptions
-from ract_cli.project.report import project_paths
+from ract_cli.project.report import project_file, project_paths
 from ract_cli.read.parallel import AUTO_JOBS, file_tasks, in_order, make_pool
-from ract_cli.testing.synth import fixture_path
+from ract_cli.testing.synth import fixture_path, write_benchmark_log
 
 FIXTURES = ROOT / "fixtures"
 
@@ -94,3 +95,16 @@ def test_a_file_marked_alone_is_a_task_by_itself() -> None:
     assert file_tasks(range(7), sizes, 64, 100, alone=lambda i: i in (0, 3)) == [[0], [1, 2], [3], [4, 5, 6]]
     assert file_tasks(range(4), sizes, 2, 100) == [[0, 1], [2, 3]]
     assert file_tasks(range(4), [5, 200, 5, 5], 64, 100) == [[0], [1], [2, 3]]
+
+
+def test_a_lone_log_projects_the_same_with_any_jobs(tmp_path: Path) -> None:
+    """One log over 64 KiB (C's helper thread starts for such a block): jobs 1, 2, 8 and AUTO_JOBS give one
+    report; fewer than AUTO_JOBS is a usage error, as verify's (it reached C as a thread count)."""
+    log = tmp_path / "events.jsonl"
+    write_benchmark_log(log, events=600, seed=2)
+    assert log.stat().st_size > 64 << 10
+    reports = [project_paths([str(log)], ProjectOptions(jobs=jobs)).runs[0] for jobs in (1, 2, 8, AUTO_JOBS)]
+    assert all(r == reports[0] for r in reports) and reports[0]["events"] > 500
+    assert project_file(log, ProjectOptions(jobs=-1)) == reports[0]  # (the library's own call: one thread)
+    with pytest.raises(UsageError, match="--jobs"):
+        project_paths([str(log)], ProjectOptions(jobs=-1))

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
+from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event, JSONObject, Report
 from ract_cli.project.flags import FLAG_CODES
 from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
@@ -170,7 +171,7 @@ def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -
         max_findings=options.max_items,
         display_path=shown,
         dialect=options.dialect,
-        threads=min(jobs, 2),
+        threads=max(1, min(jobs, 2)),  # (project_file alone does not check its options)
     )
 
 
@@ -192,6 +193,8 @@ def project_paths(
     of a fleet are projected by a pool of processes, a bounded window of
     them ahead, and added in order: the same result.
     """
+    if options.jobs < AUTO_JOBS:
+        raise UsageError("--jobs must be at least 1")
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
     result = ProjectResult(findings=list(found.findings), detailed=detailed, timelines=timelines)
