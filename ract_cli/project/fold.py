@@ -1,11 +1,14 @@
-"""``project`` with the native core: the events folded in C as they are verified (``_core.Fold``).
+"""``project`` folded as the events are verified: in C with the native core (``_core.Fold``).
 
 Folding each event in Python costs five times what verifying it costs in C.
 Here the native chain mode folds the kinds each part of the report names
 (``fold_rules``: tool calls, prompts, predicates, steps) into groups as it
 takes their lines, and the parts apply each group with the code that folds
 one event; the kinds the report only counts are counted in C; every other
-kind is handed out whole and fed to the projector as before. Pairing is the
+kind is handed out whole and fed to the projector as before, a kind that
+adds to capped lists (``fold_listed``) only until they are full, then
+grouped too (``Fold.regroup``). The Python core folds the same way in its
+own chain mode (``python_fold``). Pairing is the
 reader's own ``HandleTracker`` (with C's pairing inside a block), which a log
 whose every event is trusted feeds exactly as the projector would.
 
