@@ -29,6 +29,8 @@ from ract_cli.read.handles import CLOSE_FOR_OPEN, CLOSE_KINDS, HandleTracker, Op
 
 #: kinds the HandleTracker pairs (opens and closes)
 _PAIRED_KINDS = frozenset(CLOSE_FOR_OPEN) | CLOSE_KINDS
+#: ``Projector.error_kinds``, once worked out
+_ERROR_KINDS: tuple[str, ...] | None = None
 
 
 @dataclass
@@ -100,9 +102,13 @@ class Projector:
         reader's tracker (this projector's) paired it; no handler of such a kind reads its pairing."""
         self._handle(event, event["kind"], event["payload"], line, event["timestamp_ns"], None)
 
-    def error_kinds(self) -> list[str]:
-        """The kinds folded as ``*_error`` events (``signals.error_event``): so named, and no handler's."""
-        return [k.name for k in KINDS if k.name.endswith("_error") and k.name not in self._dispatch]
+    def error_kinds(self) -> tuple[str, ...]:
+        """The kinds folded as ``*_error`` events (``signals.error_event``): so named, and no handler's (the
+        same for every projector: worked out once, as a fleet makes one per run)."""
+        global _ERROR_KINDS
+        if _ERROR_KINDS is None:
+            _ERROR_KINDS = tuple(k.name for k in KINDS if k.name.endswith("_error") and k.name not in self._dispatch)
+        return _ERROR_KINDS
 
     def handles_kind(self, kind: str) -> bool:
         """Whether an event of ``kind`` does more than count: a handler, a pairing, or an error's flag."""
