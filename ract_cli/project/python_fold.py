@@ -89,7 +89,8 @@ def make_folder(
 
 
 def _source(kind: str, rule: Rule) -> str:
-    """The source of ``make(...)``, which returns the folder of ``kind`` by ``rule``."""
+    """The source of ``make(...)``, which returns the folder of ``kind`` by ``rule``. (Every name written
+    into it, a kind or a field, comes from the rules, this code's own tables; no log's text is.)"""
     action, keys, value, bit, last, step = rule
     k = repr(kind)
     if action != GROUP:
