@@ -3781,9 +3781,9 @@ static int take_line(Taking *T, Line *L)
     Pendings *P = &T->P;
     Pending *open = L->kind->want ? paired_in_c(P, L) : NULL;
     Fold *F = T->F;
+    uint32_t ki = F ? (uint32_t)(L->kind - ((Verifier *)F->verifier)->kinds) : 0; /* the kind's index */
     int item = 0;
-    if (F && fold_line(F, (uint32_t)(L->kind - ((Verifier *)F->verifier)->kinds), L, F->line_base + T->taken,
-                       open ? &P->d[open->at] : NULL, &item) < 0)
+    if (F && fold_line(F, ki, L, F->line_base + T->taken, open ? &P->d[open->at] : NULL, &item) < 0)
         return -1;
     if (open) {
         P->d[open->at].paired = 1; /* (its place in found stays None; the close was never put there) */
@@ -3799,7 +3799,7 @@ static int take_line(Taking *T, Line *L)
         }
         P->d[P->dn - 1].item = item;
         P->d[P->dn - 1].ts = L->nodes[L->val[K_TS]].u.n.i;
-    } else if (L->kind->want && !(F && F->fk[L->kind - ((Verifier *)F->verifier)->kinds].regrouped)) {
+    } else if (L->kind->want && !(F && F->fk[ki].regrouped)) {
         /* (a kind left to Python is compiled as wanted; once regrouped, its lines are grouped instead) */
         PyObject *r = line_result(L, L->kind->whole, &T->R), *item = r ? found_item(T->taken, T->pos, r) : NULL;
         int rc = item ? PyList_Append(T->found, item) : -1;

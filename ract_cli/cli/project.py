@@ -198,7 +198,7 @@ def _output_file(path: str | None) -> contextlib.AbstractContextManager[AtomicFi
 
 
 def _write_text(file: AtomicFile, chunks: Iterator[str]) -> None:
-    """The report's text into ``stream``: UTF-8, a lone surrogate of a log's bytes as its escape."""
+    """The report's text into ``file``: UTF-8, a lone surrogate of a log's bytes as its escape."""
     for chunk in chunks:
         file.write(chunk.encode("utf-8", "backslashreplace"))
 

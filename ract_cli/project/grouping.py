@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ract_cli.format.json_types import Payload
+from ract_cli.project.tallies import Items
 
 # a kind's action in ``_core.Fold`` (its C enum)
 COUNT, GROUP, LEFT, STOP = 1, 2, 3, 4
@@ -113,4 +114,19 @@ Applier = Callable[[Any], None]
 FoldRules = dict[str, tuple[Rule, Applier]]
 #: a ``listed`` kind's fold: its rule, what applies a group of its events past the caps, and whether its
 #: lists are full (from then on it is grouped)
-ListedRules = dict[str, tuple[Rule, Applier, Callable[[], bool]]]
+Listed = tuple[Rule, Applier, Callable[[], bool]]
+ListedRules = dict[str, Listed]
+
+
+def past_caps(rule: Rule, *lists: Items, then: Applier | None = None) -> Listed:
+    """A ``listed`` kind's fold: grouped by ``rule`` once every one of ``lists`` (the capped lists its
+    handler adds an item to) is full; a group is then only counted in each, and ``then`` applies what
+    else the handler keeps of an event (a reap's reason...)."""
+
+    def apply(g: Any) -> None:
+        for items in lists:
+            items.counted(g.n)
+        if then is not None:
+            then(g)
+
+    return rule, apply, lambda: all(items.full for items in lists)

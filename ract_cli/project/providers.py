@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
-from ract_cli.project.grouping import INT_POS_SUM, FoldRules, ListedRules, group, listed
+from ract_cli.project.grouping import INT_POS_SUM, FoldRules, ListedRules, group, listed, past_caps
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, bucket, saturating_sum
 from ract_cli.project.values import as_int, is_synthesized, label, text
@@ -85,11 +85,10 @@ class ProviderTable:
 
     def fold_listed(self) -> ListedRules:
         """A rejection, once its list is full: counted, grouped by whether it halts."""
-        return {"response.rejected": (listed("should_halt"), self._rejected_past_cap, lambda: self.rejections.full)}
+        return {"response.rejected": past_caps(listed("should_halt"), self.rejections, then=self._rejected_group)}
 
-    def _rejected_past_cap(self, g: Any) -> None:
+    def _rejected_group(self, g: Any) -> None:
         self._rejected_n(g.payload, g.n)
-        self.rejections.counted(g.n)
 
     def _rejected_n(self, payload: Payload, n: int) -> bool:
         self.rejected += n

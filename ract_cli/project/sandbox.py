@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
-from ract_cli.project.grouping import FoldRules, ListedRules, group, listed
+from ract_cli.project.grouping import FoldRules, ListedRules, group, listed, past_caps
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, saturating_sum
 from ract_cli.project.values import as_int, text
@@ -41,12 +39,7 @@ class SandboxTally:
 
     def fold_listed(self) -> ListedRules:
         """An unenforced sandbox, once its list and the flags are full: counted."""
-        unenforced, flags = self.unenforced, self.flags
-        return {"sandbox.unenforced": (listed(), self._unenforced_past_cap, lambda: unenforced.full and flags.full)}
-
-    def _unenforced_past_cap(self, g: Any) -> None:
-        self.unenforced.counted(g.n)
-        self.flags.counted(g.n)
+        return {"sandbox.unenforced": past_caps(listed(), self.unenforced, self.flags)}
 
     def _granted(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         self._granted_n(1)

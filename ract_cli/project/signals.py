@@ -7,7 +7,7 @@ from typing import Any
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
-from ract_cli.project.grouping import Applier, FoldRules, ListedRules, group, listed
+from ract_cli.project.grouping import FoldRules, ListedRules, group, listed, past_caps
 from ract_cli.project.handler import Handler
 from ract_cli.project.tallies import Items, tally
 from ract_cli.project.values import as_int, label, text
@@ -79,35 +79,20 @@ class AuditSignals:
         """The listed and flagged kinds (and ``error_kinds``, the ``*_error`` kinds no handler claims), once
         their lists and the flags are full: counted (a reap's reason too)."""
         flags = self.flags
-
-        def past_cap(items: Items) -> Applier:
-            def apply(g: Any) -> None:
-                items.counted(g.n)
-                flags.counted(g.n)
-
-            return apply
-
         rules: ListedRules = {
-            "process.reaped": (listed("reason"), self._reaps_past_cap, lambda: self.reaps.full),
-            "assumption.violated": (listed(), past_cap(self.violated), lambda: self.violated.full and flags.full),
-            "budget.exceeded": (listed(), past_cap(self.exceeded), lambda: self.exceeded.full and flags.full),
+            "process.reaped": past_caps(listed("reason"), self.reaps, then=lambda g: self._reasons_n(g.payload, g.n)),
+            "assumption.violated": past_caps(listed(), self.violated, flags),
+            "budget.exceeded": past_caps(listed(), self.exceeded, flags),
         }
-        rules.update({kind: (listed(), lambda g: flags.counted(g.n), lambda: flags.full) for kind in SIMPLE_FLAGS})
-        for kind in error_kinds:
-            rules[kind] = (listed(), self._errors_past_cap, lambda: self.errors.full and flags.full)
+        rules.update({kind: past_caps(listed(), flags) for kind in SIMPLE_FLAGS})
+        rules.update({kind: past_caps(listed(), self.errors, flags, then=self._error_kind_n) for kind in error_kinds})
         return rules
+
+    def _error_kind_n(self, g: Any) -> None:
+        tally(self.error_kinds, label(g.kind), g.n)
 
     def _reasons_n(self, payload: Payload, n: int) -> None:
         tally(self.reap_reasons, label(payload.get("reason")), n)
-
-    def _reaps_past_cap(self, g: Any) -> None:
-        self._reasons_n(g.payload, g.n)
-        self.reaps.counted(g.n)
-
-    def _errors_past_cap(self, g: Any) -> None:
-        tally(self.error_kinds, label(g.kind), g.n)
-        self.errors.counted(g.n)
-        self.flags.counted(g.n)
 
     def _assumption(self, event: Event, payload: Payload, line: int, ts: int, paired: OpenHandle | None) -> None:
         self._assumptions_n(event["kind"], 1)
@@ -149,7 +134,7 @@ class AuditSignals:
     def error_event(self, event: Event, payload: Payload, line: int) -> None:
         """A ``*_error`` kind (any kind ending so that no handler claims): listed and flagged."""
         kind = label(event["kind"])
-        tally(self.error_kinds, kind)  # (past the caps: ``_errors_past_cap``)
+        tally(self.error_kinds, kind)  # (past the caps: ``_error_kind_n``)
         item = {
             "line": line,
             "event_id": event["id"],
