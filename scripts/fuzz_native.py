@@ -460,6 +460,8 @@ def init_corpus() -> int:
         json.dumps({"k": [1e16, -0.0, 2.0, 1e21, 1e-7, 0.1, 5e-324]}).encode(),
         '{"\ue000":1,"\U0001f600":2,"a":3}'.encode(),
         b'{"a":"\\u00e9\\ud83d\\ude00\\u0000\\/"}',
+        # 16-17 significant digits (repr's), read in x87 extended precision: fast_double's long path
+        b'{"k":[0.8444218515250481,123.45678901234567,0.30000000000000004,1.2345678901234567e-20,4.35000000000000001]}',
     ]
     for i, data in enumerate(items):
         (CORPUS / f"seed-{i:03d}.json").write_bytes(data)

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import random
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -1240,6 +1241,84 @@ def test_integers_of_every_length() -> None:
         if event is not None:
             for layout in ("sorted", "json-defaults"):
                 assert agree(lay_out(event, layout, rng), complete=True)
+
+
+def _spellings(x: float) -> Iterator[str]:
+    """Ways a writer spells the double ``x``: repr (Python, orjson: 16-17 digits for most doubles), 15 to
+    17 significant digits (the shortest, or not), and the two 17-digit decimals next to the closest one
+    (which may read back as ``x`` too, without being its canonical digits)."""
+    yield repr(x)
+    for digits in (15, 16, 17):
+        yield f"{x:.{digits}g}"
+    mantissa, _, exponent = f"{x:.16e}".partition("e")
+    last = int(mantissa[-1])
+    for d in (last - 1, last + 1):
+        if 0 <= d <= 9:
+            yield f"{mantissa[:-1]}{d}e{exponent}"
+
+
+#: doubles at the edges of the 16-17 digit path: around 10^-27 (its smallest power) and 2^53, just below
+#: and above powers of two and ten, halfway-looking digits, the smallest and largest of each digit count
+FLOAT_EDGES = [
+    0.1 + 0.2,
+    1 / 3,
+    2 / 3,
+    123.45678901234567,
+    9007199254740993.0,
+    2.0**-30,
+    2.0**53 - 1,
+    1e-27 * 1.2345678901234567,
+    1e-28 * 1.2345678901234567,
+    1e-11 * 9.999999999999999,
+    0.30000000000000004,
+    5e-324,
+    2.2250738585072014e-308,
+    1.7976931348623157e308,
+    math.nextafter(1.0, 0.0),
+    math.nextafter(1.0, 2.0),
+    math.nextafter(0.5, 0.0),
+    math.nextafter(1e16, 0.0),
+    math.nextafter(1e-6, 0.0),
+    math.nextafter(1e21, 0.0),
+    4.35,
+    0.8444218515250481,
+]
+
+
+@pytest.mark.parametrize("x", FLOAT_EDGES, ids=range(len(FLOAT_EDGES)))
+def test_doubles_at_the_edges_of_the_long_digit_path(x: float) -> None:
+    for text in _spellings(x):
+        for token in (text, "-" + text):
+            body = f'{{"v": {token}, "w": [{token}]}}'.encode()
+            assert _core.canonical(body) == python_canonical(body), token
+
+
+def test_doubles_of_every_magnitude_and_spelling() -> None:
+    """A seeded sweep, the same oracle: doubles of every kind a writer makes (random.random(), a uniform
+    latency, any magnitude, any bit pattern), each in every spelling of ``_spellings``, 200 to a body
+    (a mismatch is then looked for token by token)."""
+    rng = random.Random(16)
+    makers = [
+        rng.random,
+        lambda: rng.uniform(1, 500),
+        lambda: rng.random() * 10 ** rng.randint(-30, 30),
+        lambda: struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64) & 0x7FEFFFFFFFFFFFFF))[0],
+    ]
+    for _ in range(60 * (20 if LONG else 1)):
+        tokens = [t for _ in range(200) for t in _spellings(rng.choice(makers)())]
+        body = ("[" + ",".join(tokens) + "]").encode()
+        if _core.canonical(body) != python_canonical(body):
+            wrong = [t for t in tokens if _core.canonical(f"[{t}]".encode()) != python_canonical(f"[{t}]".encode())]
+            raise AssertionError(f"canonical digits differ for {wrong[:5]}")
+
+
+@_settings(300)
+@given(x=st.floats(allow_nan=False, allow_infinity=False), spelling=st.integers(0, 5))
+def test_any_double_in_any_spelling(x: float, spelling: int) -> None:
+    spellings = list(_spellings(x))
+    token = spellings[spelling % len(spellings)]
+    body = f"[{token}, {{\"x\": {token}}}]".encode()
+    assert _core.canonical(body) == python_canonical(body), token
 
 
 # --- long lines: read in place, hashed as written, strings left undecoded (issue 15, item 8) ----------
