@@ -1317,7 +1317,7 @@ def test_doubles_of_every_magnitude_and_spelling() -> None:
 def test_any_double_in_any_spelling(x: float, spelling: int) -> None:
     spellings = list(_spellings(x))
     token = spellings[spelling % len(spellings)]
-    body = f"[{token}, {{\"x\": {token}}}]".encode()
+    body = f'[{token}, {{"x": {token}}}]'.encode()
     assert _core.canonical(body) == python_canonical(body), token
 
 
