@@ -271,6 +271,15 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
 
 
+def test_orjson_writes_no_blank_but_space() -> None:
+    """The proof deletes orjson's blanks by deleting its spaces: its compact text never holds a raw tab, CR
+    or LF (it escapes every control character inside strings, and puts nothing between tokens)."""
+    text = "".join(chr(c) for c in range(0x20)) + " \x7f"
+    dumped = orjson.dumps({text: [text, {text: text}]})
+    assert dumped.translate(None, b" \t\n\r") == dumped.replace(b" ", b"")
+    assert not any(blank in dumped for blank in (b"\t", b"\n", b"\r"))
+
+
 #: the escapes' two paths: backslashreplace (no backslash in the text, nothing past U+FFFF), else the handler
 ESCAPE_CASES = [
     "plain",
