@@ -13,35 +13,13 @@ floor, and verify in process with each core, ``-j1`` and ``-j2``, against it.
 
 from __future__ import annotations
 
-import json
 import os
-import random
 from pathlib import Path
 
 from floors import floor_loop
 from rows_layouts import OUT, cores, target, verify_in_process
 
-from ract_cli.writer.event_writer import event_hash
-
-
-def _redrawn(value: object, rng: random.Random) -> object:
-    if isinstance(value, float):
-        return rng.random() if rng.random() < 0.8 else float(rng.randint(0, 1))
-    if isinstance(value, dict):
-        return {k: _redrawn(v, rng) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_redrawn(v, rng) for v in value]
-    return value
-
-
-def _shuffled(value: object, rng: random.Random) -> object:
-    if isinstance(value, dict):
-        items = list(value.items())
-        rng.shuffle(items)
-        return {k: _shuffled(v, rng) for k, v in items}
-    if isinstance(value, list):
-        return [_shuffled(v, rng) for v in value]
-    return value
+from ract_cli.testing.synth import write_runtime_floats
 
 
 def floats_log(source: Path) -> Path:
@@ -49,18 +27,8 @@ def floats_log(source: Path) -> Path:
     target_path = OUT / f"{source.stem}-floats.jsonl"
     if target_path.exists() and target_path.stat().st_mtime >= source.stat().st_mtime:
         return target_path
-    rng = random.Random(16)
     tmp = target_path.with_suffix(".tmp")
-    prev: str | None = None
-    with open(source, "rb") as src, open(tmp, "w", encoding="ascii") as dst:
-        for line in src:
-            event = json.loads(line)
-            event["payload"] = _redrawn(event["payload"], rng)
-            if prev is not None:
-                event["prev_hash"] = prev
-            del event["hash"]
-            event["hash"] = prev = event_hash(event)
-            dst.write(json.dumps(_shuffled(event, rng)) + "\n")
+    write_runtime_floats(source, tmp)
     os.replace(tmp, target_path)
     return target_path
 

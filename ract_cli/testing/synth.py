@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ract_cli.testing.builder import RunBuilder
 from ract_cli.testing.payloads import BASE_TS, PROVIDERS, TOOLS, UNICODE_SNIPPETS
-from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
+from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, event_hash
 
 __all__ = [
     "BASE_TS",
@@ -34,6 +34,7 @@ __all__ = [
     "write_fixtures",
     "write_foreign_format",
     "write_interrupted",
+    "write_runtime_floats",
     "write_tampered",
 ]
 
@@ -187,3 +188,43 @@ def write_benchmark_log(path: Path, *, events: int = 100_000, seed: int = 7) -> 
             i += 1
         b.complete_run(b.count)
     return b.count
+
+
+def _shuffled(value: object, rng: random.Random) -> object:
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {k: _shuffled(v, rng) for k, v in items}
+    if isinstance(value, list):
+        return [_shuffled(v, rng) for v in value]
+    return value
+
+
+def _runtime_float(value: object, rng: random.Random) -> object:
+    if isinstance(value, float):  # four in five as random.random() writes them, one in five whole
+        return rng.random() if rng.random() < 0.8 else float(rng.randint(0, 1))
+    if isinstance(value, dict):
+        return {k: _runtime_float(v, rng) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_runtime_float(v, rng) for v in value]
+    return value
+
+
+def write_runtime_floats(source: Path, target: Path, *, seed: int = 16) -> int:
+    """``source``'s events with every payload float drawn again as a Python runtime spells floats (repr's
+    16-17 significant digits, a whole float as ``2.0``), hashed and chained again, written as ``json.dumps``
+    writes by default (``", "``, ASCII escapes), keys shuffled; returns the number of events."""
+    rng = random.Random(seed)
+    prev: str | None = None
+    count = 0
+    with open(source, "rb") as src, open(target, "w", encoding="ascii") as dst:
+        for line in src:
+            event = json.loads(line)
+            event["payload"] = _runtime_float(event["payload"], rng)
+            if prev is not None:
+                event["prev_hash"] = prev
+            del event["hash"]
+            event["hash"] = prev = event_hash(event)
+            dst.write(json.dumps(_shuffled(event, rng)) + "\n")
+            count += 1
+    return count
