@@ -13,7 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from ract_cli.project.fold import project_folded
 from ract_cli.read import core, fastpath
+from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import write_benchmark_log, write_runtime_floats
 
 CORES = ["python", "native"] if core.NATIVE is not None else ["python"]
@@ -43,6 +45,7 @@ def test_the_log_holds_what_a_runtime_writes(floats_log: Path) -> None:
     data = floats_log.read_bytes()
     assert len(LONG_FLOAT.findall(data)) > 100
     assert re.search(rb": (0|1)\.0[,}\]]", data)  # whole floats, spelled as json.dumps spells them
+    assert re.search(rb"[:,\[] \d\.\d+e-05[,}\]]", data)  # below 1e-4: an exponent (JCS: 0.0000...)
     assert b'", "' in data and data.isascii()
 
 
@@ -53,6 +56,22 @@ def test_every_line_is_proven_on_a_fast_path(floats_log: Path, core_name: str) -
         proven = prove(line, 9)
         assert proven is not None, (number, line[:200])
         assert proven[0] == orjson.loads(line)  # the event, floats kept as floats
+
+
+@pytest.mark.parametrize("core_name", CORES)
+def test_project_folds_the_whole_log(floats_log: Path, core_name: str) -> None:
+    """Not given up part way (then the log would be read again, event by event)."""
+    before = os.environ.get("RACT_CORE")
+    os.environ["RACT_CORE"] = core_name
+    fastpath.use_core(core_name)
+    try:
+        assert project_folded(ChainReader(floats_log), max_items=1000) is not None
+    finally:
+        if before is None:
+            del os.environ["RACT_CORE"]
+        else:
+            os.environ["RACT_CORE"] = before
+        fastpath.use_core(core.core_name())
 
 
 def test_verify_project_and_grep_agree_across_cores(floats_log: Path) -> None:

@@ -22,6 +22,10 @@ Why each shortcut is exact:
   ``_written_as_orjson_would`` says why), so the sorted dump is its canonical
   form. orjson parses integers outside [-2^63, 2^64) as floats, which never
   dump back to the same integer token, so such lines leave the fast path here.
+* A float below 1e-4 is spelled by repr (``json.dumps``) with an exponent
+  (``4.3e-05``) where orjson writes ``0.000043``: a line that differs only
+  there is compared with ``json.dumps``' compact text of its values instead,
+  the same proof (repr's digits read back as the values).
 * orjson's form equals JCS unless a number token has an exponent, is an
   integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
   characters; each of those sends the line to the reference path, but for
@@ -48,6 +52,7 @@ from __future__ import annotations
 import codecs
 import functools
 import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import Any, cast
@@ -61,6 +66,7 @@ from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
 from ract_cli.read import core
 
 _loads = orjson.loads
+_json_dumps = json.dumps  # (orjson imports json: no start-up of its own)
 _dumps = orjson.dumps
 _SORT = orjson.OPT_SORT_KEYS
 _STRICT = orjson.OPT_STRICT_INTEGER
@@ -244,12 +250,21 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     stripped = body.translate(None, _BLANKS)
     # orjson's compact text holds no blank but spaces inside strings (it escapes tab, CR and LF there):
     # deleting its spaces deletes its blanks, at a third of ``translate``'s cost
-    if body.isascii() and not plain.isascii():  # orjson writes raw UTF-8
-        return stripped == ascii_escaped(plain).replace(b" ", b"")
-    if stripped == plain.replace(b" ", b""):
+    ascii_line = body.isascii()
+    if ascii_line and not plain.isascii():  # orjson writes raw UTF-8
+        if stripped == ascii_escaped(plain).replace(b" ", b""):
+            return True
+    elif stripped == plain.replace(b" ", b""):
         return True
-    # orjson writes DEL raw, json.dumps escapes it
-    return b"\x7f" in plain and stripped == ascii_escaped(plain).replace(b" ", b"")
+    elif b"\x7f" in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
+        return True
+    # A float below 1e-4 as repr spells it (4.3e-05; orjson: 0.000043): compared with json.dumps' own
+    # text of the values, which a Python runtime writes. The same proof: its numbers are repr's, which
+    # read back as the values (so orjson's parse was exact), and its text holds no blank but spaces.
+    if b"e-" not in stripped:
+        return False
+    text = _json_dumps(obj, ensure_ascii=ascii_line, separators=(",", ":"))
+    return stripped == text.encode("utf-8", "surrogatepass").replace(b" ", b"")
 
 
 def ascii_escaped(text: bytes) -> bytes:

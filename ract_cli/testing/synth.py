@@ -201,8 +201,11 @@ def _shuffled(value: object, rng: random.Random) -> object:
 
 
 def _runtime_float(value: object, rng: random.Random) -> object:
-    if isinstance(value, float):  # four in five as random.random() writes them, one in five whole
-        return rng.random() if rng.random() < 0.8 else float(rng.randint(0, 1))
+    if isinstance(value, float):  # mostly random.random()'s, one in five whole, one in fifty below 1e-4
+        draw = rng.random()
+        if draw < 0.02:
+            return rng.uniform(1e-5, 1e-4)  # (a duration in seconds: repr writes 4.3e-05, JCS 0.000043)
+        return rng.random() if draw < 0.8 else float(rng.randint(0, 1))
     if isinstance(value, dict):
         return {k: _runtime_float(v, rng) for k, v in value.items()}
     if isinstance(value, list):
@@ -212,7 +215,7 @@ def _runtime_float(value: object, rng: random.Random) -> object:
 
 def write_runtime_floats(source: Path, target: Path, *, seed: int = 16) -> int:
     """``source``'s events with every payload float drawn again as a Python runtime spells floats (repr's
-    16-17 significant digits, a whole float as ``2.0``), hashed and chained again, written as ``json.dumps``
+    16-17 significant digits, a whole float as ``2.0``, ``4.3e-05``), hashed and chained again, written as ``json.dumps``
     writes by default (``", "``, ASCII escapes), keys shuffled; returns the number of events."""
     rng = random.Random(seed)
     prev: str | None = None
