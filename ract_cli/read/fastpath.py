@@ -26,7 +26,10 @@ Why each shortcut is exact:
   (``4.3e-05``) where orjson writes ``0.000043``: a line that differs only
   there is compared with ``json.dumps``' compact text of its values instead,
   the same proof (repr's digits read back as the values).
-* orjson's form equals JCS unless a number token has an exponent, is an
+* orjson's form equals JCS unless a number token has one of the exponents
+  where ECMAScript writes plain digits (``e+16`` to ``e+20``: from 1e16 to
+  1e21; ``e-6``: orjson writes some numbers from 1e-6 to 1e-5 so, JCS
+  ``0.00000...``; ``e-1`` to ``e-5`` for safety), is an
   integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
   characters; each of those sends the line to the reference path, but for
   integral floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2``
@@ -74,7 +77,9 @@ _sha256 = hashlib.sha256
 _HEX32 = HEX32.fullmatch
 _HEX64 = HEX64.fullmatch
 _PREFIX = b'{"hash":"'
-_EXPONENT = re.compile(rb"e[+-]").search
+#: the exponents orjson writes where JCS (ECMAScript) writes plain digits; its other exponent forms (below 1e-6,
+#: from 1e21 on) are JCS's own (``tests/test_fast_path.py`` measures it over every magnitude)
+_EXPONENT = re.compile(rb"e(?:\+(?:1[6-9]|20)|-[1-6])(?![0-9])").search
 _INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]").search
 _BIG_INT = re.compile(rb"[:,\[]-?(?:9\d{18}|\d{20,})[,}\]]").search
 _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
