@@ -1136,6 +1136,20 @@ static const long double P10L[28] = {1e0L,  1e1L,  1e2L,  1e3L,  1e4L,  1e5L,  1
                                      1e10L, 1e11L, 1e12L, 1e13L, 1e14L, 1e15L, 1e16L, 1e17L, 1e18L, 1e19L,
                                      1e20L, 1e21L, 1e22L, 1e23L, 1e24L, 1e25L, 1e26L, 1e27L}; /* exact: 5^27 < 2^64 */
 
+static int g_ld_extended; /* long double arithmetic really has 64 bits (ld_probe, at import) */
+
+/* Whether long double arithmetic carries its 64 bits: the control word is no proof (valgrind reports
+ * 0x37F, yet computes x87 operations in double precision, and the digits would be wrong): 1/3 must round to
+ * 0xAAAAAAAAAAAAAAAB. */
+static void ld_probe(void)
+{
+    volatile long double one = 1, three = 3;
+    long double r = one / three;
+    uint64_t bits;
+    memcpy(&bits, &r, sizeof bits);
+    g_ld_extended = bits == 0xAAAAAAAAAAAAAAABULL;
+}
+
 /* The correctly rounded double of m / 10^k (m < 2^64, 0 <= k <= 27) in *v; 0 when undecided. The quotient is
  * rounded once, to 64 bits: within half a unit of that (2^-11 of a double's unit) of the exact quotient.
  * Rounding it on to 53 bits is then the correct rounding of the exact quotient unless its 11 bits below
@@ -1160,12 +1174,13 @@ static int ld_quotient(uint64_t m, int k, double *v)
  * (b) D is the nd-digit decimal closest to v: |D - v 10^k| < 0.5, computed with an error under 2^-8
  * (v 10^k is below 2^57, rounded to 64 bits; the difference is then exact); (c) neither nd-1 digit decimal
  * next to D (D / 10 rounded down and up) reads back as v: were any shorter decimal to, one of those two
- * would, since those that read back as v fill an interval around D. */
+ * would, since those that read back as v fill an interval around D, and D / 10 lies strictly between the
+ * two (D's last digit is not 0: the parser keeps trailing zeros out of digs, in pend). */
 static int long_double(const char *digs, size_t nd, long e, int neg, Dbl *d)
 {
     unsigned short cw; /* x87's control word: every step above assumes 64-bit precision, to nearest */
     __asm__ __volatile__("fnstcw %0" : "=m"(cw));
-    if ((cw & 0xF00) != 0x300 || e >= 0 || e < -27)
+    if (!g_ld_extended || (cw & 0xF00) != 0x300 || e >= 0 || e < -27)
         return 0;
     int k = (int)-e;
     uint64_t m = 0;
@@ -5333,6 +5348,9 @@ PyMODINIT_FUNC PyInit__core(void)
     }
 #endif
     id_key_init();
+#if LD_DIGITS > 15
+    ld_probe();
+#endif
     if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0 ||
         PyType_Ready(&FoldType) < 0)
         return NULL;

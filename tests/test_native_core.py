@@ -28,7 +28,10 @@ import json
 import math
 import os
 import random
+import shutil
 import struct
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -1310,6 +1313,21 @@ def test_doubles_of_every_magnitude_and_spelling() -> None:
         if _core.canonical(body) != python_canonical(body):
             wrong = [t for t in tokens if _core.canonical(f"[{t}]".encode()) != python_canonical(f"[{t}]".encode())]
             raise AssertionError(f"canonical digits differ for {wrong[:5]}")
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_long_digits_stay_exact_where_long_double_is_not_extended() -> None:
+    """valgrind computes x87 arithmetic in double precision while reporting the extended control word: the
+    16-17 digit path must notice (it probes at import) and leave those numbers to dtoa (found by a review)."""
+    rng = random.Random(17)
+    tokens = [t for _ in range(100) for t in _spellings(rng.random() * 10 ** rng.randint(-5, 12))]
+    body = ("[" + ",".join(tokens) + "]").encode()
+    script = "import sys, ract_cli._core as c; sys.stdout.buffer.write(c.canonical(sys.stdin.buffer.read()))"
+    run = subprocess.run(
+        ["valgrind", "-q", sys.executable, "-c", script], input=body, capture_output=True, timeout=600, check=False
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout == python_canonical(body)
 
 
 @_settings(300)
