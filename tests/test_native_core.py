@@ -1316,6 +1316,7 @@ def test_doubles_of_every_magnitude_and_spelling() -> None:
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+@pytest.mark.skipif("LD_PRELOAD" in os.environ, reason="a preloaded runtime (make fuzz-native's sanitizers)")
 def test_long_digits_stay_exact_where_long_double_is_not_extended() -> None:
     """valgrind computes x87 arithmetic in double precision while reporting the extended control word: the
     16-17 digit path must notice (it probes at import) and leave those numbers to dtoa (found by a review)."""
