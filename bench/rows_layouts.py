@@ -39,20 +39,11 @@ import orjson
 from floors import FLOOR_SCRIPT, floor_loop, sha_only
 
 from ract_cli.read import fastpath
+from ract_cli.testing.synth import shuffled_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
 SCHEMA_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
-
-
-def _shuffled(value: object, rng: random.Random) -> object:
-    if isinstance(value, dict):
-        items = list(value.items())
-        rng.shuffle(items)
-        return {k: _shuffled(v, rng) for k, v in items}
-    if isinstance(value, list):
-        return [_shuffled(v, rng) for v in value]
-    return value
 
 
 def layout_log(source: Path, layout: str) -> Path:
@@ -68,7 +59,7 @@ def layout_log(source: Path, layout: str) -> Path:
             if layout in ("schema", "crlf"):
                 dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + (b"\r\n" if layout == "crlf" else b"\n"))
             elif layout == "dumps":
-                dst.write(json.dumps(_shuffled(event, rng)).encode() + b"\n")
+                dst.write(json.dumps(shuffled_keys(event, rng)).encode() + b"\n")
             else:
                 raise ValueError(layout)
     os.replace(tmp, target)

@@ -1127,6 +1127,19 @@ static int es_layout(const char *r, int neg, char *out, size_t cap)
 static const double P10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* d from the token's digits (digs, nd; value D x 10^e) and its double magnitude v: 1, or 0 (no canonical form
+ * fits, convert_doubles decides). */
+static int dbl_done(Dbl *d, const char *digs, size_t nd, long e, int neg, double v)
+{
+    int n = es_digits(digs, nd, (long)nd + e, neg, d->txt, sizeof(d->txt));
+    if (n < 0)
+        return 0;
+    d->v = neg ? -v : v;
+    d->tlen = (uint32_t)n;
+    d->done = 1;
+    return 1;
+}
+
 #if defined(__x86_64__) && LDBL_MANT_DIG == 64
 /* 16 and 17 significant digits: what Python's repr and orjson write for most doubles (random.random(),
  * a latency of 123.45678901234567). With the GIL, each cost ~1.3 us in convert_doubles; here, in x87
@@ -1195,13 +1208,7 @@ static int long_double(const char *digs, size_t nd, long e, int neg, Dbl *d)
     for (uint64_t c = m / 10; c <= m / 10 + 1; c++)
         if (!ld_quotient(c, k - 1, &shorter) || shorter == v)
             return 0;
-    int n = es_digits(digs, nd, (long)nd + e, neg, d->txt, sizeof(d->txt));
-    if (n < 0)
-        return 0;
-    d->v = neg ? -v : v;
-    d->tlen = (uint32_t)n;
-    d->done = 1;
-    return 1;
+    return dbl_done(d, digs, nd, e, neg, v);
 }
 #else
 #define LD_DIGITS 15
@@ -1295,13 +1302,7 @@ static int fast_double(const uint8_t *s, size_t len, Dbl *d)
         v = (double)m / P10[-e2];
     else
         return 0;
-    int n = es_digits(digs, nd, (long)nd + e, neg, d->txt, sizeof(d->txt));
-    if (n < 0)
-        return 0;
-    d->v = neg ? -v : v;
-    d->tlen = (uint32_t)n;
-    d->done = 1;
-    return 1;
+    return dbl_done(d, digs, nd, e, neg, v);
 }
 
 /* Every double of the line without the GIL where exact; 1 when all are done. */

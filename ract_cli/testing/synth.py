@@ -28,6 +28,7 @@ __all__ = [
     "RunBuilder",
     "fixture_path",
     "fixture_run_id",
+    "shuffled_keys",
     "write_aborted",
     "write_benchmark_log",
     "write_completed",
@@ -190,13 +191,14 @@ def write_benchmark_log(path: Path, *, events: int = 100_000, seed: int = 7) -> 
     return b.count
 
 
-def _shuffled(value: object, rng: random.Random) -> object:
+def shuffled_keys(value: object, rng: random.Random) -> object:
+    """``value`` with the keys of every object in a random order (a layout some writers have)."""
     if isinstance(value, dict):
         items = list(value.items())
         rng.shuffle(items)
-        return {k: _shuffled(v, rng) for k, v in items}
+        return {k: shuffled_keys(v, rng) for k, v in items}
     if isinstance(value, list):
-        return [_shuffled(v, rng) for v in value]
+        return [shuffled_keys(v, rng) for v in value]
     return value
 
 
@@ -228,6 +230,6 @@ def write_runtime_floats(source: Path, target: Path, *, seed: int = 16) -> int:
                 event["prev_hash"] = prev
             del event["hash"]
             event["hash"] = prev = event_hash(event)
-            dst.write(json.dumps(_shuffled(event, rng)) + "\n")
+            dst.write(json.dumps(shuffled_keys(event, rng)) + "\n")
             count += 1
     return count
