@@ -3,10 +3,12 @@
 The benchmark log's floats have at most a few digits. A runtime that writes
 ``random.random()``, a measured latency or a ratio writes repr's 16-17
 significant digits, and ``json.dumps`` writes a whole float as ``2.0`` (JCS:
-``2``). This re-draws every payload float of the benchmark log (seeded): four
-in five as ``random.random()`` (one of the kinds' ranges is 0-1), one in five
-as a whole float (``0.0``, ``1.0``), then hashes and chains the events again
-and writes them as ``json.dumps`` does by default, keys shuffled. Rows: the
+``2``). This re-draws every payload float of the benchmark log (seeded,
+``testing.synth.write_runtime_floats``): most as ``random.random()`` (one of
+the kinds' ranges is 0-1), one in five as a whole float (``0.0``, ``1.0``),
+one in fifty below 1e-4 (repr: ``4.3e-05``), then hashes and chains the
+events again and writes them as ``json.dumps`` does by default, keys
+shuffled. Rows: the
 floor, and verify in process with each core, ``-j1`` and ``-j2``, against it.
 ``python bench/rows_floats.py`` runs these rows alone.
 """
