@@ -16,6 +16,7 @@ import math
 import random
 import re
 import struct
+import sys
 from pathlib import Path
 
 import orjson
@@ -300,6 +301,43 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
         and not _PLAIN_IN_JCS(orjson.dumps(payload))
     ):
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
+
+
+def _frames_left() -> int:
+    def down(n: int) -> int:
+        try:
+            return down(n + 1)
+        except RecursionError:
+            return n
+
+    return down(0)
+
+
+def test_a_deep_line_checked_from_a_deep_stack_goes_to_the_reference_path() -> None:
+    """The fast path's recursive helpers (json.dumps' second chance, the integral floats' copy) raise no
+    RecursionError out of it when called with the stack already deep: the line is left to the reference
+    path (found by a review: 250 levels from a stack ~740 frames deep)."""
+    deep: object = [4.3e-05, 2.0]
+    for _ in range(240):
+        deep = [deep]
+    event = orjson.loads(_event_line({"x": deep}))
+    event["payload"]["x"] = deep  # (2.0, not the 2 JCS wrote: the same hash)
+    for body in (
+        json.dumps(event).encode(),  # json.dumps' layout: its second chance
+        orjson.dumps(event, option=orjson.OPT_SORT_KEYS),  # "2.0" in orjson's sorted dump: the integral copy
+    ):
+        proven = fast_analyze(body, 9)
+        assert proven is not None  # (with the stack as it is: proven)
+        limit = sys.getrecursionlimit()
+        depth = limit - _frames_left()  # (as the interpreter counts the stack here)
+        answers = []
+        try:
+            for headroom in range(10, 400, 10):  # frames left to the call
+                sys.setrecursionlimit(depth + headroom)
+                answers.append(fast_analyze(body, 9))
+        finally:
+            sys.setrecursionlimit(limit)
+        assert None in answers and all(a is None or a == proven for a in answers)  # (compared with room)
 
 
 def test_orjson_writes_no_blank_but_space() -> None:

@@ -211,9 +211,11 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
             return None
     except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): reference path
         return None
+    except RecursionError:  # json.dumps' second chance, called with the stack already deep: reference path
+        return None
     try:
         return _checked(obj, canonical, schema_version)
-    except KeyError:
+    except (KeyError, RecursionError):  # (RecursionError: _integral_as_int, as above)
         return None
 
 
