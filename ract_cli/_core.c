@@ -1181,7 +1181,7 @@ static int ld_quotient(uint64_t m, int k, double *v)
     return 1;
 }
 
-/* fast_double for D x 10^-k with 16 or 17 significant digits D (digs, nd): 1 when D is what repr() writes
+/* fast_double for D x 10^-k with 16 or 17 significant digits D (digs, nd; its value m): 1 when D is what repr() writes
  * for its double, the shortest digits that read back as it and of those the closest, so also its
  * canonical digits; else 0 (convert_doubles decides). Checked: (a) D / 10^k read correctly rounded (v);
  * (b) D is the nd-digit decimal closest to v: |D - v 10^k| < 0.5, computed with an error under 2^-8
@@ -1189,16 +1189,13 @@ static int ld_quotient(uint64_t m, int k, double *v)
  * next to D (D / 10 rounded down and up) reads back as v: were any shorter decimal to, one of those two
  * would, since those that read back as v fill an interval around D, and D / 10 lies strictly between the
  * two (D's last digit is not 0: the parser keeps trailing zeros out of digs, in pend). */
-static int long_double(const char *digs, size_t nd, long e, int neg, Dbl *d)
+static int long_double(const char *digs, size_t nd, uint64_t m, long e, int neg, Dbl *d)
 {
     unsigned short cw; /* x87's control word: every step above assumes 64-bit precision, to nearest */
     __asm__ __volatile__("fnstcw %0" : "=m"(cw));
     if (!g_ld_extended || (cw & 0xF00) != 0x300 || e >= 0 || e < -27)
         return 0;
     int k = (int)-e;
-    uint64_t m = 0;
-    for (size_t i = 0; i < nd; i++)
-        m = m * 10 + (uint64_t)(digs[i] - '0');
     double v, shorter;
     if (!ld_quotient(m, k, &v))
         return 0;
@@ -1283,13 +1280,13 @@ static int fast_double(const uint8_t *s, size_t len, Dbl *d)
         return 1;
     }
     long e = ex - fracdigits + pend; /* value = D x 10^e */
-#if LD_DIGITS > 15
-    if (nd > 15)
-        return long_double(digs, nd, e, neg, d);
-#endif
     uint64_t m = 0;
     for (size_t i = 0; i < nd; i++)
         m = m * 10 + (uint64_t)(digs[i] - '0');
+#if LD_DIGITS > 15
+    if (nd > 15)
+        return long_double(digs, nd, m, e, neg, d);
+#endif
     long e2 = e;
     while (e2 > 22 && m < 100000000000000ULL) { /* m * 10 stays below 10^15 */
         m *= 10;

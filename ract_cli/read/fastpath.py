@@ -209,9 +209,9 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
         canonical = _dumps(obj, option=_SORT)
         if canonical != body and not _written_as_orjson_would(obj, body):
             return None
-    except orjson.JSONEncodeError:  # nested deeper than orjson writes (it reads deeper): reference path
-        return None
-    except RecursionError:  # json.dumps' second chance, called with the stack already deep: reference path
+    # nested deeper than orjson writes (it reads deeper), or json.dumps' second chance called with the stack
+    # already deep: the reference path
+    except (orjson.JSONEncodeError, RecursionError):
         return None
     try:
         return _checked(obj, canonical, schema_version)
@@ -236,7 +236,9 @@ codecs.register_error("ract.json_u_escapes", _json_u_escapes)
 
 def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     """Whether ``body`` is orjson's compact form of ``obj`` in the line's own key order, but for JSON
-    whitespace and, in an ASCII line, ``\\u`` escapes of the non-ASCII characters and DEL (``json.dumps``' form).
+    whitespace and, in an ASCII line, ``\\u`` escapes of the non-ASCII characters and DEL (``json.dumps``' form);
+    or, in a line holding ``e-``, ``json.dumps``' compact text of ``obj`` but for JSON whitespace (repr's
+    spelling of its floats: ``4.3e-05``, where orjson writes ``0.000043``).
 
     Then the line holds no duplicate key and every number is spelled as orjson
     spells the value it parsed (a round trip, so the parse was exact): its
