@@ -38,7 +38,7 @@ from pathlib import Path
 import orjson
 from floors import FLOOR_SCRIPT, floor_loop, sha_only
 
-from ract_cli.read import fastpath
+from ract_cli.read import core as core_module
 from ract_cli.testing.synth import shuffled_keys
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def verify_in_process(ctx, path: Path, core: str, jobs: int) -> None:  # type: i
     split in ranges is decided before, by the core chosen last: ``use_core``)."""
     before = os.environ.get("RACT_CORE")
     os.environ["RACT_CORE"] = core
-    fastpath.use_core(core)
+    core_module.use_core(core)
     try:
         ctx.verify(path, jobs)
     finally:

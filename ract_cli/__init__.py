@@ -26,7 +26,7 @@ _EXPORTS = {
     "evidence_status": "dialects.raxol",
     "ChainReader": "dialects",
     "EventReader": "dialects",
-    "LogEvent": "read.line",
+    "LogEvent": "read.event",
     "analyze_line": "read.line",
     "VerifyOptions": "verify",
     "verify_file": "verify",
@@ -114,7 +114,8 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
     from ract_cli.format.canonical import CanonicalizationError, canonical_bytes
     from ract_cli.format.sanitize import sanitize_payload
     from ract_cli.read.dialect import detect_dialect
-    from ract_cli.read.line import LogEvent, analyze_line
+    from ract_cli.read.event import LogEvent
+    from ract_cli.read.line import analyze_line
     from ract_cli.read.reader import ChainReader, EventReader
     from ract_cli.verify.verifier import VerifyOptions, verify_file, verify_paths
     from ract_cli.writer.event_writer import EventWriter, FsyncPolicy, RedactionProfile, encode_line, event_hash

@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.json_rules import MAX_LINE_NODES
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 
 RUN_ID = "a" * 32
 STARTED = {"intent_id": "d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6", "predicate_count": 1, "coverage_gate": 0.85}

@@ -226,19 +226,18 @@ def test_too_many_nodes_counts_values_outside_strings() -> None:
 @pytest.mark.parametrize("core", ["python", "native"])
 def test_a_line_of_too_many_values_is_malformed_with_both_cores(logs, core: str) -> None:  # type: ignore[no-untyped-def]
     from ract_cli.read import core as cores
-    from ract_cli.read import fastpath
 
     if core == "native" and cores.NATIVE is None:
         pytest.skip("native core not built")
     path = _event_log(logs, [[0]] * (MAX_LINE_NODES + 1))
     try:
-        fastpath.use_core(core)
+        cores.use_core(core)
         os.environ["RACT_CORE"] = core
         r = ChainReader(path)
         r.read_all()
     finally:
         os.environ.pop("RACT_CORE", None)
-        fastpath.use_core(cores.core_name())
+        cores.use_core(cores.core_name())
     assert [(f.code, f.line) for f in r.findings if f.severity == "error"] == [("MALFORMED_LINE", 1)]
     assert f"more than {MAX_LINE_NODES:,} values and keys" in r.findings[0].message
     assert r.exit_code == 1
@@ -294,8 +293,9 @@ import random  # noqa: E402
 from ract_cli.format import canonical  # noqa: E402
 from ract_cli.read import fastpath, json_rules, long_line  # noqa: E402
 from ract_cli.read import line as line_mod  # noqa: E402
+from ract_cli.read.event import BIG_LINE_BYTES, DEFAULT_MAX_LINE_BYTES, line_body  # noqa: E402
 from ract_cli.read.framing import split_line_ending  # noqa: E402
-from ract_cli.read.line import BIG_LINE_BYTES, analyze_line, line_body  # noqa: E402
+from ract_cli.read.line import analyze_line  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 LONG = os.environ.get("RACT_LONG") == "1"
@@ -316,15 +316,16 @@ def _string_log(logs, size: int, text: str = "x") -> Path:  # type: ignore[no-un
 
 def test_line_result_hands_a_long_line_on_as_a_view() -> None:
     """``line_result`` gives a line longer than BIG_LINE_BYTES to the checks without copying it."""
+    from ract_cli.read import core as cores
     from ract_cli.read import verdict
 
     seen: list[type] = []
-    real = fastpath.prove
-    fastpath.prove = lambda body, version: seen.append(type(body)) or real(body, version)  # type: ignore[func-returns-value]
+    real = cores.prove
+    cores.prove = lambda body, version: seen.append(type(body)) or real(body, version)  # type: ignore[func-returns-value]
     try:
         verdict.line_result(b'{"a":"' + b"x" * (BIG_LINE_BYTES + 1) + b'"}\n', 9, 1 << 30)
     finally:
-        fastpath.prove = real
+        cores.prove = real
     assert seen and all(t is memoryview for t in seen)
 
 
@@ -371,7 +372,7 @@ def test_huge_lines_peak_under_200_mb(tmp_path: Path, core: str, case: str) -> N
     size = 30_000_000 if core == "python" and case in OBJECT_CASES else 60_000_000
     path = tmp_path / case / line_memory.RUN_ID / "events.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(line_memory.case_bytes(case, size, line_mod.DEFAULT_MAX_LINE_BYTES))
+    path.write_bytes(line_memory.case_bytes(case, size, DEFAULT_MAX_LINE_BYTES))
     code, kib, _, last = line_memory.measure(path, core, [])
     assert code == (1 if case in ("tampered", "tampered_keys", "malformed", "nested", "over") else 0), last
     assert kib < 200 * 1024, (case, core, kib // 1024)
@@ -389,12 +390,12 @@ def test_native_verify_builds_nothing_of_a_long_line(tmp_path: Path, case: str) 
     _cores_built("native")
     small = tmp_path / "small" / line_memory.RUN_ID / "events.jsonl"
     small.parent.mkdir(parents=True)
-    small.write_bytes(line_memory.case_bytes("baseline", 0, line_mod.DEFAULT_MAX_LINE_BYTES))
+    small.write_bytes(line_memory.case_bytes("baseline", 0, DEFAULT_MAX_LINE_BYTES))
     _, base, _, _ = line_memory.measure(small, "native", [])
     size = 8_000_000
     path = tmp_path / case / line_memory.RUN_ID / "events.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_bytes(line_memory.case_bytes(case, size, line_mod.DEFAULT_MAX_LINE_BYTES))
+    path.write_bytes(line_memory.case_bytes(case, size, DEFAULT_MAX_LINE_BYTES))
     code, kib, _, last = line_memory.measure(path, "native", [])
     assert code == 0, last
     # the line read (held twice for a moment by the framing); its str would be a 32 MB (astral1) or
@@ -558,7 +559,7 @@ def test_a_long_line_costs_its_values_and_no_copy(core: str, text: str) -> None:
     tampered = good.replace(b'"timestamp_ns":5', b'"timestamp_ns":6')
     value_bytes = len(event["payload"]["blob"])
     try:
-        fastpath.use_core(core)
+        cores.use_core(core)
         for body, codes in ((good, []), (tampered, ["HASH_MISMATCH"])):
             tracemalloc.start()
             result = analyze_line(memoryview(body))
@@ -569,4 +570,4 @@ def test_a_long_line_costs_its_values_and_no_copy(core: str, text: str) -> None:
             assert peak < max(value_bytes, len(body)) + (4 << 20), (core, text, codes, peak >> 20, len(body) >> 20)
             del result
     finally:
-        fastpath.use_core(cores.core_name())
+        cores.use_core(cores.core_name())

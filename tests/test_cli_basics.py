@@ -22,7 +22,7 @@ from ract_cli.cli.app import main
 from ract_cli.cli.options import MAX_JOBS
 from ract_cli.errors import EXIT_CODE_MEANINGS, ExitCode
 from ract_cli.read.core import NATIVE, core_name
-from ract_cli.testing.synth import fixture_path
+from ract_cli.testing.synth import fixture_path, write_runtime_floats
 
 ENV = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"}
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -187,6 +187,30 @@ def test_verify_and_project_into_a_pipe_import_neither_typer_nor_rich() -> None:
     assert not modules & {"rich", "typer", "click"}, modules
     # nor the Markdown form, the HTML page's timeline, or a journal's report (a RACT log's JSON needs none)
     assert not modules & {"ract_cli.project.markdown", "ract_cli.project.timeline", "ract_cli.project.journal"}
+
+
+@pytest.mark.skipif(core_name() != "native", reason="the native core is not built or not chosen")
+def test_a_verify_the_native_core_answers_loads_neither_orjson_nor_the_python_line_analysis(tmp_path: Path) -> None:
+    """Start-up (issue 14): importing orjson costs ~14 ms (it imports dataclasses, uuid, datetime), a quarter of
+    a quiet verify; a log the native core proves whole, in our layout or in ``json.dumps``' with shuffled keys,
+    needs neither it nor the Python path's modules. A log with a finding is worded by the Python path."""
+    completed = "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl"
+    foreign = tmp_path / "events.jsonl"
+    write_runtime_floats(Path(completed), foreign)
+    python_path = {
+        "orjson",
+        "json",
+        "hashlib",
+        "ract_cli.read.line",
+        "ract_cli.read.fastpath",
+        "ract_cli.format.canonical",
+    }
+    for argv in (["trace", "verify", "-q", completed], ["trace", "verify", str(foreign)]):
+        code, out, modules = _imported_by(argv)
+        assert (code, out) == (0, "") and not modules & python_path, (argv, modules & python_path)
+    tampered = "fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl"
+    code, out, modules = _imported_by(["trace", "verify", "-q", tampered])
+    assert code == 1 and {"orjson", "ract_cli.read.line"} <= modules
 
 
 def test_version_is_listed_in_help(capsys) -> None:

@@ -201,6 +201,25 @@ def test_journals_are_not_ract_events(path: Path) -> None:
         assert VERIFIER.check_line(line) is None
 
 
+def test_dialect_detection_is_the_same_with_either_core() -> None:
+    """A file's first line: a valid RACT event is read natively (no orjson import at start-up, issue 14),
+    any other line with orjson; either way the dialect is the one orjson's reading of the line gives."""
+    from ract_cli.read import core
+    from ract_cli.read.dialect import _record_dialect
+
+    bodies = fixture_lines() + [line for path in JOURNALS for line in lines_of(path)]
+    bodies += [path.read_bytes() for path in JSON_SUITE]
+    try:
+        core.use_core("python")
+        by_python = [_record_dialect(body + b"\n") for body in bodies]
+        core.use_core("native")
+        by_native = [_record_dialect(body + b"\n") for body in bodies]
+    finally:
+        core.use_core(core.core_name())
+    assert by_native == by_python
+    assert {"ract", "raxol", None} <= set(by_python)
+
+
 def python_canonical(body: bytes) -> bytes | None:
     """The canonical bytes the Python path gives one JSON value under the line rules, or None."""
     try:

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from ract_cli.read import parallel
 from ract_cli.read.chain import ChainState
+from ract_cli.read.fastpath import fast_analyze
 from ract_cli.read.reader import ChainReader
 from ract_cli.testing.synth import FIXTURES, fixture_path, write_benchmark_log, write_completed
 from ract_cli.verify.verifier import VerifyOptions, verify_file, verify_paths
@@ -567,7 +568,7 @@ def test_a_bad_core_name_is_refused_before_a_log_is_split(tmp_path: Path, monkey
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setenv("RACT_CORE", "bogus")
     # as a process started so finds it: the Python core's proof until a reader refuses the name
-    monkeypatch.setattr(parallel.fastpath, "prove", parallel.fastpath.fast_analyze)
+    monkeypatch.setattr(parallel.core, "prove", fast_analyze)
     with pytest.raises(UsageError, match="RACT_CORE"):
         verify_file(path, VerifyOptions(jobs=2))
 

@@ -15,8 +15,8 @@ from ract_cli.format.model import Field, KindDef
 from ract_cli.grep.filters import GrepFilter
 from ract_cli.read.chain import TakenRun
 from ract_cli.read.dialect import RACT
+from ract_cli.read.event import LogEvent
 from ract_cli.read.json_rules import LineResult, Problem
-from ract_cli.read.line import LogEvent
 from ract_cli.records import FrozenRecord, Record, fields_of
 from ract_cli.verify.verifier import FileReport, VerifyOptions, VerifyReport
 

@@ -51,7 +51,7 @@ def test_the_log_holds_what_a_runtime_writes(floats_log: Path) -> None:
 
 @pytest.mark.parametrize("core_name", CORES)
 def test_every_line_is_proven_on_a_fast_path(floats_log: Path, core_name: str) -> None:
-    prove = fastpath.native_analyze if core_name == "native" else fastpath.fast_analyze
+    prove = core.native_analyze if core_name == "native" else fastpath.fast_analyze
     for number, line in enumerate(floats_log.read_bytes().splitlines(), 1):
         proven = prove(line, 9)
         assert proven is not None, (number, line[:200])
@@ -63,7 +63,7 @@ def test_project_folds_the_whole_log(floats_log: Path, core_name: str) -> None:
     """Not given up part way (then the log would be read again, event by event)."""
     before = os.environ.get("RACT_CORE")
     os.environ["RACT_CORE"] = core_name
-    fastpath.use_core(core_name)
+    core.use_core(core_name)
     try:
         assert project_folded(ChainReader(floats_log), max_items=1000) is not None
     finally:
@@ -71,7 +71,7 @@ def test_project_folds_the_whole_log(floats_log: Path, core_name: str) -> None:
             del os.environ["RACT_CORE"]
         else:
             os.environ["RACT_CORE"] = before
-        fastpath.use_core(core.core_name())
+        core.use_core(core.core_name())
 
 
 def test_verify_project_and_grep_agree_across_cores(floats_log: Path) -> None:

@@ -21,7 +21,7 @@ from ract_cli.cli.render import (
 from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 
 LogArgument = Annotated[
     str,

@@ -46,7 +46,7 @@ from ract_cli.grep.filters import build_filter
 from ract_cli.grep.results import GrepOptions
 from ract_cli.grep.search import GrepSearch, grep_paths
 from ract_cli.grep.times import parse_time
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import AUTO_JOBS
 
 

@@ -9,7 +9,7 @@ import typer
 
 from ract_cli.cli.limits import MAX_JOBS
 from ract_cli.format.kinds import KINDS, LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 
 Paths = Annotated[
     list[str],

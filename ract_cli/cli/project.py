@@ -56,7 +56,7 @@ from ract_cli.project.human import (
     signal_rows,
     tool_cells,
 )
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import AUTO_JOBS
 
 __all__ = ["Format", "project_command", "render", "report_chunks", "text_console", "to_json", "to_markdown"]

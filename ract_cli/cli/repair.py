@@ -12,7 +12,7 @@ from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Quiet, Sc
 from ract_cli.cli.render import byte_progress, clean, print_lines, progress_enabled, show_refusal, stderr_console
 from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.repair.repairer import RepairOptions, RepairRefused, RepairResult, repair_file
 
 

@@ -34,7 +34,7 @@ from ract_cli.findings import warning
 from ract_cli.format.json_types import Event, Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.replay.controls import MAX_PACE_SLEEP_S, format_elapsed, pace_delay, parse_pace, parse_until
 from ract_cli.replay.journal import JournalReplaySession, JournalReplayStep
 from ract_cli.replay.result import ReplayResult

@@ -12,7 +12,7 @@ from ract_cli.cli.options import Dialect, DialectOption, Jobs, MaxLineBytes, Pat
 from ract_cli.cli.render import byte_progress, progress_enabled
 from ract_cli.cli.verify_report import Format, render
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import AUTO_JOBS
 from ract_cli.verify.verifier import VerifyOptions, verify_paths
 

@@ -39,9 +39,9 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.text import utf8_text
 from ract_cli.project import RunProjection
 from ract_cli.read.discovery import discover
+from ract_cli.read.event import LogEvent
 from ract_cli.read.files import is_stdin, log_size
 from ract_cli.read.handles import is_synthesized_close
-from ract_cli.read.line import LogEvent
 from ract_cli.read.parallel import make_pool, pool_failures
 
 if TYPE_CHECKING:

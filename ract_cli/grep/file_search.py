@@ -31,10 +31,10 @@ from ract_cli.findings import Finding, error
 from ract_cli.grep.filters import GrepFilter
 from ract_cli.grep.results import FileResult, GrepOptions, Match
 from ract_cli.read.chain import not_a_log_message
+from ract_cli.read.event import has_record_shape
 from ract_cli.read.files import open_log
 from ract_cli.read.framing import LineFramer, RawLine, iter_lines_unverified
 from ract_cli.read.json_rules import LineResult
-from ract_cli.read.line import has_record_shape
 
 __all__ = ["PROGRESS_EVERY", "grep_file", "grep_file_packed"]
 

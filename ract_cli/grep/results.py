@@ -6,7 +6,7 @@ from ract_cli.errors import ExitCode
 from ract_cli.findings import Finding
 from ract_cli.format.json_types import Event, Report
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.records import FrozenRecord, Record
 
 __all__ = ["DEFAULT_MAX_FINDINGS", "FileResult", "GrepOptions", "Match"]

@@ -29,7 +29,7 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.text import utf8_text
 from ract_cli.otel.spans import STATUS_UNSET, Span, TraceBuilder, attributes_json
 from ract_cli.read.discovery import discover
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 
 SCOPE_NAME = "ract"
 DEFAULT_SERVICE_NAME = "ract"

@@ -27,8 +27,8 @@ from typing import Any
 import orjson
 
 from ract_cli.format.json_types import Event, Payload
+from ract_cli.read.event import LogEvent
 from ract_cli.read.handles import CLOSE_FOR_OPEN, HandleTracker, OpenHandle, is_synthesized_close
-from ract_cli.read.line import LogEvent
 
 #: OTLP ``Span.SpanKind`` and ``Status.StatusCode`` numbers (the JSON encoding writes enums as integers)
 KIND_INTERNAL, KIND_CLIENT = 1, 3

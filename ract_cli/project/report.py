@@ -40,8 +40,8 @@ from ract_cli.project.result import ProjectResult
 from ract_cli.project.tallies import percentiles
 from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
+from ract_cli.read.event import LogEvent
 from ract_cli.read.files import is_stdin, log_size
-from ract_cli.read.line import LogEvent
 from ract_cli.read.parallel import (
     AUTO_JOBS,
     TASK_BYTES,

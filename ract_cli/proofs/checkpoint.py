@@ -41,7 +41,7 @@ from ract_cli.proofs.note import (
     verify_note,
 )
 from ract_cli.proofs.sidecar import SIDECAR_SUFFIX, entry_is_torn, split_notes
-from ract_cli.read.line import LogEvent
+from ract_cli.read.event import LogEvent
 
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")
 MAX_TREE_SIZE = 2**64 - 1  # tlog-checkpoint sizes are uint64 in every implementation

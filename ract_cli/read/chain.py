@@ -112,7 +112,7 @@ class ChainState:
         self._seen_first_line = False
         self._last_event_line: int | None = None
         #: set by the reader before ``finish_file``: lines framed, and whether any had a record's shape
-        #: (``line.has_record_shape``: a JSON object with ``kind`` or ``type``, of either dialect)
+        #: (``event.has_record_shape``: a JSON object with ``kind`` or ``type``, of either dialect)
         self.lines = 0
         self.saw_record = False
         self.not_a_log = False  # decided by ``finish_file``: NOT_A_LOG replaced every finding

@@ -19,15 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-import orjson
-
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS, VALIDATORS
 from ract_cli.read import core
 from ract_cli.read.chain import ChainState
+from ract_cli.read.event import has_record_shape, hash_mismatch
 from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_KINDS, HANDLE_PAYLOAD_KEYS
 from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
-from ract_cli.read.line import has_record_shape, hash_mismatch
 from ract_cli.read.verdict import line_result
 
 #: one batched line: (line number, offset, raw bytes with their "\n")
@@ -179,8 +177,7 @@ class Batches:
         gives it); any other is the compact one (its payload only what the handle tracker reads)."""
         wanted = self.wanted
         if wanted is not None and wanted(compact[5]):
-            event: Event = orjson.loads(raw)  # a line C took or proved: one valid JSON object
-            return event, True
+            return _whole_event(raw), True
         return _event(compact), False
 
     def take_long(self, line: Line) -> list[Candidate]:
@@ -226,7 +223,7 @@ class Batches:
                 if failure < line_no and (earlier := self.where_trust_ends(failure)) is not None:
                     out.append(earlier)
                 if fed is not None:
-                    out.append((line_no, start, raw, fed if whole else orjson.loads(raw)))
+                    out.append((line_no, start, raw, fed if whole else _whole_event(raw)))
             elif wanted is not None and fed is not None and wanted(fed["kind"]):
                 out.append((line_no, start, raw, fed))  # (whole: ``_event_of`` reads a wanted kind's line)
             if fed is not None:  # (a line holding no event is not one trust can move back to, nor JSON)
@@ -246,10 +243,18 @@ class Batches:
         if last is None or last[0] != failure or failure == self.last_out:
             return None
         self.last_out = failure  # handed out once, however often it is asked
-        return (*last, orjson.loads(last[2]))  # a taken line: one valid JSON object
+        return (*last, _whole_event(last[2]))
 
 
 KindTest = Callable[[str], bool]
+
+
+def _whole_event(raw: bytes) -> Event:
+    """The event of a line C took or proved (one valid JSON object), read whole from its bytes."""
+    import orjson  # (a long line, or where trust ends: a verify C answers whole never loads it, ~14 ms)
+
+    event: Event = orjson.loads(raw)
+    return event
 
 
 def _event(compact: tuple[Any, ...]) -> Event:

@@ -62,11 +62,10 @@ from typing import Any, cast
 
 import orjson
 
-from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event, Payload
-from ract_cli.format.kinds import KINDS, VALIDATORS, kinds_for_version
+from ract_cli.format.kinds import KINDS, kinds_for_version
 from ract_cli.format.model import HEX32, HEX64, MAX_TIMESTAMP_NS, Field, KindDef
-from ract_cli.read import core
+from ract_cli.read.event import BIG_LINE_BYTES
 
 _loads = orjson.loads
 _json_dumps = json.dumps  # (orjson imports json: no start-up of its own)
@@ -83,10 +82,6 @@ _EXPONENT = re.compile(rb"e(?:\+(?:1[6-9]|20)|-[1-6])(?![0-9])").search
 _INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]").search
 _BIG_INT = re.compile(rb"[:,\[]-?(?:9\d{18}|\d{20,})[,}\]]").search
 _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
-#: Longer lines are not proven here (``read.line.BIG_LINE_BYTES``): the sorted dump this path compares
-#: against would be a second copy of the line, next to the parsed values and the line itself. The
-#: reference path judges them in bounded memory; the native core proves them without a copy.
-BIG_LINE_BYTES = 4 << 20
 
 
 # --- payload checks generated from the kind definitions ---------------------
@@ -350,49 +345,3 @@ def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] 
     if check is None or not check(payload):
         return None
     return obj, stored
-
-
-# --- which core proves lines (SPEC §11) ---------------------------------------------
-
-
-def native_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, str] | None:
-    """``fast_analyze``'s answer from the native core: parse, envelope, payload (from the same compiled
-    kinds table) and hash in C, for any layout and length (a view of a long line is read in place, its
-    canonical form hashed as it is written); ``None`` hands the line to the Python path."""
-    verifier = _NATIVE_VERIFIERS.get(schema_version) or _native_verifier(schema_version)
-    found: tuple[Event, str] | None = verifier.check_line(body, full=True)
-    return found
-
-
-#: one compiled ``Verifier`` per schema version, made on first use (the vocabulary differs by version)
-_NATIVE_VERIFIERS: dict[int, Any] = {}
-
-
-def _native_verifier(schema_version: int) -> Any:
-    assert core.NATIVE is not None  # use_core("native") checked it
-    kinds_for_version(schema_version)  # a bad version is the reader's UsageError, before C sees it
-    verifier = core.NATIVE.compile_kinds(KINDS, VALIDATORS, schema_version=schema_version)
-    _NATIVE_VERIFIERS[schema_version] = verifier
-    return verifier
-
-
-#: the function that proves lines now (``use_core`` chooses it; the reader calls it through this name)
-prove: Callable[[bytes | memoryview, int], tuple[Event, str] | None] = fast_analyze
-
-
-def use_core(name: str) -> None:
-    """Prove lines with the "native" or the "python" core from now on (``core.selected`` decides by default)."""
-    global prove
-    if name == "native" and core.NATIVE is None:
-        raise core.NotBuilt()
-    prove = native_analyze if name == "native" else fast_analyze
-
-
-def _startup_core() -> str:
-    try:
-        return core.core_name()
-    except UsageError:  # a bad RACT_CORE: the reader refuses it (exit 2) before reading; Python meanwhile
-        return "python"
-
-
-use_core(_startup_core())

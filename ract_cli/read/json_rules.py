@@ -10,7 +10,6 @@ Shared by the line checks (``line.py``), the long-line parse
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from collections.abc import Iterable
 from typing import TypeAlias
@@ -101,6 +100,8 @@ def parse_exact(body: bytes) -> object:
     Used when orjson's fast result cannot be trusted to be exact: foreign
     formatting (possible duplicate keys) or number tokens orjson rounds.
     """
+    import json  # (the reference path's: a log the native core proves whole never loads it)
+
     return json.loads(
         body.decode("utf-8"),
         object_pairs_hook=_pairs_no_duplicates,

@@ -6,17 +6,16 @@ Pure functions of a line's bytes: they know nothing of other lines.
 from __future__ import annotations
 
 import hashlib
-import re
-from typing import cast
 
 import orjson
 
 from ract_cli.format.canonical import CanonicalizationError, chain_hash, orjson_is_jcs
-from ract_cli.format.json_types import Event, JSONObject, Payload
+from ract_cli.format.json_types import JSONObject
 from ract_cli.format.kinds import KINDS_BY_NAME, LATEST_SCHEMA_VERSION, VALIDATORS, kinds_for_version
 from ract_cli.format.model import ENVELOPE_KEYS, HEX32, HEX64, MAX_TIMESTAMP_NS
 from ract_cli.format.text import short
-from ract_cli.read import fastpath
+from ract_cli.read import core
+from ract_cli.read.event import BIG_LINE_BYTES, hash_mismatch
 from ract_cli.read.json_rules import (
     _VALUE_NAMES,
     MAX_LINE_NODES,
@@ -34,14 +33,7 @@ from ract_cli.read.json_rules import (
     too_many_nodes,
 )
 from ract_cli.read.long_line import parse_big
-from ract_cli.records import Record
 
-DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
-#: A line longer than this is judged without any whole copy of it (issue 15, item 8): the reader hands
-#: it over as a view (``line_body``), the native core reads the view, and the Python path parses it
-#: once and streams its canonical hash (``long_line.parse_big``). Shorter lines take the usual paths, whose
-#: copies of a line cost a few times its size at most.
-BIG_LINE_BYTES = fastpath.BIG_LINE_BYTES
 _SORT = orjson.OPT_SORT_KEYS
 _HASH_PREFIX = b'{"hash":"'  # sorted keys put "hash" first in a valid envelope
 
@@ -89,21 +81,6 @@ def parse_object(body: Body) -> tuple[JSONObject, bytes, bool] | LineResult:
     return obj, dumped, fast
 
 
-def line_body(raw: bytes) -> tuple[Body, bool]:
-    """``framing.split_line_ending`` for ``analyze_line``: a line longer than ``BIG_LINE_BYTES`` is not copied.
-
-    Returns the body without ``\\n`` / ``\\r\\n`` and whether it had ``\\n``;
-    the body of a long line is a view of ``raw``.
-    """
-    has_newline = raw[-1:] == b"\n"
-    end = len(raw) - has_newline
-    if has_newline and raw[end - 1 : end] == b"\r":
-        end -= 1
-    if end > BIG_LINE_BYTES:
-        return memoryview(raw)[:end], has_newline
-    return (raw[:end] if end < len(raw) else raw), has_newline
-
-
 def hash_without_hash_key(obj: JSONObject, fast: bool) -> str | Problem:
     """SPEC §2.4 (``format.canonical.chain_hash``) of a parsed line, or the MALFORMED_LINE it is.
 
@@ -118,14 +95,6 @@ def hash_without_hash_key(obj: JSONObject, fast: bool) -> str | Problem:
         return Problem("MALFORMED_LINE", "nesting too deep to canonicalize")
 
 
-def hash_mismatch(computed: str, stored: str | None) -> Problem:
-    """HASH_MISMATCH: ``expected`` the canonical hash, ``actual`` the stored one (also worded from the native
-    core's answer on a long line whose one fault is its hash: ``chain_mode``)."""
-    return Problem(
-        "HASH_MISMATCH", "stored hash differs from the canonical hash of the event", expected=computed, actual=stored
-    )
-
-
 def analyze_line(body: Body, schema_version: int = LATEST_SCHEMA_VERSION, *, fast: bool = True) -> LineResult:
     """Check one line (without its line ending). Pure: no file, no neighbours.
 
@@ -137,7 +106,7 @@ def analyze_line(body: Body, schema_version: int = LATEST_SCHEMA_VERSION, *, fas
     if type(body) is not bytes and len(body) <= BIG_LINE_BYTES:
         body = bytes(body)
     if fast and (len(body) <= MAX_LINE_NODES or not too_many_nodes(body)):  # (else parse_object says so)
-        proven = fastpath.prove(body, schema_version)  # a fully valid event, proven cheaply (either core)
+        proven = core.prove(body, schema_version)  # a fully valid event, proven cheaply (either core)
         if proven is not None:
             return LineResult(proven[0], proven[1], [])
     parsed = parse_object(body)
@@ -212,72 +181,3 @@ def _check_envelope(obj: JSONObject) -> list[Problem]:
                 Problem("ENVELOPE_ERROR", f"{name} must be 64 lowercase hex characters", actual=short(value))
             )
     return problems
-
-
-# --- is it a log at all? (NOT_A_LOG) ---------------------------------------
-
-_OPENS_OBJECT = re.compile(rb"[ \t\r\n]*\{").match
-#: a key of either dialect's records, as a broken line (one that does not parse) names it
-_RECORD_KEY = re.compile(rb'"(?:kind|type|hash|prev_hash|id|run_id|step_id|parent_id|timestamp_ns|payload)"[ \t\r\n]*:')
-_REPARSE_BYTES = 1 << 20  # a line up to this long that opens an object is parsed again to read its keys
-
-
-def has_record_shape(raw: bytes | None, result: LineResult) -> bool:
-    """Whether a line is, or was meant to be, a record of either dialect (``ChainState.finish_file``).
-
-    True for a usable event or record that has ``kind`` or ``type``; for a
-    JSON object with a ``kind`` or ``type`` key whatever else is wrong with it
-    (a bad envelope, a duplicate key); for a line opening an object that does
-    not parse (an integer past 64 bits, NaN) or is too long to parse again,
-    when it names a key of a RACT envelope or ``type``, or when it is the
-    last line, without its newline (a record cut short: a torn first write);
-    and for a line longer than ``max_line_bytes`` (never called "not a log"
-    unseen).
-    Cheap: a line that does not open an object costs one regex match.
-    """
-    if raw is None:
-        return True
-    event = result.event
-    if event is not None:
-        return "kind" in event or "type" in event
-    if _OPENS_OBJECT(raw) is None:
-        return False
-    if len(raw) <= _REPARSE_BYTES:
-        try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            obj = None
-        if type(obj) is dict:
-            return "kind" in obj or "type" in obj
-    # It does not parse (or is too long to parse again). A last line without its newline that
-    # opens an object is a record cut short (a writer killed within its first bytes: ``{"ha``).
-    return raw[-1:] != b"\n" or _RECORD_KEY.search(raw) is not None
-
-
-# --- a usable event ------------------------------------------------------
-
-
-class LogEvent(Record):
-    """One usable event of a log, where it is, and whether it is still trusted."""
-
-    __slots__ = ("line", "offset", "raw", "event", "trusted")
-    line: int  # 1-based
-    offset: int  # byte offset of the line's first byte
-    raw: bytes  # the line's bytes exactly as in the file, line ending included
-    event: Event
-    trusted: bool  # no integrity failure at or before this line
-
-    def __init__(self, line: int, offset: int, raw: bytes, event: Event, trusted: bool) -> None:
-        self.line = line
-        self.offset = offset
-        self.raw = raw
-        self.event = event
-        self.trusted = trusted
-
-    @property
-    def kind(self) -> str:
-        return cast(str, self.event["kind"])  # a usable event's kind is a string (SPEC §2.2)
-
-    @property
-    def payload(self) -> Payload:
-        return cast(Payload, self.event["payload"])  # and its payload an object

@@ -33,15 +33,15 @@ from typing import TYPE_CHECKING, BinaryIO, TypeVar, cast
 
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
-from ract_cli.read import core, fastpath
+from ract_cli.read import core
 from ract_cli.read.chain import ChainState, TakenRun
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.dialect import resolve_dialect
+from ract_cli.read.event import has_record_shape
 from ract_cli.read.files import is_compressed, is_stdin, open_log
 from ract_cli.read.framing import LineFramer
 from ract_cli.read.handles import HANDLE_KINDS
 from ract_cli.read.json_rules import LineResult, Problem
-from ract_cli.read.line import has_record_shape
 from ract_cli.read.verdict import line_result, not_an_object
 from ract_cli.records import Record
 
@@ -373,8 +373,8 @@ def can_split(path: str | os.PathLike[str], max_line_bytes: int, dialect: str = 
     Several files still go to several processes. The core is RACT_CORE's as
     it is now, as ``ChainReader`` takes it (a bad value: ``UsageError``, exit 2).
     """
-    fastpath.use_core(core.core_name())
-    if fastpath.prove is fastpath.native_analyze:
+    core.use_core(core.core_name())
+    if core.prove is core.native_analyze:
         return False
     try:
         if is_stdin(path) or os.path.getsize(path) < PARALLEL_MIN_BYTES or is_compressed(path):

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ract_cli.read.chain import ChainState
 from ract_cli.read.chain_mode import Candidate, FoldSink
-from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
+from ract_cli.read.event import BIG_LINE_BYTES
+from ract_cli.read.fastpath import fast_analyze
 from ract_cli.read.handles import HANDLE_KINDS
 
 

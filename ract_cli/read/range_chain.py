@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from ract_cli.format.json_types import Event
 from ract_cli.read.chain import ChainState, TakenRun
-from ract_cli.read.fastpath import BIG_LINE_BYTES, fast_analyze
+from ract_cli.read.event import BIG_LINE_BYTES
+from ract_cli.read.fastpath import fast_analyze
 from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_PAYLOAD_KEYS, RUN_CLOSES, HandleTracker, OpenHandle
 from ract_cli.read.idset import _IdSet
 from ract_cli.read.python_chain import PythonBatches, body_end

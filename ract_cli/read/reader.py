@@ -19,22 +19,24 @@ import io
 import os
 from collections.abc import Callable, Generator, Iterable, Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from ract_cli.errors import ChainBrokenError, ExitCode, LogIOError
 from ract_cli.findings import ERROR, Finding, error
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION, kinds_for_version
-from ract_cli.read import core, fastpath
+from ract_cli.read import core
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, FoldGaveUp, FoldSink, KindTest
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES, LogEvent, has_record_shape
 from ract_cli.read.files import is_decoded, is_stdin, open_log, source_offset
 from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent, analyze_line, has_record_shape
-from ract_cli.read.python_chain import PythonBatches
-from ract_cli.read.verdict import line_result, not_an_object
+from ract_cli.read.verdict import analyze_ract, line_result, not_an_object
+
+if TYPE_CHECKING:
+    from ract_cli.read.python_chain import PythonBatches
 
 #: an event read but not yet handed out: (line number, offset, raw bytes, the parsed event)
 _Pending = tuple[int, int, bytes, Event]
@@ -65,7 +67,7 @@ class ChainReader:
         threads: int = 1,
     ) -> None:
         kinds_for_version(schema_version)  # validates the number
-        fastpath.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
+        core.use_core(core.core_name())  # SPEC §11: RACT_CORE as it is now (a bad value is exit 2)
         self.path = path if isinstance(path, Path) else Path(path)
         self.display_path = display_path or str(path)
         self.schema_version = schema_version
@@ -132,8 +134,8 @@ class ChainReader:
     def can_fold(self) -> bool:
         """Whether ``fold`` can read this log: a chain mode (either core), RACT's line analysis, a file read again."""
         return (
-            self._kind.analyze is analyze_line
-            and fastpath.prove in (fastpath.native_analyze, fastpath.fast_analyze)
+            self._kind.analyze is analyze_ract
+            and core.proving_core() is not None
             and not is_stdin(self.path)
             and not self.done
         )
@@ -158,18 +160,20 @@ class ChainReader:
         """Chain mode for this read, or None: it needs RACT's line analysis; with the native core, when
         events are handed out, a ``wanted`` kind test (else every event is built anyway: no gain); with
         the Python core, ``read_all`` (its loop takes no event to hand out)."""
-        if self._fold is not None and fastpath.prove is fastpath.fast_analyze:
+        if self._fold is not None and core.proving_core() == "python":
+            from ract_cli.read.python_chain import PythonBatches  # (the Python core's: orjson)
+
             return PythonBatches(self.state, self.schema_version, fold=self._fold)
         if self._fold is not None:
             return Batches(self.state, self.schema_version, self.max_line_bytes, None, self.threads, fold=self._fold)
-        if self._kind.analyze is not analyze_line:
+        if self._kind.analyze is not analyze_ract:
             return None  # a dialect with its own line analysis (Raxol)
-        if fastpath.prove is not fastpath.native_analyze:
-            return (
-                None
-                if emit or fastpath.prove is not fastpath.fast_analyze
-                else PythonBatches(self.state, self.schema_version)
-            )
+        if core.prove is not core.native_analyze:
+            if emit or core.proving_core() != "python":
+                return None
+            from ract_cli.read.python_chain import PythonBatches  # (the Python core's: orjson)
+
+            return PythonBatches(self.state, self.schema_version)
         if emit and self.wanted is None:
             return None
         return Batches(

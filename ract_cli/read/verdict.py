@@ -6,10 +6,28 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from ract_cli.read import fastpath
+from ract_cli.read import core
+from ract_cli.read.event import BIG_LINE_BYTES, line_body
 from ract_cli.read.framing import _torn_tail_problem, split_line_ending
-from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult, Problem, _too_many_nodes_problem, too_many_nodes
-from ract_cli.read.line import BIG_LINE_BYTES, analyze_line, line_body
+from ract_cli.read.json_rules import (
+    MAX_LINE_NODES,
+    Body,
+    LineResult,
+    Problem,
+    _too_many_nodes_problem,
+    too_many_nodes,
+)
+
+
+def analyze_ract(body: Body, schema_version: int) -> LineResult:
+    """RACT's line analysis, ``read.line.analyze_line`` (the RACT dialect's ``analyze``).
+
+    Imported when a line first needs it: ``line_result`` asks the core's proof first, and a log the native
+    core proves whole never loads the Python analysis nor orjson (start-up, issue 14).
+    """
+    from ract_cli.read.line import analyze_line
+
+    return analyze_line(body, schema_version)
 
 
 def not_an_object(raw: bytes) -> bool:
@@ -33,7 +51,7 @@ def line_result(
     raw: bytes | None,
     schema_version: int,
     max_line_bytes: int,
-    analyze: Callable[[bytes, int], LineResult] = analyze_line,
+    analyze: Callable[[bytes, int], LineResult] = analyze_ract,
 ) -> LineResult:
     """The verdict on one framed line, exactly as ``ChainReader`` reaches it.
 
@@ -52,16 +70,21 @@ def line_result(
         has_newline = raw[-1:] == b"\n"
         result = LineResult(None, None, [_too_many_nodes_problem()], parsed=False)
     else:
-        if analyze is analyze_line and raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
-            # the common case, inlined: a clean "\n" line (a huge one as a view: no copy of it)
-            body = raw[:-1] if len(raw) <= BIG_LINE_BYTES else memoryview(raw)[:-1]
-            proven = fastpath.prove(body, schema_version)
-            if proven is not None:
+        if analyze is analyze_ract:
+            if raw[-2:-1] != b"\r" and raw[-1:] == b"\n":
+                # the common case, inlined: a clean "\n" line (a huge one as a view: no copy of it)
+                body, has_newline = (raw[:-1] if len(raw) <= BIG_LINE_BYTES else memoryview(raw)[:-1]), True
+            else:
+                body, has_newline = line_body(raw)
+            proven = core.prove(body, schema_version)
+            if proven is None:
+                from ract_cli.read.line import analyze_line
+
+                result = analyze_line(body, schema_version, fast=False)  # (prove already said no)
+            elif has_newline:
                 return LineResult(proven[0], proven[1], [])
-            result, has_newline = analyze_line(body, schema_version, fast=False), True  # prove already said no
-        elif analyze is analyze_line:
-            view, has_newline = line_body(raw)
-            result = analyze_line(view, schema_version)
+            else:
+                result = LineResult(proven[0], proven[1], [])
         else:
             plain, has_newline = split_line_ending(raw)
             result = analyze(plain, schema_version)

@@ -33,8 +33,9 @@ from ract_cli.findings import ERROR, Finding
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.files import is_compressed, is_stdin, log_size, open_log
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, analyze_line
+from ract_cli.read.line import analyze_line
 from ract_cli.read.parallel import auto_jobs
 from ract_cli.repair.closes import (
     ADDITIONS,

@@ -22,7 +22,7 @@ from ract_cli.dialects.raxol.record import JournalEvent
 from ract_cli.dialects.raxol.state import MAX_KEYS, OTHER, _text
 from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Report
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.replay.result import ReplayResult
 
 ITEM_TYPES_WITH_DEPTH = frozenset({"item_started", "item_completed", "item_delta"})

@@ -14,7 +14,7 @@ from ract_cli.errors import ExitCode
 from ract_cli.findings import Finding
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES, LogEvent
 from ract_cli.replay.state import ReplayState, ReplayStep
 
 __all__ = ["Replayer", "is_ephemeral"]

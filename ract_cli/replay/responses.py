@@ -10,7 +10,7 @@ from ract_cli.errors import ExitCode
 from ract_cli.findings import Finding
 from ract_cli.format.json_types import Payload
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.replay.replayer import Replayer
 from ract_cli.replay.summary import value_key
 

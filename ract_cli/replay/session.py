@@ -40,8 +40,8 @@ from ract_cli.errors import UsageError
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.discovery import resolve_log_path
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES, LogEvent
 from ract_cli.read.files import log_size
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES, LogEvent
 from ract_cli.replay.controls import MAX_PACE_SLEEP_S, format_elapsed, pace_delay, parse_pace, parse_until
 from ract_cli.replay.journal import JournalReplaySession
 from ract_cli.replay.replayer import Replayer, is_ephemeral

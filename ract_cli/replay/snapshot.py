@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ract_cli.dialects import ChainReader
 from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 
 __all__ = ["InitialSnapshot", "find_initial_snapshot"]
 

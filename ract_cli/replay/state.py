@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ract_cli.format.json_types import Payload, Report
+from ract_cli.read.event import LogEvent
 from ract_cli.read.handles import HandleTracker, OpenHandle
-from ract_cli.read.line import LogEvent
 from ract_cli.replay.summary import value_key
 
 __all__ = ["AssumptionStatus", "PredicateVerdict", "ReplayState", "ReplayStep"]

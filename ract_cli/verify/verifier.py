@@ -15,8 +15,8 @@ from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.format.model import HEX64
 from ract_cli.read.chain import ChainState
 from ract_cli.read.discovery import discover
+from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.files import is_stdin, log_size
-from ract_cli.read.line import DEFAULT_MAX_LINE_BYTES
 from ract_cli.read.parallel import (
     AUTO_JOBS,
     TASK_BYTES,

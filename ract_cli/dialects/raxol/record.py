@@ -21,8 +21,9 @@ from ract_cli.findings import WARNING
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.format.model import HEX64
 from ract_cli.format.text import short
+from ract_cli.read.event import LogEvent
 from ract_cli.read.json_rules import LineResult, Problem
-from ract_cli.read.line import LogEvent, hash_without_hash_key, parse_object
+from ract_cli.read.line import hash_without_hash_key, parse_object
 
 
 def analyze_record(body: bytes, _unused: object = None) -> LineResult:
