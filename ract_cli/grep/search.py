@@ -27,8 +27,6 @@ import os
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-import orjson
-
 from ract_cli.dialects import discovery_suffixes
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.grep.file_search import grep_file, grep_files_packed
@@ -180,6 +178,8 @@ class GrepSearch:
         event).
         """
         import pickle  # (with a pool only: not at every start-up)
+
+        import orjson  # (likewise: a search the native core answers in this process never imports it, ~14 ms)
 
         workers = _Workers(self.files, self._sizes, self.filter, self.options)
         try:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TypeVar
 
@@ -120,6 +119,8 @@ def _reject_constant(name: str) -> object:
 
 def _read_rhs(text: str) -> object:
     """The right-hand side: JSON when it parses as JSON, else the text itself."""
+    import json  # (a --where only: a plain search never imports it)
+
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
