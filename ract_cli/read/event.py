@@ -1,11 +1,12 @@
 """What every reader hands out and shares, kept apart from how a line is judged (``read/line.py``).
 
-The usable event (``LogEvent``), the line-length limits, the HASH_MISMATCH
-finding and the NOT_A_LOG test. The native core's chain mode, the framer and
-the commands import these; none of them imports orjson, the Python line
-analysis or the canonical form, so a verify that the native core answers
-whole loads none of them (start-up, issue 14: orjson's import alone is ~14 ms
-of a ~50 ms call, as it imports dataclasses, uuid and datetime).
+The usable event (``LogEvent``), the line-length limits and a line's body
+(``line_body``), the HASH_MISMATCH finding and the NOT_A_LOG test. The native
+core's chain mode, the framer and the commands import these; none of them
+imports orjson, the Python line analysis or the canonical form, so a verify
+that the native core answers whole loads none of them (start-up, issue 14:
+orjson's import alone is ~14 ms of a ~50 ms call, as it imports dataclasses,
+uuid and datetime).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ract_cli.records import Record
 
 DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024
 #: A line longer than this is judged without any whole copy of it (issue 15, item 8): the reader hands
-#: it over as a view (``line.line_body``), the native core reads the view, and the Python path parses it
+#: it over as a view (``line_body``), the native core reads the view, and the Python path parses it
 #: once and streams its canonical hash (``long_line.parse_big``); the Python fast path never proves it (the
 #: sorted dump it compares against would be a second copy of the line). Shorter lines take the usual
 #: paths, whose copies of a line cost a few times its size at most.
