@@ -22,6 +22,7 @@ from hardening_support import on_pty
 
 from ract_cli.cli.app import main
 from ract_cli.format.canonical import jcs_exact
+from ract_cli.format.kinds import LATEST_SCHEMA_VERSION
 from ract_cli.read.core import core_name
 from ract_cli.testing.synth import fixture_path, fixture_run_id, write_aborted, write_completed, write_fixtures
 from ract_cli.writer.event_writer import EventWriter, FsyncPolicy
@@ -705,6 +706,26 @@ def test_piped_grep_before_the_cli_prints_what_the_cli_prints(tmp_path: Path, en
         seen_stdout |= bool(quick.stdout)
         seen_stderr |= bool(quick.stderr)
     assert seen_stderr and (seen_stdout or env.get("RACT_CORE") == "bogus")  # (matches and findings compared)
+
+
+def test_what_grep_says_on_a_piped_stderr_is_written_without_rich() -> None:
+    """``--no-verify`` always says what it gives up, and an unknown kind is warned of: into a pipe, the lines
+    rich would write there (``render.write_stderr_lines``), without importing it (~40 ms of start-up)."""
+    script = (
+        "import sys\n"
+        "from ract_cli.cli.launch import main\n"
+        "code = main(['trace', 'grep', '--no-verify', '--kind', 'tool.called', '--kind', 'no.such', sys.argv[1]])\n"
+        "print(code, 'rich' in sys.modules, file=sys.stderr)\n"
+    )
+    log = str(fixture_path(ROOT / "fixtures", "completed"))
+    proc = subprocess.run([sys.executable, "-c", script, log], capture_output=True, text=True, timeout=60)
+    assert proc.stderr.splitlines() == [
+        f"ract trace grep: warning: --kind 'no.such' matches no RACT event kind (schema version {LATEST_SCHEMA_VERSION})",
+        "ract trace grep: --no-verify: hash chains are NOT checked; matches are printed without a verdict on "
+        "their logs",
+        "0 False",
+    ], proc.stderr[-800:]
+    assert proc.stdout.count("\n") >= 1
 
 
 def test_a_piped_grep_of_a_clean_log_imports_neither_typer_nor_rich() -> None:
