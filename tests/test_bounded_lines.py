@@ -347,7 +347,7 @@ def test_a_20_mb_string_event_verifies_in_bounded_memory(logs, core: str) -> Non
     big = _string_log(logs, size)
     code, kib = _peak(["trace", "verify", str(big)], {"RACT_CORE": core})
     assert base_code == code == 0
-    # measured (seventeenth session, ten runs each): native 2.14-2.15 x the string, Python 2.38-2.40 x (the
+    # measured (seventeenth session, six runs): native 2.14-2.15 x the string, Python 2.39-2.40 x (the
     # line, its string, and the pieces the long-line path hashes): the Python core's bound sat 0.1 MB above
     # its peak, which the allocator's arenas move by as much
     bound = 2.4 if core == "native" else 2.5
