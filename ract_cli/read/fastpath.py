@@ -1,9 +1,9 @@
 """The verifier's fast path: prove a line is a fully valid event, cheaply.
 
-``reader.analyze_line`` first asks ``prove`` (``fast_analyze``, or the native
-core's ``native_analyze`` when ``ract_cli._core`` is built and chosen, SPEC
-§11). It returns a result only for a line with no finding at all -- values
-whose canonical bytes orjson's sorted dump gives exactly (in any key order,
+``verdict.line_result`` and ``line.analyze_line`` first ask ``core.prove``
+(this module's ``fast_analyze`` when the Python core is chosen, else
+``core.native_analyze``, SPEC §11). ``fast_analyze`` returns a result
+only for a line with no finding at all -- values whose canonical bytes orjson's sorted dump gives exactly (in any key order,
 with any JSON whitespace, and ``\\u`` escapes of the non-ASCII characters as
 ``json.dumps`` writes them), orjson's form already JCS, a valid envelope, the
 hash matching, a kind
