@@ -2,15 +2,15 @@
 
 ``verdict.line_result`` and ``line.analyze_line`` first ask ``core.prove``
 (this module's ``fast_analyze`` when the Python core is chosen, else
-``core.native_analyze``, SPEC §11). ``fast_analyze`` returns a result
-only for a line with no finding at all -- values whose canonical bytes orjson's sorted dump gives exactly (in any key order,
-with any JSON whitespace, and ``\\u`` escapes of the non-ASCII characters as
-``json.dumps`` writes them), orjson's form already JCS, a valid envelope, the
-hash matching, a kind
-of the vocabulary and a payload its validator accepts. For anything else it
-returns ``None`` and the reference path in ``analyze_line`` decides (and
-words the findings). So the fast path can only ever change speed, never a
-verdict: ``tests/test_parallel.py`` checks both paths agree.
+``core.native_analyze``, SPEC §11). ``fast_analyze`` returns a result only for
+a line with no finding at all -- values whose canonical bytes orjson's sorted
+dump gives exactly (in any key order, with any JSON whitespace, and ``\\u``
+escapes of the non-ASCII characters as ``json.dumps`` writes them), orjson's
+form already JCS, a valid envelope, the hash matching, a kind of the
+vocabulary and a payload its validator accepts. For anything else it returns
+``None`` and the reference path in ``analyze_line`` decides (and words the
+findings). So the fast path can only ever change speed, never a verdict:
+``tests/test_parallel.py`` checks both paths agree.
 
 Why each shortcut is exact:
 
