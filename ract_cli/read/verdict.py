@@ -77,14 +77,12 @@ def line_result(
             else:
                 body, has_newline = line_body(raw)
             proven = core.prove(body, schema_version)
-            if proven is None:
+            if proven is not None:
+                result = LineResult(proven[0], proven[1], [])
+            else:
                 from ract_cli.read.line import analyze_line
 
                 result = analyze_line(body, schema_version, fast=False)  # (prove already said no)
-            elif has_newline:
-                return LineResult(proven[0], proven[1], [])
-            else:
-                result = LineResult(proven[0], proven[1], [])
         else:
             plain, has_newline = split_line_ending(raw)
             result = analyze(plain, schema_version)
