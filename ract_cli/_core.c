@@ -5288,12 +5288,292 @@ static PyTypeObject FoldType = {
     .tp_getset = fold_getset,
 };
 
+/* --- JSON in and out, for Python's own values ------------------------------------ */
+
+PyDoc_STRVAR(loads_doc,
+             "loads(data: bytes) -> object | None\n\n"
+             "The value of one JSON document under the strict line rules (SPEC §2.1), built as\n"
+             "check_line builds an event (keys in the document's order, as orjson.loads); None when\n"
+             "the rules refuse it (the caller then reads it with orjson or json).");
+
+static PyObject *core_loads(PyObject *Py_UNUSED(mod), PyObject *arg)
+{
+    const uint8_t *p;
+    size_t n;
+    if (bytes_arg(arg, &p, &n) < 0)
+        return NULL;
+    Workspace *ws = ws_get();
+    if (!ws)
+        return PyErr_NoMemory();
+    Line *L = &ws->lines[0];
+    L->src = p;
+    L->len = n;
+    L->envelope = 0;
+    PyObject *res = NULL;
+    int r = parse(L);
+    if (r < 0) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (r > 0 && L->dn && !fast_doubles(L))
+        r = convert_doubles(L);
+    if (r < 0)
+        goto done;
+    res = r == 0 ? Py_NewRef(Py_None) : build(L, 0);
+done:
+    ws_put(ws);
+    return res;
+}
+
+/* dumps: orjson.dumps's bytes for the values it knows exactly (the exact built-in types); anything
+ * else, or what orjson refuses, is left to the caller (orjson, then json). */
+#define DUMP_DEPTH 128 /* (below orjson's own limit: deeper is orjson's to judge) */
+enum { DUMP_OK = 0, DUMP_ERROR = -1, DUMP_REFUSED = -2 };
+
+static int dump_value(Buf *b, PyObject *o, int indent, int sort, int depth);
+
+static int dump_newline(Buf *b, int depth)
+{
+    size_t n = 1 + 2 * (size_t)depth;
+    if (n > b->cap - b->n && buf_grow(b, n) < 0)
+        return DUMP_ERROR;
+    b->p[b->n] = '\n';
+    memset(b->p + b->n + 1, ' ', n - 1);
+    b->n += n;
+    return DUMP_OK;
+}
+
+static int dump_str(Buf *b, PyObject *o)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(o, &n); /* (a lone surrogate: orjson refuses it too) */
+    if (!u) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError))
+            return DUMP_ERROR;
+        PyErr_Clear();
+        return DUMP_REFUSED;
+    }
+    if (buf_put(b, "\"", 1) < 0)
+        return DUMP_ERROR;
+    Py_ssize_t run = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)u[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        size_t k = 2;
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = "0123456789abcdef"[c >> 4];
+            esc[5] = "0123456789abcdef"[c & 15];
+            k = 6;
+        }
+        if (buf_put(b, u + run, (size_t)(i - run)) < 0 || buf_put(b, esc, k) < 0)
+            return DUMP_ERROR;
+        run = i + 1;
+    }
+    if (buf_put(b, u + run, (size_t)(n - run)) < 0 || buf_put(b, "\"", 1) < 0)
+        return DUMP_ERROR;
+    return DUMP_OK;
+}
+
+/* A finite double as orjson writes it: repr's shortest digits, but an exponent of -5 laid out in
+ * full (0.0000ddd) and -6..-9 without repr's leading zero (1e-6); tests/test_json_text.py holds it. */
+static int dump_float(Buf *b, double x)
+{
+    if (!isfinite(x))
+        return buf_put(b, "null", 4) < 0 ? DUMP_ERROR : DUMP_OK;
+    char *r = PyOS_double_to_string(x, 'r', 0, Py_DTSF_ADD_DOT_0, NULL);
+    if (!r)
+        return DUMP_ERROR;
+    int rc = DUMP_OK;
+    char *e = strstr(r, "e-0");
+    if (e && e[3] == '5' && e[4] == '\0') {
+        const char *m = r;
+        if (*m == '-' && buf_put(b, "-", 1) < 0)
+            rc = DUMP_ERROR;
+        m += *m == '-';
+        if (rc == DUMP_OK && buf_put(b, "0.0000", 6) < 0)
+            rc = DUMP_ERROR;
+        for (; rc == DUMP_OK && m < e; m++)
+            if (*m != '.' && buf_put(b, m, 1) < 0)
+                rc = DUMP_ERROR;
+    } else if (e) {
+        if (buf_put(b, r, (size_t)(e - r) + 2) < 0 || buf_put(b, e + 3, strlen(e + 3)) < 0)
+            rc = DUMP_ERROR;
+    } else if (buf_put(b, r, strlen(r)) < 0) {
+        rc = DUMP_ERROR;
+    }
+    PyMem_Free(r);
+    return rc;
+}
+
+/* Digits of a magnitude, sign first when neg (printf's %llu is a tenth of a report's time). */
+static int dump_digits(Buf *b, unsigned long long u, int neg)
+{
+    char d[24];
+    int k = (int)sizeof d;
+    do {
+        d[--k] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (neg)
+        d[--k] = '-';
+    return buf_put(b, d + k, sizeof d - (size_t)k) < 0 ? DUMP_ERROR : DUMP_OK;
+}
+
+static int dump_int(Buf *b, PyObject *o)
+{
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return DUMP_ERROR;
+    if (overflow > 0) { /* orjson takes up to 2**64 - 1 */
+        unsigned long long u = PyLong_AsUnsignedLongLong(o);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError))
+                return DUMP_ERROR;
+            PyErr_Clear();
+            return DUMP_REFUSED;
+        }
+        return dump_digits(b, u, 0);
+    }
+    if (overflow < 0)
+        return DUMP_REFUSED;
+    return dump_digits(b, v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v, v < 0);
+}
+
+/* One member of an object: its key (a str, else orjson's to refuse), ": " and its value. */
+static int dump_member(Buf *b, PyObject *key, PyObject *value, int indent, int sort, int depth)
+{
+    if (!PyUnicode_CheckExact(key))
+        return DUMP_REFUSED;
+    int rc = dump_str(b, key);
+    if (rc != DUMP_OK)
+        return rc;
+    if (buf_put(b, indent ? ": " : ":", indent ? 2 : 1) < 0)
+        return DUMP_ERROR;
+    return dump_value(b, value, indent, sort, depth + 1);
+}
+
+/* An array (items), or an object (keys: its keys in the order to write them; NULL: the dict's own). No
+ * Python code runs while a value is written (exact types only), so nothing here can change under it. */
+static int dump_container(Buf *b, PyObject *o, PyObject *keys, int indent, int sort, int depth)
+{
+    int is_dict = PyDict_CheckExact(o), rc;
+    Py_ssize_t n = is_dict ? PyDict_GET_SIZE(o) : PySequence_Fast_GET_SIZE(o), pos = 0;
+    PyObject *k, *v;
+    if (buf_put(b, is_dict ? "{" : "[", 1) < 0)
+        return DUMP_ERROR;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((i && buf_put(b, ",", 1) < 0) || (indent && dump_newline(b, depth + 1) < 0))
+            return DUMP_ERROR;
+        if (!is_dict) {
+            rc = dump_value(b, PySequence_Fast_GET_ITEM(o, i), indent, sort, depth + 1);
+        } else if (keys) {
+            k = PyList_GET_ITEM(keys, i);
+            v = PyDict_GetItemWithError(o, k);
+            rc = v ? dump_member(b, k, v, indent, sort, depth) : PyErr_Occurred() ? DUMP_ERROR : DUMP_REFUSED;
+        } else {
+            rc = PyDict_Next(o, &pos, &k, &v) ? dump_member(b, k, v, indent, sort, depth) : DUMP_REFUSED;
+        }
+        if (rc != DUMP_OK)
+            return rc;
+    }
+    if ((n && indent && dump_newline(b, depth) < 0) || buf_put(b, is_dict ? "}" : "]", 1) < 0)
+        return DUMP_ERROR;
+    return DUMP_OK;
+}
+
+static int dump_value(Buf *b, PyObject *o, int indent, int sort, int depth)
+{
+    if (o == Py_None)
+        return buf_put(b, "null", 4) < 0 ? DUMP_ERROR : DUMP_OK;
+    if (o == Py_True)
+        return buf_put(b, "true", 4) < 0 ? DUMP_ERROR : DUMP_OK;
+    if (o == Py_False)
+        return buf_put(b, "false", 5) < 0 ? DUMP_ERROR : DUMP_OK;
+    if (PyUnicode_CheckExact(o))
+        return dump_str(b, o);
+    if (PyLong_CheckExact(o))
+        return dump_int(b, o);
+    if (PyFloat_CheckExact(o))
+        return dump_float(b, PyFloat_AS_DOUBLE(o));
+    int is_dict = PyDict_CheckExact(o);
+    if (!is_dict && !PyList_CheckExact(o) && !PyTuple_CheckExact(o))
+        return DUMP_REFUSED;
+    if (depth >= DUMP_DEPTH)
+        return DUMP_REFUSED;
+    if (!is_dict || !sort || PyDict_GET_SIZE(o) < 2)
+        return dump_container(b, o, NULL, indent, sort, depth);
+    PyObject *keys = PyDict_Keys(o);
+    if (!keys)
+        return DUMP_ERROR;
+    int rc = DUMP_OK;
+    if (PyList_Sort(keys) < 0) { /* (keys of mixed types: orjson's to refuse) */
+        rc = PyErr_ExceptionMatches(PyExc_TypeError) ? DUMP_REFUSED : DUMP_ERROR;
+        if (rc == DUMP_REFUSED)
+            PyErr_Clear();
+    }
+    if (rc == DUMP_OK)
+        rc = dump_container(b, o, keys, indent, sort, depth);
+    Py_DECREF(keys);
+    return rc;
+}
+
+PyDoc_STRVAR(dumps_doc,
+             "dumps(value: object, indent: bool = False, sort_keys: bool = False) -> bytes | None\n\n"
+             "orjson.dumps(value, option=OPT_INDENT_2 if indent, OPT_SORT_KEYS if sort_keys),\n"
+             "byte for byte, for a value of dict, list, tuple, str, int, float, bool and None\n"
+             "(exact types; dict keys str); None for any other value or one orjson refuses\n"
+             "(the caller then writes it with orjson).");
+
+static PyObject *core_dumps(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"value", "indent", "sort_keys", NULL};
+    PyObject *value;
+    int indent = 0, sort = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|pp:dumps", names, &value, &indent, &sort))
+        return NULL;
+    Buf b = {NULL, 0, 0};
+    if (buf_grow(&b, 4096) < 0) /* (from 64 bytes, a report's megabyte would be copied sixteen times) */
+        return PyErr_NoMemory();
+    int rc = dump_value(&b, value, indent, sort, 0);
+    PyObject *res = rc == DUMP_OK      ? PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.n)
+                    : rc == DUMP_ERROR ? NULL
+                                       : Py_NewRef(Py_None);
+    buf_free(&b);
+    return res;
+}
+
 /* --- module ------------------------------------------------------------------- */
 
 static PyMethodDef core_methods[] = {
     {"check_line", core_check_line, METH_O, check_line_doc},
     {"check_lines", core_check_lines, METH_O, check_lines_doc},
     {"canonical", core_canonical, METH_O, canonical_doc},
+    {"loads", core_loads, METH_O, loads_doc},
+    {"dumps", (PyCFunction)(void (*)(void))core_dumps, METH_VARARGS | METH_KEYWORDS, dumps_doc},
     {"find_lines", core_find_lines, METH_VARARGS, find_lines_doc},
     {"compile_kinds", (PyCFunction)(void (*)(void))core_compile_kinds, METH_VARARGS | METH_KEYWORDS,
      compile_kinds_doc},

@@ -8,8 +8,8 @@ Usage::
 ``make fuzz-native`` builds the extension with ``-fsanitize=address,undefined`` into a
 temporary directory and runs this script against that build (``--core``), so memory
 errors and undefined behaviour abort the run instead of passing silently; ``--tests``
-first runs ``tests/test_native_core.py`` and the native cases of ``tests/test_project_fold.py``
-against that build too.
+first runs ``tests/test_native_core.py``, the native cases of ``tests/test_project_fold.py``
+and ``tests/test_json_text.py`` against that build too.
 
 How it works: a parent process starts a child that loops over inputs until the time is
 up. Each input is a seed (``tests/data/native-fuzz/corpus/``, every fixture line, the
@@ -336,6 +336,7 @@ def child(args: argparse.Namespace) -> int:
             oracle.agree(data, complete=complete, versions=(rng.choice(versions),) if rng.random() < 0.1 else (9,))  # type: ignore[attr-defined]
             if core.canonical(data) != oracle.python_canonical(data):  # type: ignore[attr-defined]
                 raise AssertionError("canonical() differs from the Python canonical form")
+            oracle.check_json_text(core, data)  # type: ignore[attr-defined]
         except (Exception, oracle.pytest.fail.Exception) as exc:  # type: ignore[attr-defined]
             failures += 1
             path = save(data, "diff", crashes)
@@ -479,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tests",
         action="store_true",
-        help="first run tests/test_native_core.py and test_project_fold.py against --core",
+        help="first run tests/test_native_core.py, test_project_fold.py and test_json_text.py against --core",
     )
     ap.add_argument("--run-tests", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -492,14 +493,14 @@ def main(argv: list[str] | None = None) -> int:
         import pytest
 
         tests = ROOT / "tests"
-        # one run: test_native_core.py whole (its module's name says native) and the native cases of the
-        # projection's fold in C, its helper thread included, against the Python fold
-        files = [str(tests / "test_native_core.py"), str(tests / "test_project_fold.py")]
-        return int(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "native", *files]))
+        # one run: test_native_core.py and test_json_text.py whole (their modules' names say so) and the
+        # native cases of the projection's fold in C, its helper thread included, against the Python fold
+        files = [str(tests / n) for n in ("test_native_core.py", "test_project_fold.py", "test_json_text.py")]
+        return int(pytest.main(["-q", "-p", "no:cacheprovider", "-k", "native or json_text", *files]))
     if args.child:
         return child(args)
     if args.tests:
-        print("fuzz_native: tests/test_native_core.py and test_project_fold.py against this core", flush=True)
+        print("fuzz_native: tests/test_native_core.py, test_project_fold.py, test_json_text.py against it", flush=True)
         argv = [sys.executable, __file__, "--run-tests"] + (["--core", args.core] if args.core else [])
         if subprocess.run(argv, check=False, cwd=ROOT).returncode != 0:
             print("fuzz_native: the differential tests failed against this core")

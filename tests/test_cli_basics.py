@@ -193,7 +193,8 @@ def test_verify_and_project_into_a_pipe_import_neither_typer_nor_rich() -> None:
 def test_a_verify_the_native_core_answers_loads_neither_orjson_nor_the_python_line_analysis(tmp_path: Path) -> None:
     """Start-up (issue 14): importing orjson costs ~14 ms (it imports dataclasses, uuid, datetime), a quarter of
     a quiet verify; a log the native core proves whole, in our layout or in ``json.dumps``' with shuffled keys,
-    needs neither it nor the Python path's modules. A log with a finding is worded by the Python path."""
+    needs neither it nor the Python path's modules, nor does its JSON report or its projection (the native
+    core writes orjson's bytes, ``read.json_text``). A log with a finding is worded by the Python path."""
     completed = "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl"
     foreign = tmp_path / "events.jsonl"
     write_runtime_floats(Path(completed), foreign)
@@ -204,10 +205,15 @@ def test_a_verify_the_native_core_answers_loads_neither_orjson_nor_the_python_li
         "ract_cli.read.line",
         "ract_cli.read.fastpath",
         "ract_cli.format.canonical",
+        "dataclasses",
     }
     for argv in (["trace", "verify", "-q", completed], ["trace", "verify", str(foreign)]):
         code, out, modules = _imported_by(argv)
         assert (code, out) == (0, "") and not modules & python_path, (argv, modules & python_path)
+    for argv in (["trace", "verify", "--format", "json", str(foreign)], ["trace", "project", str(foreign)]):
+        code, out, modules = _imported_by(argv)
+        assert code == 0 and json.loads(out)["exit_code"] == 0, (argv, out[-300:])
+        assert not modules & python_path, (argv, modules & python_path)
     tampered = "fixtures/runs/8686994841309902af40ce3e190711e7/events.jsonl"
     code, out, modules = _imported_by(["trace", "verify", "-q", tampered])
     assert code == 1 and {"orjson", "ract_cli.read.line"} <= modules

@@ -41,6 +41,7 @@ from time import time_ns
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from json_support import check_json_text, same
 from kind_examples import INVARIANT_INVALID, all_field_invalid_cases, all_valid_cases, merged
 
 from ract_cli.format.canonical import jcs_exact
@@ -96,19 +97,6 @@ PAIRING_VERIFIER = _core.compile_kinds(
 
 
 # --- the oracle ------------------------------------------------------------------
-
-
-def same(a: object, b: object) -> bool:
-    """Equal in type, value, key order and the sign of zero (== says 1 == 1.0 == True)."""
-    if type(a) is not type(b):
-        return False
-    if type(a) is dict:
-        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
-    if type(a) is list:
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
-    if type(a) is float:
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # type: ignore[arg-type]
-    return a == b
 
 
 def agree(body: bytes, *, complete: bool, versions: tuple[int, ...] = (LATEST_SCHEMA_VERSION,)) -> bool:
@@ -887,6 +875,7 @@ def test_fuzz_files_replay(path: Path) -> None:
     body = path.read_bytes()
     agree(body, complete=False)  # a file is one line's body, byte for byte
     assert _core.canonical(body) == python_canonical(body)
+    check_json_text(_core, body)
     if path.name.startswith(("batch-", "chain-")):  # a batch or a log: its lines joined by "\n"
         lines = body.split(b"\n")
         for line in lines:

@@ -21,9 +21,7 @@ gives up and the log is projected again event by event
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
-
-import orjson
+from typing import TYPE_CHECKING, Any
 
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS
@@ -36,15 +34,18 @@ from ract_cli.project.grouping import (
     Group,
     Rule,
     counted,
+    folded_event,
     left,
 )
 from ract_cli.project.projector import Projector
-from ract_cli.project.python_fold import Folder, make_folder
 from ract_cli.project.tallies import tally
 from ract_cli.project.values import label
 from ract_cli.read.chain_mode import FoldGaveUp, KindTest
 from ract_cli.read.handles import RUN_CLOSES, STEP_CLOSES, OpenHandle
 from ract_cli.read.reader import ChainReader
+
+if TYPE_CHECKING:
+    from ract_cli.project.python_fold import Folder
 
 #: C pauses once it holds this many groups (and they are applied): bounded memory, few pauses on real logs
 MAX_GROUPS = 4096
@@ -118,6 +119,8 @@ class FoldedProjection:
         return fold
 
     def _make(self, kind: str, rule: Rule) -> Folder:
+        from ract_cli.project.python_fold import make_folder  # (the Python core's: ~2 ms of a native start-up)
+
         return make_folder(
             kind,
             rule,
@@ -156,7 +159,7 @@ class FoldedProjection:
                     self._folders[kind] = self._make(kind, (GROUP, *self.rules[kind][1:]))
 
     def closed(self, event: Event, paired: OpenHandle | None, line: int, raw: bytes) -> None:
-        whole = orjson.loads(raw)  # (the tracker's event holds only what pairing reads of the payload)
+        whole = folded_event(raw)  # (the tracker's event holds only what pairing reads of the payload)
         self.projector.steps.paired_close(whole["kind"], whole["payload"], line, whole["timestamp_ns"], paired)
 
     def finish(self, reader: ChainReader) -> None:

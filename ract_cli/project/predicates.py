@@ -11,9 +11,7 @@ how many evaluations that table does not show.
 
 from __future__ import annotations
 
-import hashlib
 import heapq
-import json
 
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.project.flags import Flags
@@ -42,10 +40,18 @@ def identity(value: object) -> tuple[Identity, str]:
     if type(value) is str:
         if len(value) <= MAX_TEXT:
             return value, value
-        digest = hashlib.sha256(b"s" + value.encode("utf-8", "surrogatepass")).digest()
+        digest = _sha256(b"s" + value.encode("utf-8", "surrogatepass"))
         return digest, f"{label(value)}#{digest.hex()[:12]}"
+    import json  # (here: only a non-string id is written, and json costs ~2 ms of start-up)
+
     raw = json.dumps(value, sort_keys=True, ensure_ascii=True, default=repr).encode("ascii")
-    return hashlib.sha256(b"j" + raw).digest(), label(value)
+    return _sha256(b"j" + raw), label(value)
+
+
+def _sha256(data: bytes) -> bytes:
+    import hashlib  # (here: only a long or non-string id is hashed, and hashlib costs ~4 ms of start-up)
+
+    return hashlib.sha256(data).digest()
 
 
 def _key_bytes(key: Identity) -> bytes:
@@ -53,7 +59,7 @@ def _key_bytes(key: Identity) -> bytes:
 
 
 def _key_hex(key: Identity) -> str:
-    return hashlib.sha256(_key_bytes(key)).hexdigest()[:12]
+    return _sha256(_key_bytes(key)).hex()[:12]
 
 
 class PredicateTable:

@@ -8,8 +8,6 @@ parts' blocks, with what the reader's ``HandleTracker`` still holds open.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ract_cli.format.json_types import Event, JSONObject, Payload, Report
 from ract_cli.format.kinds import KINDS
 from ract_cli.project.flags import Flags, flag_order, make_flag
@@ -33,14 +31,16 @@ _PAIRED_KINDS = frozenset(CLOSE_FOR_OPEN) | CLOSE_KINDS
 _ERROR_KINDS: tuple[str, ...] | None = None
 
 
-@dataclass
 class _Open:
     """What the HandleTracker still holds open when a report is made, by concern."""
 
-    steps: int = 0
-    tools: dict[str, int] = field(default_factory=dict)  # tool name -> open calls
-    prompts: dict[str, int] = field(default_factory=dict)  # provider name -> unanswered prompts
-    pending: list[JSONObject] = field(default_factory=list)  # handshakes never resolved
+    __slots__ = ("pending", "prompts", "steps", "tools")
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.tools: dict[str, int] = {}  # tool name -> open calls
+        self.prompts: dict[str, int] = {}  # provider name -> unanswered prompts
+        self.pending: list[JSONObject] = []  # handshakes never resolved
 
 
 class Projector:

@@ -25,7 +25,6 @@ This module also re-exports the names it held before the package was split
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -204,7 +203,7 @@ def project_paths(
     total, done = sum(sizes), 0
     jobs = auto_jobs(len(files), total) if options.jobs == AUTO_JOBS else options.jobs
     # a fleet's logs are one job each (a pool's worker, or one after the other); a lone log takes the jobs
-    one_job = dataclasses.replace(options, jobs=jobs if len(files) == 1 else 1)
+    one_job = options.replace(jobs=jobs if len(files) == 1 else 1)
 
     def file_progress(offset: int) -> None:
         if progress is not None:

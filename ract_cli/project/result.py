@@ -13,18 +13,16 @@ number of runs; disk: the reports' compact JSON, freed when the result is.
 
 from __future__ import annotations
 
-import json
 import os
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, overload
 
-import orjson
-
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import Finding
 from ract_cli.format.json_types import JSONObject, Report
 from ract_cli.project.options import REPORT_VERSION
+from ract_cli.read import json_text
 
 _RUNS_MARK = '"runs": []'
 
@@ -32,9 +30,9 @@ _RUNS_MARK = '"runs": []'
 class SpilledReports(Sequence[Report]):
     """A list of reports kept in an anonymous temporary file: append, ``len``, index and iterate.
 
-    Each report is one line of compact JSON (``orjson``; a report orjson
-    refuses, e.g. a path with a lone surrogate, goes through ``json`` with
-    ``\\u`` escapes). Only the offsets stay in memory.
+    Each report is one line of compact JSON (``orjson``'s, ``read.json_text``;
+    a report orjson refuses, e.g. a path with a lone surrogate, goes through
+    ``json`` with ``\\u`` escapes). Only the offsets stay in memory.
     """
 
     def __init__(self, reports: Iterable[Report] = ()) -> None:
@@ -50,8 +48,10 @@ class SpilledReports(Sequence[Report]):
 
     def append(self, report: Report) -> None:
         try:
-            data = b"o" + orjson.dumps(report) + b"\n"
-        except (TypeError, orjson.JSONEncodeError):
+            data = b"o" + json_text.dumps(report) + b"\n"
+        except TypeError:  # (orjson.JSONEncodeError is one)
+            import json
+
             data = b"j" + json.dumps(report, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
         if self._memory is not None and (not self._memory or not self._spills):
             self._memory.append(data)
@@ -122,7 +122,12 @@ class SpilledReports(Sequence[Report]):
             end = self._offsets[i + 1] if i + 1 < len(self._offsets) else self._end
             data = os.pread(self._file.fileno(), end - start, start)
         body = data[1:-1]
-        loaded: Report = orjson.loads(body) if data[:1] == b"o" else json.loads(body)
+        if data[:1] == b"o":
+            loaded: Report = json_text.loads(body)
+            return loaded
+        import json
+
+        loaded = json.loads(body)
         return loaded
 
     def close(self) -> None:

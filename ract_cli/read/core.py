@@ -114,6 +114,14 @@ def proving_core() -> str | None:
     return _chosen[0] if _chosen is not None and prove is _chosen[1] else None
 
 
+def native_chosen() -> ModuleType | None:
+    """The native module when it is the core in use (before any line is proven: when RACT_CORE picks it),
+    for its JSON writer and reader (``read.json_text``); else None."""
+    if _chosen is not None:
+        return NATIVE if _chosen[0] == "native" else None
+    return NATIVE if _startup_core() == "native" else None
+
+
 def _startup_core() -> str:
     try:
         return core_name()

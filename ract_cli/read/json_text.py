@@ -1,0 +1,43 @@
+"""JSON text of Python values and values of JSON text, through the native core when it is the one chosen.
+
+The native core writes ``orjson.dumps``'s exact bytes for the values it
+knows (``_core.dumps``: dict, list, tuple, str, int, float, bool and None)
+and reads strictly valid JSON as ``orjson.loads`` reads it
+(``_core.loads``); for anything else it answers None and orjson does the
+work, so what is written never depends on the core. It is here for start-up:
+a command the native core serves whole (``project``'s report, ``verify``'s
+JSON) never imports orjson, which costs ~14 ms (it imports dataclasses,
+inspect, uuid and json). ``tests/test_json_text.py`` holds both to orjson.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ract_cli.read import core
+
+
+def dumps(value: object, *, indent: bool = False, sort_keys: bool = False) -> bytes:
+    """``orjson.dumps(value)``, two-space indented and with sorted keys when asked; raises as it does
+    (``TypeError``) for a value orjson refuses."""
+    native = core.native_chosen()
+    if native is not None:
+        out: bytes | None = native.dumps(value, indent, sort_keys)
+        if out is not None:
+            return out
+    import orjson  # (a value the native core leaves, or the Python core's)
+
+    option = (orjson.OPT_INDENT_2 if indent else 0) | (orjson.OPT_SORT_KEYS if sort_keys else 0)
+    return orjson.dumps(value, option=option)
+
+
+def loads(data: bytes) -> Any:
+    """``orjson.loads(data)``; raises as it does (``ValueError``) for what is not JSON."""
+    native = core.native_chosen()
+    if native is not None:
+        value = native.loads(data)
+        if value is not None:  # (None: refused, or the document ``null``; orjson says which)
+            return value
+    import orjson
+
+    return orjson.loads(data)
