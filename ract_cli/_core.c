@@ -3139,6 +3139,21 @@ static PyObject *core_check_lines(PyObject *Py_UNUSED(mod), PyObject *arg)
     return run_lines(arg, NULL, 1, NULL, NULL, -1);
 }
 
+/* One JSON value (not an envelope) from L->src: parsed under the line rules, its doubles converted.
+ * 1 ok, 0 refused, -1 exception set. */
+static int parse_value(Line *L)
+{
+    L->envelope = 0;
+    int r = parse(L);
+    if (r < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (r > 0 && L->dn && !fast_doubles(L))
+        r = convert_doubles(L);
+    return r;
+}
+
 PyDoc_STRVAR(canonical_doc,
              "canonical(body: bytes) -> bytes | None\n\n"
              "The canonical bytes (SPEC §2.3) of one JSON value under the strict line rules\n"
@@ -3157,21 +3172,11 @@ static PyObject *core_canonical(PyObject *Py_UNUSED(mod), PyObject *arg)
     L->src = p;
     L->len = n;
     PyObject *res = NULL;
-    L->envelope = 0;
-    int r = parse(L);
-    if (r < 0) {
-        PyErr_NoMemory();
+    int r = parse_value(L);
+    if (r < 0)
         goto done;
-    }
     if (r == 0)
         goto none;
-    if (L->dn && !fast_doubles(L)) {
-        r = convert_doubles(L);
-        if (r < 0)
-            goto done;
-        if (r == 0)
-            goto none;
-    }
     r = to_canonical(L, NONE);
     if (r < 0) {
         if (r == -1)
@@ -5308,19 +5313,8 @@ static PyObject *core_loads(PyObject *Py_UNUSED(mod), PyObject *arg)
     Line *L = &ws->lines[0];
     L->src = p;
     L->len = n;
-    L->envelope = 0;
-    PyObject *res = NULL;
-    int r = parse(L);
-    if (r < 0) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (r > 0 && L->dn && !fast_doubles(L))
-        r = convert_doubles(L);
-    if (r < 0)
-        goto done;
-    res = r == 0 ? Py_NewRef(Py_None) : build(L, 0);
-done:
+    int r = parse_value(L);
+    PyObject *res = r < 0 ? NULL : r == 0 ? Py_NewRef(Py_None) : build(L, 0);
     ws_put(ws);
     return res;
 }

@@ -287,8 +287,9 @@ def test_parallel_ranges_skip_as_the_sequential_reader_does(logs, cap: int | Non
 
 import hashlib  # noqa: E402
 import json  # noqa: E402
-import math  # noqa: E402
 import random  # noqa: E402
+
+from json_support import same  # noqa: E402
 
 from ract_cli.format import canonical  # noqa: E402
 from ract_cli.read import fastpath, json_rules, long_line  # noqa: E402
@@ -457,29 +458,6 @@ def _corpus() -> list[bytes]:
     return lines
 
 
-def _same(a: object, b: object) -> bool:
-    """Equal in type, value and key order (and the sign of zero), without recursion."""
-    stack = [(a, b)]
-    while stack:
-        x, y = stack.pop()
-        if type(x) is not type(y):
-            return False
-        if type(x) is dict:
-            if list(x) != list(y):  # type: ignore[call-overload]
-                return False
-            stack.extend((x[k], y[k]) for k in x)  # type: ignore[index]
-        elif type(x) is list:
-            if len(x) != len(y):  # type: ignore[arg-type]
-                return False
-            stack.extend(zip(x, y, strict=True))  # type: ignore[call-overload]
-        elif type(x) is float:
-            if x != y or math.copysign(1.0, x) != math.copysign(1.0, y):  # type: ignore[arg-type]
-                return False
-        elif x != y:
-            return False
-    return True
-
-
 def _verdict(body: bytes | memoryview) -> tuple[object, ...]:
     r = analyze_line(body, fast=False)
     return r.event, r.stored_hash, [(p.code, p.message, p.expected, p.actual, p.severity) for p in r.problems], r.parsed
@@ -500,7 +478,7 @@ def test_the_long_line_path_gives_the_same_verdicts(monkeypatch: pytest.MonkeyPa
             for given in (body, memoryview(body)):
                 got = _verdict(given)
                 assert got[1:] == want[1:], (body[:200], got[1:], want[1:])
-                assert _same(got[0], want[0]), body[:200]
+                assert same(got[0], want[0]), body[:200]
         monkeypatch.undo()
 
 
