@@ -213,3 +213,69 @@ def test_the_writer_refuses_to_seal_onto_a_log_that_does_not_verify(tmp_path: Pa
     assert not sidecar_path(log).exists()
     with writer(log):  # the refused writer let go of the log's lock
         pass
+
+
+# --- a plain verify (no --checkpoint, no --vkey) still reads the seals ---------------------------------
+
+
+def _plain_verify(log: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "verify", *options, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def test_a_plain_verify_catches_a_truncated_sealed_log_without_a_key(tmp_path: Path) -> None:
+    """SPEC §14: a sealed log cut back later is caught with no head kept elsewhere, and no key at hand: the
+    sidecar's claims are checked (not its signatures, which need --vkey)."""
+    log = log_path(tmp_path)
+    with SealingWriter(writer(log), KEY, every=4) as w:
+        write(w, 12)
+    proc = _plain_verify(log)
+    assert proc.returncode == 0 and "covers 12 of 12 events" in proc.stderr, proc.stderr
+    assert "signatures are not checked without --vkey" in proc.stderr
+    log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:9]))  # a clean chain of 9 events
+    proc = _plain_verify(log)
+    assert proc.returncode == 1 and "CHECKPOINT_TRUNCATED" in proc.stderr, proc.stderr
+    report = json.loads(_plain_verify(log, "--format", "json").stdout)["files"][0]
+    assert report["checkpoints"]["signatures_checked"] is False and report["checkpoints"]["covered"] == 8
+    assert [f["code"] for f in report["findings"] if f["severity"] == "error"] == ["CHECKPOINT_TRUNCATED"]
+
+
+def test_a_forged_sidecar_can_fail_a_plain_verify_never_pass_it(tmp_path: Path, vkey: Path) -> None:
+    """Without a key an edited seal is read as it claims: a root the log does not have fails the log
+    (``CHECKPOINT_MISMATCH``); with the key the same edit is a signature failure."""
+    log = log_path(tmp_path)
+    with SealingWriter(writer(log), KEY, every=2) as w:
+        write(w, 4)
+    side = sidecar_path(log)
+    first, rest = side.read_bytes().split(b"\n", 1)
+    lines = rest.split(b"\n")
+    lines[1] = b"A" * 43 + b"="  # the first seal's root: 32 other bytes
+    side.write_bytes(first + b"\n" + b"\n".join(lines))
+    proc = _plain_verify(log)
+    assert proc.returncode == 1 and "CHECKPOINT_MISMATCH" in proc.stderr, proc.stderr
+    signed = _plain_verify(log, "--vkey", str(vkey))
+    assert signed.returncode == 1 and "CHECKPOINT_SIGNATURE" in signed.stderr, signed.stderr
+
+
+def test_a_plain_verify_of_a_torn_seal_warns_and_passes(tmp_path: Path) -> None:
+    log = log_path(tmp_path)
+    with SealingWriter(writer(log), KEY, every=2) as w:
+        write(w, 4)
+    side = sidecar_path(log)
+    data = side.read_bytes()
+    side.write_bytes(data + data.split(b"\n\n")[0][:15])  # a writer killed in the middle of its next seal
+    proc = _plain_verify(log)
+    assert proc.returncode == 0 and "CHECKPOINT_TORN" in proc.stderr and "covers 4 of 4" in proc.stderr, proc.stderr
+
+
+def test_a_plain_verify_looks_for_the_sidecar_the_writer_makes() -> None:
+    """verify checks for the sidecar without importing the proofs package (start-up): the same suffix."""
+    from ract_cli.proofs.sidecar import SIDECAR_SUFFIX
+    from ract_cli.verify.verifier import SEAL_SUFFIX
+
+    assert SEAL_SUFFIX == SIDECAR_SUFFIX

@@ -33,7 +33,8 @@ VkeyOption = Annotated[
         "--vkey",
         metavar="FILE",
         help="A verifier key (ract trace keygen) the checkpoints are signed with. Repeatable. Without "
-        "--checkpoint: check the log's sealing sidecar (<log>.checkpoints).",
+        "--checkpoint: check the log's sealing sidecar (<log>.checkpoints). Without --vkey a sidecar "
+        "is still read: the log must hold what its seals cover (signatures unchecked).",
         show_default=False,
     ),
 ]

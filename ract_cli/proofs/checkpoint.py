@@ -36,6 +36,7 @@ from ract_cli.proofs.note import (
     VerifierKey,
     b64decode_strict,
     b64encode,
+    parse_note,
     read_key_file,
     sign_note,
     verify_note,
@@ -343,6 +344,7 @@ class CheckpointReport:
     events: int  # events in the log now
     checks: list[CheckpointCheck]
     log_exit_code: ExitCode  # the log's own chain verdict, from the same read (verify reports its findings)
+    signed: bool = True  # False: a plain verify's look at the sealing sidecar, no key to check signatures with
 
     @property
     def findings(self) -> list[Finding]:
@@ -371,7 +373,8 @@ class CheckpointReport:
             return f"no checkpoint holds ({n - held} of {n} failed)"
         grown = f" (the log grew by {self.events - self.covered} since)" if self.events > self.covered else ""
         which = f"{held} of {n} checkpoints hold" if n > 1 else "checkpoint holds"
-        return f"{which}: covers {self.covered} of {self.events} events{grown}"
+        unsigned = "" if self.signed else "; their signatures are not checked without --vkey"
+        return f"{which}: covers {self.covered} of {self.events} events{grown}{unsigned}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -379,6 +382,7 @@ class CheckpointReport:
             "events": self.events,
             "covered": self.covered,
             "ok": self.ok,
+            "signatures_checked": self.signed,
             "checkpoints": [c.to_dict() for c in self.checks],
         }
 
@@ -389,6 +393,7 @@ def check_checkpoints(
     vkeys: list[str],
     *,
     display_path: str | None = None,
+    signed: bool = True,
     **reader_options: Any,
 ) -> CheckpointReport:
     """``verify LOG --checkpoint FILE... --vkey FILE...`` (SPEC §14), as data.
@@ -401,8 +406,13 @@ def check_checkpoints(
     exit 1. A log that only grew since holds. Raises ``UsageError`` for a
     bad or missing vkey and ``LogIOError`` for an unreadable vkey; an
     unreadable checkpoint file is an ``IO_ERROR`` finding.
+
+    ``signed=False`` (no ``vkeys``): what a plain ``verify`` does with the
+    sealing sidecar beside a log: each note is read without checking its
+    signature, and the log must still hold what it covers. Such a check can
+    only fail a log, never pass one a signed check would fail.
     """
-    verifiers = load_verifiers(vkeys)
+    verifiers = load_verifiers(vkeys) if signed else None
     if not checkpoints:
         raise UsageError("give at least one --checkpoint")
     shown = display_path or str(path)
@@ -437,10 +447,10 @@ def check_checkpoints(
                     actual=tree.roots[cp.size].hex(),
                 )
             )
-    return CheckpointReport(shown, tree.size, checks, tree.exit_code)
+    return CheckpointReport(shown, tree.size, checks, tree.exit_code, signed)
 
 
-def _open_checks(source: str, verifiers: Sequence[VerifierKey], shown: str) -> list[CheckpointCheck]:
+def _open_checks(source: str, verifiers: Sequence[VerifierKey] | None, shown: str) -> list[CheckpointCheck]:
     try:
         data = read_small(source, "checkpoint")
     except RactError as exc:
@@ -467,9 +477,13 @@ def _open_checks(source: str, verifiers: Sequence[VerifierKey], shown: str) -> l
     return checks
 
 
-def open_check(data: bytes, verifiers: Sequence[VerifierKey], label: str, shown: str) -> CheckpointCheck:
-    """One checkpoint note's signature and text, as a ``CheckpointCheck`` (a finding when it fails)."""
+def open_check(data: bytes, verifiers: Sequence[VerifierKey] | None, label: str, shown: str) -> CheckpointCheck:
+    """One checkpoint note's signature and text, as a ``CheckpointCheck`` (a finding when it fails);
+    ``verifiers`` None: its text only (a plain verify's sidecar: no key), and a note that does not even
+    parse is still a failed seal."""
     try:
+        if verifiers is None:
+            return CheckpointCheck(label, Checkpoint.parse(parse_note(data).text))
         signed = open_checkpoint(data, verifiers)
     except (NoteError, CheckpointError) as exc:
         message = exc.message if isinstance(exc, NoteError) else str(exc)

@@ -258,7 +258,7 @@ def verify_file(
             )
         )
     checks = (options.checkpoints or options.vkeys) and not state.not_a_log
-    covered = _check_checkpoints(path, state, options) if checks else None
+    covered = _check_checkpoints(path, state, options) if checks else _check_seals(path, state, options)
     return FileReport(
         str(path),
         state.exit_code,
@@ -294,6 +294,37 @@ def _check_checkpoints(path: str | os.PathLike[str], state: ChainState, options:
         sources,
         list(options.vkeys),
         display_path=str(path),
+        schema_version=options.schema_version,
+        max_line_bytes=options.max_line_bytes,
+    )
+    for finding in report.findings:
+        state.add(finding)
+    return report
+
+
+#: ``proofs.sidecar.SIDECAR_SUFFIX`` (importing the proofs package costs a verify ~25 ms; a test holds them equal)
+SEAL_SUFFIX = ".checkpoints"
+
+
+def _check_seals(path: str | os.PathLike[str], state: ChainState, options: VerifyOptions) -> CheckpointReport | None:
+    """No ``--checkpoint`` or ``--vkey``: the sealing sidecar beside the log, when there is one, is still read.
+
+    SPEC §14: a sealed log truncated later is caught without a head kept
+    elsewhere. With no key the seals' signatures cannot be checked, so only
+    what they claim is: the log must still hold each seal's events with its
+    root (``CHECKPOINT_TRUNCATED``, ``CHECKPOINT_MISMATCH``; exit 1). A forged
+    sidecar can thus fail a log, never pass one. One ``stat`` per log otherwise.
+    """
+    if state.not_a_log or is_stdin(path) or not os.path.isfile(os.fspath(path) + SEAL_SUFFIX):
+        return None
+    from ract_cli.proofs.checkpoint import check_checkpoints  # (a sealed log's only: the proofs' start-up)
+
+    report = check_checkpoints(
+        path,
+        [os.fspath(path) + SEAL_SUFFIX],
+        [],
+        display_path=str(path),
+        signed=False,
         schema_version=options.schema_version,
         max_line_bytes=options.max_line_bytes,
     )
