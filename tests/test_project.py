@@ -8,10 +8,13 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+from array import array
 from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ract_cli.errors import ExitCode
 from ract_cli.format.kinds import KINDS
@@ -396,6 +399,13 @@ def test_percentiles_are_nearest_rank() -> None:
     assert percentiles([7.0]) == {"count": 1, "p50_ms": 7.0, "p90_ms": 7.0, "p99_ms": 7.0, "max_ms": 7.0}
     block = percentiles([float(v) for v in range(100, 0, -1)])
     assert block == {"count": 100, "p50_ms": 50.0, "p90_ms": 90.0, "p99_ms": 99.0, "max_ms": 100.0}
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, 2**63 - 1) | st.integers(0, 10**7), max_size=60))
+def test_percentiles_of_nanoseconds_are_those_of_the_milliseconds(samples: list[int]) -> None:
+    """``per_ms`` divides only the picked samples, after sorting: the same block as dividing each first."""
+    assert percentiles(array("q", samples), 1e6) == percentiles([ns / 1e6 for ns in samples])
 
 
 def test_hostile_payload_types_do_not_crash_the_projection(tmp_path: Path) -> None:

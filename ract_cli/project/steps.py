@@ -94,7 +94,7 @@ class StepTally:
     def section(self, open_steps: int) -> JSONObject:
         """The report's ``steps`` block; ``open_steps``: steps the HandleTracker still holds open."""
         items = list(self.items.values())
-        duration = percentiles([d / 1e6 for d in self.durations])
+        duration = percentiles(self.durations, 1e6)
         if duration is not None:
             duration["total_ms"] = round(sum(self.durations) / 1e6, 3)
         return {

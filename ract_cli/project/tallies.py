@@ -75,14 +75,20 @@ def saturating_sum(total: int, value: int) -> int:
     return min(total + value, _INT64_MAX)
 
 
-def percentiles(samples: Sequence[float]) -> JSONObject | None:
-    """Nearest-rank p50/p90/p99 and max of ``samples`` (milliseconds, rounded to µs)."""
+def percentiles(samples: Sequence[float], per_ms: float = 1.0) -> JSONObject | None:
+    """Nearest-rank p50/p90/p99 and max of ``samples`` in milliseconds, rounded to µs; a sample is
+    ``per_ms`` of its unit to the millisecond (``1e6``: nanoseconds). Only the four picked are divided,
+    after sorting: dividing by a positive number keeps the order, so they are the same values as
+    those of the divided list, without a float made per sample (~12 ms on 500k events)."""
     n = len(samples)
     if not n:
         return None
     ordered = sorted(samples)
 
-    def rank(p: int) -> float:
-        return round(ordered[max(0, math.ceil(p * n / 100) - 1)], 3)
+    def ms(sample: float) -> float:
+        return round(sample / per_ms, 3)
 
-    return {"count": n, "p50_ms": rank(50), "p90_ms": rank(90), "p99_ms": rank(99), "max_ms": round(ordered[-1], 3)}
+    def rank(p: int) -> float:
+        return ms(ordered[max(0, math.ceil(p * n / 100) - 1)])
+
+    return {"count": n, "p50_ms": rank(50), "p90_ms": rank(90), "p99_ms": rank(99), "max_ms": ms(ordered[-1])}

@@ -41,7 +41,7 @@ class ToolTally:
     def latency(self) -> JSONObject | None:
         """Percentiles of ``tool.result`` durations, else of ``tool.invocation.post`` latencies."""
         if self.result_ns:
-            block = percentiles([ns / 1e6 for ns in self.result_ns])
+            block = percentiles(self.result_ns, 1e6)
             assert block is not None
             block["source"] = "tool.result.duration_ns"
             return block
