@@ -5470,33 +5470,54 @@ static int dump_member(Buf *b, PyObject *key, PyObject *value, int indent, int s
     return dump_value(b, value, indent, sort, depth + 1);
 }
 
-/* An array (items), or an object (keys: its keys in the order to write them; NULL: the dict's own). No
- * Python code runs while a value is written (exact types only), so nothing here can change under it. */
+/* An array, or an object (keys: a list of our own, its keys in the order to write them; NULL: the
+ * dict's own order). Python code can run while a value is written: a collection that allocating a
+ * keys list starts may run finalizers, which may touch any container. So each item is held while it
+ * is written, and a container whose size changes under the writer is left to orjson. */
 static int dump_container(Buf *b, PyObject *o, PyObject *keys, int indent, int sort, int depth)
 {
-    int is_dict = PyDict_CheckExact(o), rc;
+    int is_dict = PyDict_CheckExact(o), rc = DUMP_OK;
     Py_ssize_t n = is_dict ? PyDict_GET_SIZE(o) : PySequence_Fast_GET_SIZE(o), pos = 0;
-    PyObject *k, *v;
+    if (keys && PyList_GET_SIZE(keys) != n)
+        return DUMP_REFUSED;
     if (buf_put(b, is_dict ? "{" : "[", 1) < 0)
         return DUMP_ERROR;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n && rc == DUMP_OK; i++) {
+        PyObject *k = NULL, *v = NULL;
+        if ((is_dict ? PyDict_GET_SIZE(o) : PySequence_Fast_GET_SIZE(o)) != n)
+            return DUMP_REFUSED;
         if ((i && buf_put(b, ",", 1) < 0) || (indent && dump_newline(b, depth + 1) < 0))
             return DUMP_ERROR;
         if (!is_dict) {
-            rc = dump_value(b, PySequence_Fast_GET_ITEM(o, i), indent, sort, depth + 1);
+            v = PySequence_Fast_GET_ITEM(o, i);
         } else if (keys) {
             k = PyList_GET_ITEM(keys, i);
-            v = PyDict_GetItemWithError(o, k);
-            rc = v ? dump_member(b, k, v, indent, sort, depth) : PyErr_Occurred() ? DUMP_ERROR : DUMP_REFUSED;
-        } else {
-            rc = PyDict_Next(o, &pos, &k, &v) ? dump_member(b, k, v, indent, sort, depth) : DUMP_REFUSED;
+            if (!(v = PyDict_GetItemWithError(o, k)))
+                return PyErr_Occurred() ? DUMP_ERROR : DUMP_REFUSED;
+        } else if (!PyDict_Next(o, &pos, &k, &v)) {
+            return DUMP_REFUSED;
         }
-        if (rc != DUMP_OK)
-            return rc;
+        Py_XINCREF(k);
+        Py_INCREF(v);
+        rc = k ? dump_member(b, k, v, indent, sort, depth) : dump_value(b, v, indent, sort, depth + 1);
+        Py_XDECREF(k);
+        Py_DECREF(v);
     }
+    if (rc != DUMP_OK)
+        return rc;
     if ((n && indent && dump_newline(b, depth) < 0) || buf_put(b, is_dict ? "}" : "]", 1) < 0)
         return DUMP_ERROR;
     return DUMP_OK;
+}
+
+/* Whether every key of the list is an exact str: then sorting them runs no Python code (anything
+ * else is orjson's to refuse, and a key's own __lt__ could change what is being written). */
+static int all_str(PyObject *keys)
+{
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(keys, i)))
+            return 0;
+    return 1;
 }
 
 static int dump_value(Buf *b, PyObject *o, int indent, int sort, int depth)
@@ -5520,15 +5541,10 @@ static int dump_value(Buf *b, PyObject *o, int indent, int sort, int depth)
         return DUMP_REFUSED;
     if (!is_dict || !sort || PyDict_GET_SIZE(o) < 2)
         return dump_container(b, o, NULL, indent, sort, depth);
-    PyObject *keys = PyDict_Keys(o);
+    PyObject *keys = PyDict_Keys(o); /* (checked after it is made: making it may run a finalizer) */
     if (!keys)
         return DUMP_ERROR;
-    int rc = DUMP_OK;
-    if (PyList_Sort(keys) < 0) { /* (keys of mixed types: orjson's to refuse) */
-        rc = PyErr_ExceptionMatches(PyExc_TypeError) ? DUMP_REFUSED : DUMP_ERROR;
-        if (rc == DUMP_REFUSED)
-            PyErr_Clear();
-    }
+    int rc = !all_str(keys) ? DUMP_REFUSED : PyList_Sort(keys) < 0 ? DUMP_ERROR : DUMP_OK;
     if (rc == DUMP_OK)
         rc = dump_container(b, o, keys, indent, sort, depth);
     Py_DECREF(keys);
@@ -5553,6 +5569,8 @@ static PyObject *core_dumps(PyObject *Py_UNUSED(mod), PyObject *args, PyObject *
     if (buf_grow(&b, 4096) < 0) /* (from 64 bytes, a report's megabyte would be copied sixteen times) */
         return PyErr_NoMemory();
     int rc = dump_value(&b, value, indent, sort, 0);
+    if (rc == DUMP_ERROR && !PyErr_Occurred())
+        PyErr_NoMemory(); /* (the buffer could not grow) */
     PyObject *res = rc == DUMP_OK      ? PyBytes_FromStringAndSize((const char *)b.p, (Py_ssize_t)b.n)
                     : rc == DUMP_ERROR ? NULL
                                        : Py_NewRef(Py_None);

@@ -11,6 +11,7 @@ orjson's answer where the native core stands aside, and under the Python core.
 
 from __future__ import annotations
 
+import gc
 import math
 import random
 import struct
@@ -197,3 +198,52 @@ def test_loads_of_null_and_of_what_is_not_json() -> None:
     with pytest.raises(ValueError):
         json_text.loads(b"{")
     assert json_text.loads(b'{"a":1,"a":2}') == {"a": 2}  # (orjson reads a duplicate key; C leaves it)
+
+
+class _Key:
+    """A dict key whose comparison changes what is being written (orjson refuses such a key)."""
+
+    def __init__(self, victim: list[object]) -> None:
+        self.victim = victim
+
+    def __lt__(self, other: object) -> bool:
+        self.victim.clear()
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        self.victim.clear()
+        return True
+
+
+def test_a_key_that_is_not_a_str_is_refused_before_any_sorting() -> None:
+    """Sorting runs no Python code: a key other than an exact str (whose ``__lt__`` could free what is
+    being written) is orjson's to refuse, checked before the keys are sorted."""
+    outer: list[object] = []
+    outer.append({"a" * 50: "x" * 1000, "b": [1, 2, 3], _Key(outer): 2})
+    assert _core.dumps(outer, False, True) is None and len(outer) == 1
+    assert _core.dumps({_Str("b"): 1, _Str("a"): 2}, False, True) is None
+
+
+def test_a_finalizer_that_empties_the_list_being_written_does_not_crash_it() -> None:
+    """A collection that making a keys list starts can run a finalizer, which can touch any container:
+    each item is held while it is written, and a container whose size changed is left to orjson."""
+    outer = [{"b" * 40: "x" * 200, "a" * 40: i} for i in range(64)]
+
+    class Bomb:
+        def __del__(self) -> None:
+            outer.clear()
+
+    gc.collect()
+    gc.disable()
+    try:
+        bomb = Bomb()
+        bomb.self = bomb  # type: ignore[attr-defined]  # a cycle: only the collector frees it
+        gc.collect(0)
+        del bomb  # unreachable, waiting in generation 1
+        gc.set_threshold(1, 0, 1000)  # (a collection of generation 1 at the first allocation)
+        gc.enable()
+        written = _core.dumps(outer, False, True)
+    finally:
+        gc.set_threshold(700, 10, 10)
+        gc.enable()
+    assert outer == [] and written is None  # the finalizer ran while the list was written

@@ -230,13 +230,13 @@ def _plain_verify(log: Path, *options: str) -> subprocess.CompletedProcess[str]:
 
 def test_a_plain_verify_catches_a_truncated_sealed_log_without_a_key(tmp_path: Path) -> None:
     """SPEC §14: a sealed log cut back later is caught with no head kept elsewhere, and no key at hand: the
-    sidecar's claims are checked (not its signatures, which need --vkey)."""
+    seals' sizes are checked against the events just counted (signatures and roots need --vkey)."""
     log = log_path(tmp_path)
     with SealingWriter(writer(log), KEY, every=4) as w:
         write(w, 12)
     proc = _plain_verify(log)
     assert proc.returncode == 0 and "covers 12 of 12 events" in proc.stderr, proc.stderr
-    assert "signatures are not checked without --vkey" in proc.stderr
+    assert "sizes only: signatures and roots are checked with --vkey" in proc.stderr
     log.write_bytes(b"".join(log.read_bytes().splitlines(keepends=True)[:9]))  # a clean chain of 9 events
     proc = _plain_verify(log)
     assert proc.returncode == 1 and "CHECKPOINT_TRUNCATED" in proc.stderr, proc.stderr
@@ -246,20 +246,44 @@ def test_a_plain_verify_catches_a_truncated_sealed_log_without_a_key(tmp_path: P
 
 
 def test_a_forged_sidecar_can_fail_a_plain_verify_never_pass_it(tmp_path: Path, vkey: Path) -> None:
-    """Without a key an edited seal is read as it claims: a root the log does not have fails the log
-    (``CHECKPOINT_MISMATCH``); with the key the same edit is a signature failure."""
+    """Without a key a seal is read for its size only: one edited to claim more events than the log holds
+    fails the log (``CHECKPOINT_TRUNCATED``); one edited to another root passes (roots and signatures are
+    --vkey's: whoever could rewrite the log could rewrite an unsigned root), and with the key both edits
+    are signature failures."""
     log = log_path(tmp_path)
     with SealingWriter(writer(log), KEY, every=2) as w:
         write(w, 4)
     side = sidecar_path(log)
-    first, rest = side.read_bytes().split(b"\n", 1)
+    intact = side.read_bytes()
+    side.write_bytes(intact.replace(b"\n4\n", b"\n9\n"))  # the last seal now claims 9 events
+    proc = _plain_verify(log)
+    assert proc.returncode == 1 and "CHECKPOINT_TRUNCATED" in proc.stderr, proc.stderr
+    signed = _plain_verify(log, "--vkey", str(vkey))
+    assert signed.returncode == 1 and "CHECKPOINT_SIGNATURE" in signed.stderr, signed.stderr
+    first, rest = intact.split(b"\n", 1)
     lines = rest.split(b"\n")
     lines[1] = b"A" * 43 + b"="  # the first seal's root: 32 other bytes
     side.write_bytes(first + b"\n" + b"\n".join(lines))
-    proc = _plain_verify(log)
-    assert proc.returncode == 1 and "CHECKPOINT_MISMATCH" in proc.stderr, proc.stderr
+    assert _plain_verify(log).returncode == 0
     signed = _plain_verify(log, "--vkey", str(vkey))
     assert signed.returncode == 1 and "CHECKPOINT_SIGNATURE" in signed.stderr, signed.stderr
+
+
+def test_a_plain_verify_warns_of_a_sidecar_it_cannot_read(tmp_path: Path) -> None:
+    """A seal that does not parse, a sidecar with nothing in it: a warning, exit 0 (only --vkey binds a
+    seal); the seals that parse are still checked."""
+    log = log_path(tmp_path)
+    with SealingWriter(writer(log), KEY, every=2) as w:
+        write(w, 4)
+    side = sidecar_path(log)
+    side.write_bytes(side.read_bytes().replace(b"\n2\n", b"\n02\n", 1))  # the first seal's size, misspelt
+    proc = _plain_verify(log)
+    assert "covers 4 of 4 events" in proc.stderr, proc.stderr
+    assert proc.returncode == 0 and "CHECKPOINT_SIGNATURE" in proc.stderr, proc.stderr
+    assert "its seals are not checked" in proc.stderr
+    sidecar_path(log).write_bytes(b"")
+    proc = _plain_verify(log)
+    assert proc.returncode == 0 and "no checkpoint to check" in proc.stderr, proc.stderr
 
 
 def test_a_plain_verify_of_a_torn_seal_warns_and_passes(tmp_path: Path) -> None:

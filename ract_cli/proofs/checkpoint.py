@@ -369,11 +369,13 @@ class CheckpointReport:
         """One line for a verdict: ``checkpoint covers 120 of 130 events`` or what failed."""
         n = len(self.checks)
         held = sum(c.ok for c in self.checks)
+        if self.covered is None and not any(c.checkpoint is not None or not c.ok for c in self.checks):
+            return "no checkpoint to check (nothing readable in it)"
         if self.covered is None:
             return f"no checkpoint holds ({n - held} of {n} failed)"
         grown = f" (the log grew by {self.events - self.covered} since)" if self.events > self.covered else ""
         which = f"{held} of {n} checkpoints hold" if n > 1 else "checkpoint holds"
-        unsigned = "" if self.signed else "; their signatures are not checked without --vkey"
+        unsigned = "" if self.signed else " (sizes only: signatures and roots are checked with --vkey)"
         return f"{which}: covers {self.covered} of {self.events} events{grown}{unsigned}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -393,7 +395,6 @@ def check_checkpoints(
     vkeys: list[str],
     *,
     display_path: str | None = None,
-    signed: bool = True,
     **reader_options: Any,
 ) -> CheckpointReport:
     """``verify LOG --checkpoint FILE... --vkey FILE...`` (SPEC §14), as data.
@@ -406,13 +407,8 @@ def check_checkpoints(
     exit 1. A log that only grew since holds. Raises ``UsageError`` for a
     bad or missing vkey and ``LogIOError`` for an unreadable vkey; an
     unreadable checkpoint file is an ``IO_ERROR`` finding.
-
-    ``signed=False`` (no ``vkeys``): what a plain ``verify`` does with the
-    sealing sidecar beside a log: each note is read without checking its
-    signature, and the log must still hold what it covers. Such a check can
-    only fail a log, never pass one a signed check would fail.
     """
-    verifiers = load_verifiers(vkeys) if signed else None
+    verifiers = load_verifiers(vkeys)
     if not checkpoints:
         raise UsageError("give at least one --checkpoint")
     shown = display_path or str(path)
@@ -447,7 +443,44 @@ def check_checkpoints(
                     actual=tree.roots[cp.size].hex(),
                 )
             )
-    return CheckpointReport(shown, tree.size, checks, tree.exit_code, signed)
+    return CheckpointReport(shown, tree.size, checks, tree.exit_code)
+
+
+def check_seal_sizes(sidecar: str, events: int, log_exit_code: ExitCode, *, display_path: str) -> CheckpointReport:
+    """What a plain ``verify`` (no ``--checkpoint``, no ``--vkey``) does with the sealing sidecar beside a
+    log of ``events`` events (SPEC §14: a truncated log is caught with no head kept elsewhere).
+
+    With no key neither a seal's signature nor, then, its root is worth
+    checking (whoever could rewrite the log could rewrite the sidecar), so
+    only its size is: a seal that covers more events than the log holds is
+    ``CHECKPOINT_TRUNCATED`` (exit 1), from the count of the read just done
+    (no second read). A sidecar that cannot be read and a note that does
+    not parse are warnings: only ``--vkey`` makes a seal binding. This can
+    fail a log, never pass one a signed check would fail.
+    """
+    checks = [_unsigned(c) for c in _open_checks(sidecar, None, display_path)]
+    for check in checks:
+        cp = check.checkpoint
+        if cp is not None and cp.size > events:
+            check.findings.append(
+                error(
+                    "CHECKPOINT_TRUNCATED",
+                    f"seal {check.source} ({cp.origin}, {cp.size} events): the log holds only {events} events: "
+                    "it was truncated since it was sealed",
+                    path=display_path,
+                    expected=f">= {cp.size} events",
+                    actual=f"{events} events",
+                )
+            )
+    return CheckpointReport(display_path, events, checks, log_exit_code, signed=False)
+
+
+def _unsigned(check: CheckpointCheck) -> CheckpointCheck:
+    """A check of a plain verify's: what it could not read is said, as a warning (no key makes it binding)."""
+    for i, f in enumerate(check.findings):
+        if f.severity == ERROR:
+            check.findings[i] = warning(f.code, f"{f.message} (its seals are not checked)", path=f.path)
+    return check
 
 
 def _open_checks(source: str, verifiers: Sequence[VerifierKey] | None, shown: str) -> list[CheckpointCheck]:

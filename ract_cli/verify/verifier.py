@@ -296,6 +296,7 @@ def _check_checkpoints(path: str | os.PathLike[str], state: ChainState, options:
         display_path=str(path),
         schema_version=options.schema_version,
         max_line_bytes=options.max_line_bytes,
+        dialect=options.dialect,
     )
     for finding in report.findings:
         state.add(finding)
@@ -310,24 +311,17 @@ def _check_seals(path: str | os.PathLike[str], state: ChainState, options: Verif
     """No ``--checkpoint`` or ``--vkey``: the sealing sidecar beside the log, when there is one, is still read.
 
     SPEC §14: a sealed log truncated later is caught without a head kept
-    elsewhere. With no key the seals' signatures cannot be checked, so only
-    what they claim is: the log must still hold each seal's events with its
-    root (``CHECKPOINT_TRUNCATED``, ``CHECKPOINT_MISMATCH``; exit 1). A forged
-    sidecar can thus fail a log, never pass one. One ``stat`` per log otherwise.
+    elsewhere. With no key only the seals' sizes are checked, against the
+    events just counted (``proofs.checkpoint.check_seal_sizes``: no second
+    read); a forged sidecar can thus fail a log, never pass one. One ``stat``
+    for a log without a sidecar.
     """
-    if state.not_a_log or is_stdin(path) or not os.path.isfile(os.fspath(path) + SEAL_SUFFIX):
+    sidecar = os.fspath(path) + SEAL_SUFFIX
+    if state.not_a_log or is_stdin(path) or not os.path.isfile(sidecar):
         return None
-    from ract_cli.proofs.checkpoint import check_checkpoints  # (a sealed log's only: the proofs' start-up)
+    from ract_cli.proofs.checkpoint import check_seal_sizes  # (a sealed log's only: the proofs' start-up)
 
-    report = check_checkpoints(
-        path,
-        [os.fspath(path) + SEAL_SUFFIX],
-        [],
-        display_path=str(path),
-        signed=False,
-        schema_version=options.schema_version,
-        max_line_bytes=options.max_line_bytes,
-    )
+    report = check_seal_sizes(sidecar, state.events, state.exit_code, display_path=str(path))
     for finding in report.findings:
         state.add(finding)
     return report
