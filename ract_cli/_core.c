@@ -3154,6 +3154,25 @@ static int parse_value(Line *L)
     return r;
 }
 
+/* A workspace holding the one JSON value of a bytes argument, read by parse_value (*r: its answer);
+ * NULL with an exception set (and no workspace held). */
+static Workspace *value_arg(PyObject *arg, int *r)
+{
+    const uint8_t *p;
+    size_t n;
+    if (bytes_arg(arg, &p, &n) < 0)
+        return NULL;
+    Workspace *ws = ws_get();
+    if (!ws) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    ws->lines[0].src = p;
+    ws->lines[0].len = n;
+    *r = parse_value(&ws->lines[0]);
+    return ws;
+}
+
 PyDoc_STRVAR(canonical_doc,
              "canonical(body: bytes) -> bytes | None\n\n"
              "The canonical bytes (SPEC §2.3) of one JSON value under the strict line rules\n"
@@ -3161,18 +3180,12 @@ PyDoc_STRVAR(canonical_doc,
 
 static PyObject *core_canonical(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
-    const uint8_t *p;
-    size_t n;
-    if (bytes_arg(arg, &p, &n) < 0)
-        return NULL;
-    Workspace *ws = ws_get();
+    int r;
+    Workspace *ws = value_arg(arg, &r);
     if (!ws)
-        return PyErr_NoMemory();
+        return NULL;
     Line *L = &ws->lines[0];
-    L->src = p;
-    L->len = n;
     PyObject *res = NULL;
-    int r = parse_value(L);
     if (r < 0)
         goto done;
     if (r == 0)
@@ -5303,18 +5316,11 @@ PyDoc_STRVAR(loads_doc,
 
 static PyObject *core_loads(PyObject *Py_UNUSED(mod), PyObject *arg)
 {
-    const uint8_t *p;
-    size_t n;
-    if (bytes_arg(arg, &p, &n) < 0)
-        return NULL;
-    Workspace *ws = ws_get();
+    int r;
+    Workspace *ws = value_arg(arg, &r);
     if (!ws)
-        return PyErr_NoMemory();
-    Line *L = &ws->lines[0];
-    L->src = p;
-    L->len = n;
-    int r = parse_value(L);
-    PyObject *res = r < 0 ? NULL : r == 0 ? Py_NewRef(Py_None) : build(L, 0);
+        return NULL;
+    PyObject *res = r < 0 ? NULL : r == 0 ? Py_NewRef(Py_None) : build(&ws->lines[0], 0);
     ws_put(ws);
     return res;
 }
