@@ -512,8 +512,8 @@ def _open_checks(source: str, verifiers: Sequence[VerifierKey] | None, shown: st
 
 def open_check(data: bytes, verifiers: Sequence[VerifierKey] | None, label: str, shown: str) -> CheckpointCheck:
     """One checkpoint note's signature and text, as a ``CheckpointCheck`` (a finding when it fails);
-    ``verifiers`` None: its text only (a plain verify's sidecar: no key), and a note that does not even
-    parse is still a failed seal."""
+    ``verifiers`` None: its text only (a plain verify's sidecar, no key: ``check_seal_sizes`` makes a
+    note that does not parse a warning)."""
     try:
         if verifiers is None:
             return CheckpointCheck(label, Checkpoint.parse(parse_note(data).text))

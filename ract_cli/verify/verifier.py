@@ -258,7 +258,7 @@ def verify_file(
             )
         )
     checks = (options.checkpoints or options.vkeys) and not state.not_a_log
-    covered = _check_checkpoints(path, state, options) if checks else _check_seals(path, state, options)
+    covered = _check_checkpoints(path, state, options) if checks else _check_seals(path, state)
     return FileReport(
         str(path),
         state.exit_code,
@@ -307,7 +307,7 @@ def _check_checkpoints(path: str | os.PathLike[str], state: ChainState, options:
 SEAL_SUFFIX = ".checkpoints"
 
 
-def _check_seals(path: str | os.PathLike[str], state: ChainState, options: VerifyOptions) -> CheckpointReport | None:
+def _check_seals(path: str | os.PathLike[str], state: ChainState) -> CheckpointReport | None:
     """No ``--checkpoint`` or ``--vkey``: the sealing sidecar beside the log, when there is one, is still read.
 
     SPEC §14: a sealed log truncated later is caught without a head kept
