@@ -34,12 +34,12 @@ from ract_cli.project.grouping import (
     Group,
     Rule,
     counted,
-    folded_event,
     left,
 )
 from ract_cli.project.projector import Projector
 from ract_cli.project.tallies import tally
 from ract_cli.project.values import label
+from ract_cli.read import json_text
 from ract_cli.read.chain_mode import FoldGaveUp, KindTest
 from ract_cli.read.handles import RUN_CLOSES, STEP_CLOSES, OpenHandle
 from ract_cli.read.reader import ChainReader
@@ -159,7 +159,7 @@ class FoldedProjection:
                     self._folders[kind] = self._make(kind, (GROUP, *self.rules[kind][1:]))
 
     def closed(self, event: Event, paired: OpenHandle | None, line: int, raw: bytes) -> None:
-        whole = folded_event(raw)  # (the tracker's event holds only what pairing reads of the payload)
+        whole = json_text.loads(raw)  # (the tracker's event holds only what pairing reads of the payload)
         self.projector.steps.paired_close(whole["kind"], whole["payload"], line, whole["timestamp_ns"], paired)
 
     def finish(self, reader: ChainReader) -> None:

@@ -14,9 +14,9 @@ from array import array
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ract_cli.format.json_types import Event, Payload
+from ract_cli.format.json_types import Payload
 from ract_cli.project.tallies import Items
-from ract_cli.read import core
+from ract_cli.read import json_text
 
 # a kind's action in ``_core.Fold`` (its C enum)
 COUNT, GROUP, LEFT, STOP = 1, 2, 3, 4
@@ -75,26 +75,14 @@ class Group(NamedTuple):
     @property
     def payload(self) -> Payload:
         """The payload of the group's first line (its key fields are every line's)."""
-        payload: Payload = folded_event(self.first)["payload"]
+        payload: Payload = json_text.loads(self.first)["payload"]
         return payload
 
     @property
     def last_payload(self) -> Payload:
         assert self.last is not None
-        payload: Payload = folded_event(self.last)["payload"]
+        payload: Payload = json_text.loads(self.last)["payload"]
         return payload
-
-
-def folded_event(line: bytes) -> Event:
-    """The event of a line C's fold took (a valid event, without its newline), read by C as orjson reads it
-    (``_core.loads``, ``tests/test_json_text.py``): a projection C folds never imports orjson (~14 ms)."""
-    event: Event | None = core.NATIVE.loads(line) if core.NATIVE is not None else None
-    if event is None:  # (never for a line C took; orjson's reading all the same, should it be)
-        import orjson
-
-        event = orjson.loads(line)
-    assert event is not None
-    return event
 
 
 class Gathered:

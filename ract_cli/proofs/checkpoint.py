@@ -423,15 +423,7 @@ def check_checkpoints(
             continue
         label = f"checkpoint {check.source} ({cp.origin}, {cp.size} events)"
         if cp.size > tree.size:
-            check.findings.append(
-                error(
-                    "CHECKPOINT_TRUNCATED",
-                    f"{label}: the log holds only {tree.size} events: it was truncated since the checkpoint",
-                    path=shown,
-                    expected=f">= {cp.size} events",
-                    actual=f"{tree.size} events",
-                )
-            )
+            check.findings.append(_truncated(check, tree.size, shown))
         elif tree.roots[cp.size] != cp.root:
             check.findings.append(
                 error(
@@ -460,19 +452,23 @@ def check_seal_sizes(sidecar: str, events: int, log_exit_code: ExitCode, *, disp
     """
     checks = [_unsigned(c) for c in _open_checks(sidecar, None, display_path)]
     for check in checks:
-        cp = check.checkpoint
-        if cp is not None and cp.size > events:
-            check.findings.append(
-                error(
-                    "CHECKPOINT_TRUNCATED",
-                    f"seal {check.source} ({cp.origin}, {cp.size} events): the log holds only {events} events: "
-                    "it was truncated since it was sealed",
-                    path=display_path,
-                    expected=f">= {cp.size} events",
-                    actual=f"{events} events",
-                )
-            )
+        if check.checkpoint is not None and check.checkpoint.size > events:
+            check.findings.append(_truncated(check, events, display_path))
     return CheckpointReport(display_path, events, checks, log_exit_code, signed=False)
+
+
+def _truncated(check: CheckpointCheck, events: int, shown: str) -> Finding:
+    """``CHECKPOINT_TRUNCATED``: the checkpoint of ``check`` covers more than the log's ``events``."""
+    cp = check.checkpoint
+    assert cp is not None
+    return error(
+        "CHECKPOINT_TRUNCATED",
+        f"checkpoint {check.source} ({cp.origin}, {cp.size} events): the log holds only {events} events: "
+        "it was truncated since the checkpoint",
+        path=shown,
+        expected=f">= {cp.size} events",
+        actual=f"{events} events",
+    )
 
 
 def _unsigned(check: CheckpointCheck) -> CheckpointCheck:
