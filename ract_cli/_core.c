@@ -2993,6 +2993,23 @@ static int chain_take(Chain *C, Line *L)
     return 1;
 }
 
+/* Before a chunk's lines are taken: ask for the id-set slot each accepted line's id will probe first. Taking
+ * is serial, and with 100k ids the set outgrows the caches: each insert waited for its slot's line (~7 % of
+ * a verify); asked for together, the waits overlap. (A part that grows before its line is taken only makes
+ * the hint stale.) */
+static inline __attribute__((always_inline)) void prefetch_ids(const Chain *C, const Workspace *w, int k)
+{
+    const IdSet *S = C->ids;
+    for (int j = 0; j < k; j++) {
+        const Line *L = &w->lines[j];
+        if (L->status != ST_OK)
+            continue;
+        const IdPart *p = &S->part[ID_PART(L->id_h)];
+        if (p->size)
+            __builtin_prefetch(&p->slot[id_home(p, L->id_h)], 0, 3);
+    }
+}
+
 /* Lines 0..k-1 of the workspace (src and len set): parse, checks, canonical form and hash with
  * the GIL released, then (GIL held) the doubles that need dtoa and the rest of their checks.
  * 0 ok, -1 exception set. */
@@ -4142,6 +4159,7 @@ static int take_shared(Taking *T, Share *H, Workspace *own)
                 return -1;
             w = own;
         }
+        prefetch_ids(T->C, w, k);
         for (int j = 0; j < k; j++) {
             int t = take_line(T, &w->lines[j]);
             if (t != 1)
@@ -4267,6 +4285,7 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
             fill_lines(ws, s, at, len, k);
             if (stage_chunk(ws, k, V) < 0)
                 goto done;
+            prefetch_ids(T.C, ws, k);
             for (int j = 0; j < k; j++) {
                 int t = take_line(&T, &ws->lines[j]);
                 if (t < 0)
