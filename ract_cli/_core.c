@@ -358,6 +358,41 @@ static inline size_t plain_run(const uint8_t *s, size_t len, size_t p)
     return p;
 }
 
+/* The first position from p on that holds '"', '\\' or a byte below 0x20 (or len): the bytes JCS escapes in
+ * a decoded string (the rest, UTF-8 included, it writes as they are). */
+static inline size_t escape_run(const uint8_t *s, size_t len, size_t p)
+{
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), c1f = _mm_set1_epi8(0x1F);
+    while (len >= 16 && p <= len - 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
+        /* unsigned v <= 0x1F: v equals its minimum with 0x1F */
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                 _mm_cmpeq_epi8(_mm_min_epu8(v, c1f), v));
+        unsigned mask = (unsigned)_mm_movemask_epi8(m);
+        if (mask)
+            return p + (size_t)__builtin_ctz(mask);
+        p += 16;
+    }
+#endif
+    while (p < len && s[p] != '"' && s[p] != '\\' && s[p] >= 0x20)
+        p++;
+    return p;
+}
+
+/* The end of the run of valid multi-byte UTF-8 sequences at p (s[p] >= 0x80), or 0 when one is invalid. A
+ * run is taken at once: CJK or emoji text is one such run per word, not a plain_run call per character. */
+static inline size_t utf8_run(const uint8_t *s, size_t len, size_t p)
+{
+    do {
+        size_t k = utf8_seq(s + p, len - p);
+        if (!k)
+            return 0;
+        p += k;
+    } while (p < len && s[p] >= 0x80);
+    return p;
+}
+
 static inline int hexval(uint8_t c)
 {
     if (c >= '0' && c <= '9')
@@ -501,11 +536,9 @@ static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n
             p++;
             continue;
         }
-        size_t k = utf8_seq(s + p, len - p);
-        if (!k)
+        if (!(p = utf8_run(s, len, p)))
             return 0;
         ascii = 0;
-        p += k;
     }
     /* escapes: decode into scratch (or, lazy, only count the decoded bytes) */
     size_t off = L->sn, dlen = p - start;
@@ -534,12 +567,18 @@ static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n
                 return 0;
         } else if (c < 0x20) {
             return 0;
-        } else { /* >= 0x80: plain_run stops at nothing else */
-            if (!(k = utf8_seq(s + p, len - p)))
+        } else { /* >= 0x80 (plain_run stops at nothing else): the run is copied as it is */
+            if (!(q = utf8_run(s, len, p)))
                 return 0;
-            memcpy(buf, s + p, k);
-            p += k;
             ascii = 0;
+            k = q - p;
+            if (!lazy && GOES_LAZY(dlen + k))
+                lazy = 1;
+            if (!lazy)
+                memcpy(d + dlen, s + p, k);
+            dlen += k;
+            p = q;
+            continue;
         }
         if (!lazy && GOES_LAZY(dlen + k))
             lazy = 1;
@@ -1445,10 +1484,10 @@ static int emit_lazy(Line *L, const Node *n)
                 return -2;
             r = (k == 1 && (buf[0] < 0x20 || buf[0] == '"' || buf[0] == '\\')) ? put_special(L, buf[0]) : put(L, buf, k);
         } else {
-            if (c < 0x80 || !(k = utf8_seq(s + p, len - p)))
+            if (c < 0x80 || !(k = utf8_run(s, len, p)))
                 return -2;
-            r = put(L, s + p, k);
-            p += k;
+            r = put(L, s + p, k - p);
+            p = k;
         }
     }
     return r ? r : put1(L, '"');
@@ -1475,9 +1514,13 @@ static int emit_str(Line *L, const Node *n)
         return put1(L, '"');
     }
     r = put1(L, '"');
-    for (size_t i = 0; i < k && r == 0; i++) {
-        uint8_t c = p[i];
-        r = (c == '"' || c == '\\' || c < 0x20) ? put_special(L, c) : put1(L, c);
+    for (size_t i = 0; i < k && r == 0;) { /* runs between the bytes JCS escapes, written at once */
+        size_t j = escape_run(p, k, i);
+        if (j > i)
+            r = put(L, p + i, j - i);
+        if (r == 0 && j < k)
+            r = put_special(L, p[j]);
+        i = j + 1;
     }
     return r ? r : put1(L, '"');
 }

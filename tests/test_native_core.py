@@ -1392,6 +1392,24 @@ def test_long_strings_agree_with_the_python_path() -> None:
     assert 0 < valid < len(LONG_CASES)  # some too long for a checked field, most valid
 
 
+#: a byte JCS escapes, one it writes as it is, and UTF-8 around them: the vector scans of _core.c
+#: (16 bytes a step, unsigned compares) must stop at exactly the first of the first group
+_ESCAPED_UNITS = ('"', "\\", "\n", "\x00", "\x1f")
+_PLAIN_UNITS = ("a", " ", "\x7f", "\x80", "\x9f", "\xa0", "é", "中", "😀", "\ue000")
+
+
+@pytest.mark.parametrize("unit", _ESCAPED_UNITS + _PLAIN_UNITS, ids=ascii)
+def test_string_scans_stop_at_every_position(unit: str) -> None:
+    """A string of 0-40 filler characters with ``unit`` at each position, raw and \\u-escaped: the native
+    canonical bytes are the Python path's (the run before, at and after the vector width)."""
+    for filler in ("x", "é", "中"):
+        for n in range(41):
+            for i in range(n + 1):
+                text = filler * i + unit + filler * (n - i)
+                for body in (json.dumps([text], ensure_ascii=False).encode(), json.dumps([text]).encode()):
+                    assert _core.canonical(body) == python_canonical(body), (unit, filler, n, i)
+
+
 def test_a_view_is_read_as_its_bytes() -> None:
     lines = LONG_CASES[::5] + fixture_lines()[:40] + list(hostile_variants(BASE[0]))[::9]
     views = [memoryview(b) for b in lines]
