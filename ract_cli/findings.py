@@ -8,10 +8,13 @@ code carries, so every command agrees.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.records import Record
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 ERROR = "error"
 WARNING = "warning"

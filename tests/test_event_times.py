@@ -10,9 +10,12 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from ract_cli.format.text import iso_utc
 from ract_cli.writer.event_writer import EventWriter
@@ -34,6 +37,33 @@ SHOWN = "2025-11-24T15:59:59.999999Z"
 )
 def test_iso_utc_truncates_to_microseconds(ns: int, text: str) -> None:
     assert iso_utc(ns) == text
+
+
+_EPOCH = datetime(1970, 1, 1)
+_YEAR_1_NS = (datetime(1, 1, 1) - _EPOCH) // timedelta(microseconds=1) * 1_000
+_YEAR_10000_NS = ((datetime(9999, 12, 31) - _EPOCH) // timedelta(microseconds=1) + 86_400_000_000) * 1_000
+
+
+def _by_datetime(ns: int) -> str:
+    """What ``iso_utc`` showed while it added a ``timedelta`` to the epoch (the reference for its arithmetic)."""
+    seconds, rest = divmod(ns, 1_000_000_000)
+    try:
+        t = _EPOCH + timedelta(seconds=seconds)
+    except OverflowError:
+        return f"{ns}ns"
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{rest // 1000:06d}Z"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.integers(min_value=_YEAR_1_NS - 10**17, max_value=_YEAR_10000_NS + 10**17) | st.integers())
+@example(_YEAR_1_NS)
+@example(_YEAR_1_NS - 1)
+@example(_YEAR_10000_NS - 1)
+@example(_YEAR_10000_NS)
+@example(951_782_400 * 10**9)  # 2000-02-29, a leap day of a year divisible by 400
+@example(4_107_542_400 * 10**9)  # 2100-03-01, after a February of 28 days
+def test_iso_utc_is_the_proleptic_gregorian_calendar(ns: int) -> None:
+    assert iso_utc(ns) == _by_datetime(ns)
 
 
 @pytest.fixture

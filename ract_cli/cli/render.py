@@ -18,12 +18,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from ract_cli.errors import ExitCode, LogIOError, RactError
 from ract_cli.findings import Finding
 from ract_cli.format.text import UNSAFE, escape_unsafe, json_escape, json_escape_char
 
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import TaskID

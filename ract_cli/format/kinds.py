@@ -26,10 +26,12 @@ Conventions used in the definitions:
 
 from __future__ import annotations
 
-from typing import TypedDict, Unpack
-
 from ract_cli.format.json_types import Payload
 from ract_cli.format.model import JSON_TYPES, Field, Invariant, KindDef, PayloadValidator, compile_validator
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
 
 __all__ = [
     "KINDS",
@@ -51,16 +53,18 @@ _HEX64 = r"[0-9a-f]{64}"
 _INFERRED = " (type inferred)"
 
 
-class _Constraints(TypedDict, total=False):
-    """The optional constraints of a ``Field``, as the shorthands below pass them on."""
+if TYPE_CHECKING:  # (only ever an annotation: no TypedDict at run time)
 
-    enum: tuple[object, ...] | None
-    minimum: float | None
-    maximum: float | None
-    max_length: int | None
-    pattern: str | None
-    items: str | None
-    max_items: int | None
+    class _Constraints(TypedDict, total=False):
+        """The optional constraints of a ``Field``, as the shorthands below pass them on."""
+
+        enum: tuple[object, ...] | None
+        minimum: float | None
+        maximum: float | None
+        max_length: int | None
+        pattern: str | None
+        items: str | None
+        max_items: int | None
 
 
 def _str(name: str, description: str, **kw: Unpack[_Constraints]) -> Field:

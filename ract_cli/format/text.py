@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from datetime import datetime, timedelta
 
 #: the longest ``short`` text; longer reprs keep ``SHORT_LIMIT - 3`` characters and end in "..."
 SHORT_LIMIT = 80
@@ -50,7 +49,6 @@ def safe_repr(value: object) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-_EPOCH = datetime(1970, 1, 1)
 _NS_PER_SECOND = 1_000_000_000
 
 
@@ -62,13 +60,25 @@ def iso_utc(ns: int) -> str:
     arithmetic only (no float), so every nanosecond count renders exactly. A
     time outside the years 1..9999 (never an event's: ``timestamp_ns`` is below
     2^63, in 2262) has no such form and is shown as ``<ns>ns``.
+
+    The date is Howard Hinnant's ``civil_from_days`` (proleptic Gregorian, as
+    ``datetime``'s; ``tests/test_event_times.py`` holds them equal): importing
+    ``datetime`` cost every command's start-up ~2 ms.
     """
     seconds, rest = divmod(ns, _NS_PER_SECOND)  # floor: rest is in [0, 1e9) before the epoch too
-    try:
-        t = _EPOCH + timedelta(seconds=seconds)
-    except OverflowError:
+    days, second = divmod(seconds, 86_400)
+    era, day_of_era = divmod(days + 719_468, 146_097)  # 400-year eras from 0000-03-01
+    year_of_era = (day_of_era - day_of_era // 1_460 + day_of_era // 36_524 - day_of_era // 146_096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)  # from March 1
+    month_index = (5 * day_of_year + 2) // 153  # March = 0
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    year = year_of_era + 400 * era + (month <= 2)
+    if not 1 <= year <= 9999:
         return f"{ns}ns"
-    return f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}.{rest // 1000:06d}Z"
+    hour, minute_second = divmod(second, 3_600)
+    minute, sec = divmod(minute_second, 60)
+    return f"{year:04d}-{month:02d}-{day:02d}T{hour:02d}:{minute:02d}:{sec:02d}.{rest // 1000:06d}Z"
 
 
 #: What a terminal must never be handed raw: C0 controls, DEL, C1 controls, the line and paragraph

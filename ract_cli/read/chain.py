@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from typing import Protocol, TypedDict
 
 from ract_cli.errors import ExitCode, lowest_nonzero
 from ract_cli.findings import ERROR, Finding, error, exit_code_for, warning
@@ -15,13 +14,16 @@ from ract_cli.read.idset import _IdSet
 from ract_cli.read.json_rules import LineResult
 from ract_cli.records import Record
 
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:  # (Where and NativeChain are only ever annotations: no TypedDict or Protocol at run time)
+    from typing import Protocol, TypedDict
 
-class Where(TypedDict):
-    """Where a line is, as a finding carries it (``error(..., **where)``)."""
+    class Where(TypedDict):
+        """Where a line is, as a finding carries it (``error(..., **where)``)."""
 
-    path: str
-    line: int
-    offset: int
+        path: str
+        line: int
+        offset: int
 
 
 def not_a_log_message(lines: int) -> str:
@@ -32,17 +34,19 @@ def not_a_log_message(lines: int) -> str:
     )
 
 
-class NativeChain(Protocol):
-    """``ract_cli._core.Chain``: what ``ChainState.feed``'s fast path keeps, for the native core's chain mode."""
+if TYPE_CHECKING:
 
-    expected_prev: str | None
-    run_id: str | None
-    prev_ts: int | None
-    last_ts: int | None
-    events: int
+    class NativeChain(Protocol):
+        """``ract_cli._core.Chain``: what ``ChainState.feed``'s fast path keeps, for the native core's chain mode."""
 
-    @property
-    def first_ts(self) -> int | None: ...  # (read-only: set when C took the file's first event)
+        expected_prev: str | None
+        run_id: str | None
+        prev_ts: int | None
+        last_ts: int | None
+        events: int
+
+        @property
+        def first_ts(self) -> int | None: ...  # (read-only: set when C took the file's first event)
 
 
 class TakenRun(Record):
@@ -260,7 +264,7 @@ class ChainState:
             # next event's linkage cannot be judged (its break is this line's).
             self.expected_prev = result.stored_hash
             return
-        where = Where(path=self.path, line=line, offset=offset)
+        where: Where = {"path": self.path, "line": line, "offset": offset}
         self._check_linkage(event, first_line, where)
         self.expected_prev = result.stored_hash  # re-anchor on this line's own hash
         self._check_run_and_id(event, where)

@@ -17,7 +17,6 @@ first line C does not take, and the rest of its batch, are fed to
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
 
 from ract_cli.format.json_types import Event
 from ract_cli.format.kinds import KINDS, VALIDATORS
@@ -27,6 +26,10 @@ from ract_cli.read.event import has_record_shape, hash_mismatch
 from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_KINDS, HANDLE_PAYLOAD_KEYS
 from ract_cli.read.json_rules import MAX_LINE_NODES, LineResult
 from ract_cli.read.verdict import line_result
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import Any, Protocol
 
 #: one batched line: (line number, offset, raw bytes with their "\n")
 Line = tuple[int, int, bytes]
@@ -46,34 +49,36 @@ class FoldGaveUp(Exception):
     """A fold cannot go on exactly (a line C did not take, a value C does not compare...): read again without."""
 
 
-class FoldSink(Protocol):
-    """Where a fold's results go (``project.fold``): the events C folded, and those it leaves to Python."""
+if TYPE_CHECKING:  # (only ever an annotation: no Protocol at run time)
 
-    #: kind -> the rule ``_core.Fold`` takes; kinds it leaves to Python are ``wanted`` (handed out whole)
-    rules: dict[str, tuple[Any, ...]]
-    wanted: KindTest
-    close_kinds: frozenset[str]  # closes whose pairing in Python the sink hears of (``closed``)
-    max_items: int
-    max_groups: int  # C pauses once it holds this many groups (they are applied then)
+    class FoldSink(Protocol):
+        """Where a fold's results go (``project.fold``): the events C folded, and those it leaves to Python."""
 
-    def started(self, fold: Any) -> None:
-        """The ``_core.Fold`` of this read (its ``counts()`` once it is done)."""
+        #: kind -> the rule ``_core.Fold`` takes; kinds it leaves to Python are ``wanted`` (handed out whole)
+        rules: dict[str, tuple[Any, ...]]
+        wanted: KindTest
+        close_kinds: frozenset[str]  # closes whose pairing in Python the sink hears of (``closed``)
+        max_items: int
+        max_groups: int  # C pauses once it holds this many groups (they are applied then)
 
-    def folded(self, taken: tuple[Any, ...]) -> None:
-        """What one call folded (``Fold.take(...)``), before the events it handed out."""
+        def started(self, fold: Any) -> None:
+            """The ``_core.Fold`` of this read (its ``counts()`` once it is done)."""
 
-    def event(self, event: Event, line: int, offset: int) -> None:
-        """An event of a kind left to Python, in log order (the tracker has been fed it)."""
+        def folded(self, taken: tuple[Any, ...]) -> None:
+            """What one call folded (``Fold.take(...)``), before the events it handed out."""
 
-    def closed(self, event: Event, paired: Any, line: int, raw: bytes) -> None:
-        """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
+        def event(self, event: Event, line: int, offset: int) -> None:
+            """An event of a kind left to Python, in log order (the tracker has been fed it)."""
 
-    def folders(self) -> dict[str, Callable[[Event, int, Any], None]]:
-        """(The Python core) each kind's fold of one event its chain mode took, in log order, once the
-        tracker is fed it: ``(event, line, paired)``; a kind not there yet is asked of ``folder``."""
+        def closed(self, event: Event, paired: Any, line: int, raw: bytes) -> None:
+            """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
 
-    def folder(self, kind: str) -> Callable[[Event, int, Any], None]:
-        """(The Python core) the fold of ``kind``, made; raises ``FoldGaveUp`` for a kind it cannot fold."""
+        def folders(self) -> dict[str, Callable[[Event, int, Any], None]]:
+            """(The Python core) each kind's fold of one event its chain mode took, in log order, once the
+            tracker is fed it: ``(event, line, paired)``; a kind not there yet is asked of ``folder``."""
+
+        def folder(self, kind: str) -> Callable[[Event, int, Any], None]:
+            """(The Python core) the fold of ``kind``, made; raises ``FoldGaveUp`` for a kind it cannot fold."""
 
 
 class Batches:

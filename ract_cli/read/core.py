@@ -18,11 +18,13 @@ import importlib
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
 from ract_cli.errors import UsageError
 
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ract_cli.format.json_types import Event
 
 

@@ -12,7 +12,6 @@ uuid and datetime).
 from __future__ import annotations
 
 import re
-from typing import cast
 
 from ract_cli.format.json_types import Event, Payload
 from ract_cli.read.json_rules import Body, LineResult, Problem
@@ -114,8 +113,10 @@ class LogEvent(Record):
 
     @property
     def kind(self) -> str:
-        return cast(str, self.event["kind"])  # a usable event's kind is a string (SPEC §2.2)
+        kind: str = self.event["kind"]  # a usable event's kind is a string (SPEC §2.2)
+        return kind
 
     @property
     def payload(self) -> Payload:
-        return cast(Payload, self.event["payload"])  # and its payload an object
+        payload: Payload = self.event["payload"]  # and its payload an object
+        return payload

@@ -12,12 +12,15 @@ from __future__ import annotations
 import codecs
 import re
 from collections.abc import Iterable
-from typing import TypeAlias
 
 from ract_cli.findings import ERROR
 from ract_cli.format.json_types import Event, JSONObject
 from ract_cli.format.text import short
 from ract_cli.records import Record
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import TypeAlias
 
 #: a line's bytes without its ending: ``bytes``, or (a line longer than BIG_LINE_BYTES) a view of them
 Body: TypeAlias = bytes | memoryview

@@ -29,7 +29,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, TypeVar, cast
 
 from ract_cli.findings import error
 from ract_cli.format.json_types import Event, Payload
@@ -45,11 +44,13 @@ from ract_cli.read.json_rules import LineResult, Problem
 from ract_cli.read.verdict import line_result, not_an_object
 from ract_cli.records import Record
 
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:  # (concurrent.futures imports logging: imported where a pool is made, not at start-up)
     from concurrent.futures import Executor, Future, ProcessPoolExecutor
     from types import TracebackType
+    from typing import BinaryIO, TypeVar
 
-_R = TypeVar("_R")
+    _R = TypeVar("_R")
 
 PARALLEL_MIN_BYTES = 8 << 20  # a single file is split only from this size on
 CHUNK_BYTES = 2 << 20  # target size of one byte range (finer: better pipelining, less memory in flight)
@@ -327,6 +328,8 @@ _UNSET = object()
 
 def unpack(start: int, lines: list[PackedLine]) -> Iterator[tuple[int, LineResult | None]]:
     """Inverse of ``_Packer``: ``(absolute offset, LineResult)`` per line, in order (None: a skipped line)."""
+    from typing import cast  # (here: only a byte range's results need it, and typing costs start-up)
+
     last_hash: str | None = None
     last_run_id: str | None = None
     for item in lines:

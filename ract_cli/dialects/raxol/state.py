@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ract_cli.dialects.raxol.contract import (
     FAMILY,
@@ -22,8 +22,11 @@ from ract_cli.findings import Finding, error, warning
 from ract_cli.format.json_types import Event, JSONObject, Payload
 from ract_cli.format.model import GENESIS_HASH
 from ract_cli.format.text import short
-from ract_cli.read.chain import ChainState, Where
+from ract_cli.read.chain import ChainState
 from ract_cli.read.json_rules import LineResult, Problem
+
+if TYPE_CHECKING:
+    from ract_cli.read.chain import Where
 
 # --- across records ------------------------------------------------------
 
@@ -163,7 +166,7 @@ class JournalState(ChainState):
         return self.version or LEGACY_VERSION
 
     def feed(self, result: LineResult, line: int, offset: int) -> None:
-        where = Where(path=self.path, line=line, offset=offset)
+        where: Where = {"path": self.path, "line": line, "offset": offset}
         record = result.event
         event_id = _record_id(record) if record is not None else None
         for p in result.problems:
