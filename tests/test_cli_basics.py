@@ -220,15 +220,17 @@ def test_a_verify_the_native_core_answers_loads_neither_orjson_nor_the_python_li
 
 
 @pytest.mark.skipif(core_name() != "native", reason="the native core is not built or not chosen")
-def test_a_verify_the_native_core_answers_imports_neither_typing_nor_datetime() -> None:
-    """Start-up (issue 14): ``typing`` costs ~5 ms and ``datetime`` ~2 ms of a ~50 ms call. The verify path
-    names typing's types under ``TYPE_CHECKING`` only, and ``format.text.iso_utc`` works out dates itself."""
+def test_a_verify_or_project_the_native_core_answers_imports_neither_typing_nor_datetime() -> None:
+    """Start-up (issue 14): ``typing`` costs ~5 ms and ``datetime`` ~2 ms of a ~50 ms call. The verify and
+    project paths name typing's types under ``TYPE_CHECKING`` only, and ``format.text.iso_utc`` works out
+    dates itself."""
     completed = "fixtures/runs/120d7eae7ee0c9c181816e553722e2fe/events.jsonl"
     for argv in (["trace", "verify", "-q", completed], ["trace", "verify", completed]):
         code, out, modules = _imported_by(argv)
         assert (code, out) == (0, "") and not modules & {"typing", "datetime"}, (argv, modules & {"typing", "datetime"})
-    code, out, modules = _imported_by(["trace", "verify", "--format", "json", completed])
-    assert code == 0 and json.loads(out)["exit_code"] == 0 and not modules & {"typing", "datetime"}
+    for argv in (["trace", "verify", "--format", "json", completed], ["trace", "project", completed]):
+        code, out, modules = _imported_by(argv)
+        assert code == 0 and json.loads(out)["exit_code"] == 0 and not modules & {"typing", "datetime"}, argv
 
 
 def test_version_is_listed_in_help(capsys) -> None:

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
-from typing import Any, NamedTuple
 
 from ract_cli.format.json_types import Payload
 from ract_cli.project.tallies import Items
 from ract_cli.read import json_text
+from ract_cli.records import Record
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 # a kind's action in ``_core.Fold`` (its C enum)
 COUNT, GROUP, LEFT, STOP = 1, 2, 3, 4
@@ -60,17 +64,22 @@ def listed(*keys: str) -> Rule:
     return (LEFT, keys, None, None, False, 0)
 
 
-class Group(NamedTuple):
-    """One group of ``Fold.take()``."""
+class Group(Record):
+    """One group of ``Fold.take()``: ``Group(*t)`` of each tuple it gives."""
 
-    kind: str
-    n: int  # the events in it
-    first: bytes  # the group's first line
-    last: bytes | None  # its last line (a rule with ``last``)
-    last_line: int
-    ints: bytes  # int64 samples, native order (``array('q').frombytes``)
-    nums: bytes  # double samples (``array('d').frombytes``)
-    total: int  # a saturating sum
+    __slots__ = ("kind", "n", "first", "last", "last_line", "ints", "nums", "total")
+
+    def __init__(
+        self, kind: str, n: int, first: bytes, last: bytes | None, last_line: int, ints: bytes, nums: bytes, total: int
+    ) -> None:
+        self.kind = kind
+        self.n = n  # the events in it
+        self.first = first  # the group's first line
+        self.last = last  # its last line (a rule with ``last``)
+        self.last_line = last_line
+        self.ints = ints  # int64 samples, native order (``array('q').frombytes``)
+        self.nums = nums  # double samples (``array('d').frombytes``)
+        self.total = total  # a saturating sum
 
     @property
     def payload(self) -> Payload:
@@ -109,7 +118,7 @@ class Gathered:
 
 
 #: a part's fold of one kind: its rule, and what applies one group (a ``Group`` from C, or ``Gathered``)
-Applier = Callable[[Any], None]
+Applier = Callable[["Any"], None]
 FoldRules = dict[str, tuple[Rule, Applier]]
 #: a ``listed`` kind's fold: its rule, what applies a group of its events past the caps, and whether its
 #: lists are full (from then on it is grouped)

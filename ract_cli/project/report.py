@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from ract_cli.dialects import ChainReader, discovery_suffixes
 from ract_cli.errors import UsageError
@@ -52,6 +51,7 @@ from ract_cli.read.parallel import (
     pool_failures,
 )
 
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
