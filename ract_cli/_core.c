@@ -326,23 +326,27 @@ static inline int special8(uint64_t v)
     return (t & hi) != 0;
 }
 
-/* The first position from p on that holds '"', '\\', a byte < 0x20 or >= 0x80 (or len). */
-static inline size_t plain_run(const uint8_t *s, size_t len, size_t p)
+/* The first position from p on that holds '"', '\\', a byte below 0x20 or (non_ascii) one from 0x80 on, or len.
+ * With non_ascii: where a string token's plain run ends (plain_run); without: the next byte JCS escapes in a
+ * decoded string, whose UTF-8 it writes as it is (escape_run). Both callers pass a constant: each is compiled
+ * on its own. */
+static inline size_t scan_run(const uint8_t *s, size_t len, size_t p, int non_ascii)
 {
 #ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), space = _mm_set1_epi8(0x20);
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20), c1f = _mm_set1_epi8(0x1F);
     while (len >= 16 && p <= len - 16) {
         __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
-        /* signed: bytes >= 0x80 are negative, so "< 0x20" takes them too */
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                 _mm_cmplt_epi8(v, space));
+        /* signed, bytes >= 0x80 are negative and so "< 0x20" too; unsigned v <= 0x1F: v is its minimum with 0x1F */
+        __m128i low = non_ascii ? _mm_cmplt_epi8(v, space) : _mm_cmpeq_epi8(_mm_min_epu8(v, c1f), v);
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)), low);
         unsigned mask = (unsigned)_mm_movemask_epi8(m);
         if (mask)
             return p + (size_t)__builtin_ctz(mask);
         p += 16;
     }
 #endif
-    while (len >= 8 && p <= len - 8) {
+    while (non_ascii && len >= 8 && p <= len - 8) {
         uint64_t v;
         memcpy(&v, s + p, 8);
         if (special8(v))
@@ -351,34 +355,15 @@ static inline size_t plain_run(const uint8_t *s, size_t len, size_t p)
     }
     while (p < len) {
         uint8_t c = s[p];
-        if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80)
+        if (c == '"' || c == '\\' || c < 0x20 || (non_ascii && c >= 0x80))
             return p;
         p++;
     }
     return p;
 }
 
-/* The first position from p on that holds '"', '\\' or a byte below 0x20 (or len): the bytes JCS escapes in
- * a decoded string (the rest, UTF-8 included, it writes as they are). */
-static inline size_t escape_run(const uint8_t *s, size_t len, size_t p)
-{
-#ifdef __SSE2__
-    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), c1f = _mm_set1_epi8(0x1F);
-    while (len >= 16 && p <= len - 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(s + p));
-        /* unsigned v <= 0x1F: v equals its minimum with 0x1F */
-        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
-                                 _mm_cmpeq_epi8(_mm_min_epu8(v, c1f), v));
-        unsigned mask = (unsigned)_mm_movemask_epi8(m);
-        if (mask)
-            return p + (size_t)__builtin_ctz(mask);
-        p += 16;
-    }
-#endif
-    while (p < len && s[p] != '"' && s[p] != '\\' && s[p] >= 0x20)
-        p++;
-    return p;
-}
+static inline size_t plain_run(const uint8_t *s, size_t len, size_t p) { return scan_run(s, len, p, 1); }
+static inline size_t escape_run(const uint8_t *s, size_t len, size_t p) { return scan_run(s, len, p, 0); }
 
 /* The end of the run of valid multi-byte UTF-8 sequences at p (s[p] >= 0x80), or 0 when one is invalid. A
  * run is taken at once: CJK or emoji text is one such run per word, not a plain_run call per character. */
