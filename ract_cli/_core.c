@@ -1469,10 +1469,11 @@ static int emit_lazy(Line *L, const Node *n)
                 return -2;
             r = (k == 1 && (buf[0] < 0x20 || buf[0] == '"' || buf[0] == '\\')) ? put_special(L, buf[0]) : put(L, buf, k);
         } else {
-            if (c < 0x80 || !(k = utf8_run(s, len, p)))
+            size_t end = c < 0x80 ? 0 : utf8_run(s, len, p);
+            if (!end)
                 return -2;
-            r = put(L, s + p, k - p);
-            p = k;
+            r = put(L, s + p, end - p);
+            p = end;
         }
     }
     return r ? r : put1(L, '"');
@@ -3024,7 +3025,7 @@ static int chain_take(Chain *C, Line *L)
 /* Before a chunk's lines are taken: ask for the id-set slot each accepted line's id will probe first. Taking
  * is serial, and with 100k ids the set outgrows the caches: each insert waited for its slot's line (~7 % of
  * a verify); asked for together, the waits overlap. (A part that grows before its line is taken only makes
- * the hint stale.) */
+ * the hint stale.) always_inline: GCC deletes the calls of a static function that only prefetches. */
 static inline __attribute__((always_inline)) void prefetch_ids(const Chain *C, const Workspace *w, int k)
 {
     const IdSet *S = C->ids;
