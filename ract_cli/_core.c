@@ -545,6 +545,7 @@ static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n
         if (p >= len)
             return 0;
         uint8_t c = s[p], buf[4];
+        const uint8_t *from = buf; /* the bytes to append: an escape's, decoded, or a UTF-8 run's own */
         if (c == '"')
             break;
         if (c == '\\') {
@@ -556,19 +557,14 @@ static __attribute__((noinline)) int parse_str_slow(Line *L, size_t *pp, Node *n
             if (!(q = utf8_run(s, len, p)))
                 return 0;
             ascii = 0;
+            from = s + p;
             k = q - p;
-            if (!lazy && GOES_LAZY(dlen + k))
-                lazy = 1;
-            if (!lazy)
-                memcpy(d + dlen, s + p, k);
-            dlen += k;
             p = q;
-            continue;
         }
         if (!lazy && GOES_LAZY(dlen + k))
             lazy = 1;
         if (!lazy)
-            memcpy(d + dlen, buf, k);
+            memcpy(d + dlen, from, k);
         dlen += k;
     }
 #undef GOES_LAZY
