@@ -1055,14 +1055,14 @@ def test_block_framing_when_the_consumer_counts(block: int) -> None:
 def test_a_run_read_whole_while_detected_gives_the_verdict_of_opening_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: int
 ) -> None:
-    """A file smaller than the dialect's quick look is read from its bytes, without a second open; at
+    """A file smaller than the dialect's whole read is read from its bytes, without a second open; at
     and past that size it is opened again: the same findings either way."""
     from ract_cli.read import dialect as dialect_module
 
     path = tmp_path / "events.jsonl"
-    write_benchmark_log(path, events=300)
+    write_benchmark_log(path, events=2_500)
     data = path.read_bytes()
-    size = dialect_module._QUICK_BYTES + extra
+    size = dialect_module._WHOLE_BYTES + extra
     assert len(data) > size
     path.write_bytes(data[:size])  # cut inside a line: a torn tail, either way
     opened = ChainReader(path, dialect="ract")
@@ -1074,4 +1074,4 @@ def test_a_run_read_whole_while_detected_gives_the_verdict_of_opening_it(
     monkeypatch.setattr(reader_module, "open_log", lambda p: calls.append(p) or real_open(p))
     detected = ChainReader(path)
     assert ([ev.line for ev in detected], [f.to_dict() for f in detected.findings]) == expected
-    assert len(calls) == (0 if size < dialect_module._QUICK_BYTES else 1)
+    assert len(calls) == (0 if size < dialect_module._WHOLE_BYTES else 1)

@@ -107,13 +107,16 @@ def detect_dialect(first_record: Any) -> str:
 
 _DETECT_LINES = 8
 _DETECT_BYTES = 1 << 20
-_QUICK_BYTES = 64 << 10  # the quick look at a plain file's start (one read)
+_QUICK_BYTES = 64 << 10  # the quick look at a large file's start (one read)
+#: a file smaller than this is read whole by the quick look (one read; a fleet's completed runs are ~70 KB,
+#: and the second open a larger one took cost a third of the Python time of a 10,000-run verify)
+_WHOLE_BYTES = 1 << 20
 
 
 def _quick_look(path: str | os.PathLike[str], limit: int) -> tuple[str | None, bytes | None]:
     """The dialect of a plain regular file whose first line is a JSON object within ``limit`` and the
     first read (else None: ``detect_file_dialect`` then reads as the reader reads), and the file's
-    bytes when that read took all of them (else None).
+    bytes when that read took all of them (else None): a file under ``_WHOLE_BYTES`` is read whole.
 
     One open, fstat and read: a fleet of small runs was opened once more for this, and ``open_log``'s
     buffered, checked open cost as much as the whole check of a 45-event run (issue 14); the reader
@@ -128,12 +131,14 @@ def _quick_look(path: str | os.PathLike[str], limit: int) -> tuple[str | None, b
     try:
         st = os.fstat(fd)
         regular = _stat.S_ISREG(st.st_mode)  # (never read from anything else: a FIFO could block)
-        head = os.read(fd, _QUICK_BYTES) if regular else b""
+        # (one byte past the size: a file that grew since the fstat is not taken as whole)
+        size = st.st_size
+        head = os.read(fd, size + 1 if size < _WHOLE_BYTES else _QUICK_BYTES) if regular else b""
     except OSError:
         return None, None
     finally:
         os.close(fd)
-    whole = head if regular and len(head) == st.st_size < _QUICK_BYTES else None
+    whole = head if regular and len(head) == size < _WHOLE_BYTES else None
     end = head.find(b"\n") + 1
     if not end or end > limit + 2 or head[:2] == GZIP_MAGIC:
         return None, None
