@@ -65,6 +65,9 @@ def test_totals_and_exit_code_are_counted_as_reports_arrive() -> None:
     assert fleet.totals()["events"] == sum(r["chain"]["events"] for r in runs)
     assert fleet.totals()["untrusted"] == sum(1 for r in runs if not r["trusted"])
     assert int(fleet.exit_code) == min(r["exit_code"] for r in runs if r["exit_code"])
+    # the verdicts read back only these (in order): every run that failed or is not trusted, and none else
+    unclean = [r for r in runs if r["exit_code"] != 0 or not r["trusted"]]
+    assert list(fleet.unclean_runs()) == unclean and 0 < len(unclean) < len(runs)
 
 
 def test_spilled_reports_behave_as_a_list() -> None:

@@ -18,9 +18,7 @@ def verdicts(result: ProjectResult) -> None:
 
 def _verdict_lines(result: ProjectResult) -> list[str]:
     lines = [f"ract trace project: {clean(f.path)}: {clean(f.message)}" for f in result.findings]
-    for run in result.runs:
-        if run["exit_code"] == 0 and run["trusted"]:
-            continue
+    for run in result.unclean_runs():
         name = ExitCode(run["exit_code"]).name
         text = _untrusted_verdict(run) if not run["trusted"] else _failure_verdict(run, name)
         lines.append(f"ract trace project: FAIL ({name}) {clean(run['path'])}: {clean(text)}")
