@@ -34,7 +34,7 @@ from ract_cli.format.json_types import Event, JSONObject, Report
 from ract_cli.project.flags import FLAG_CODES
 from ract_cli.project.options import DEFAULT_MAX_ITEMS, REPORT_VERSION, STATUSES, ProjectOptions
 from ract_cli.project.projector import Projector
-from ract_cli.project.result import ProjectResult
+from ract_cli.project.result import ProjectResult, ReportSummary, encode_report, summarize
 from ract_cli.project.tallies import percentiles
 from ract_cli.project.trust import Tail, finish
 from ract_cli.read.discovery import discover
@@ -213,7 +213,7 @@ def project_paths(
     with pool if pool is not None else contextlib.nullcontext():
         if pool is None:  # one log after the other, each reporting its progress
             tasks = [[i] for i in range(len(files))]
-            projected: Iterable[list[_Projected] | None] = (None for _ in tasks)
+            projected: Iterable[list[_Encoded] | None] = (None for _ in tasks)
         else:
             # standard input is read here, never by a worker: once read, it could not be read again
             # here after a worker died with it (a false verdict on an empty log)
@@ -222,9 +222,9 @@ def project_paths(
             projected = in_order(pool, _project_many, items, one_job, detailed, timelines, jobs=jobs)
         for task, got in zip(tasks, projected, strict=True):
             if got is None:  # read here (no pool, or its worker died)
-                got = [_project_one(i, files[i], one_job, detailed, timelines, file_progress) for i in task]
-            for i, (report, timeline) in zip(task, got, strict=True):
-                result.add(report, timeline)  # spilled: memory does not grow
+                got = [_encoded(_project_one(i, files[i], one_job, detailed, timelines, file_progress)) for i in task]
+            for i, (summary, data, timeline) in zip(task, got, strict=True):
+                result.add_encoded(summary, data, timeline)  # spilled: memory does not grow
                 done += sizes[i]
                 file_progress(0)
     return result
@@ -232,6 +232,14 @@ def project_paths(
 
 #: one projected log: its report, and its timeline (the HTML page's) when one was collected
 _Projected = tuple[Report, JSONObject | None]
+#: the same as ``ProjectResult.add_encoded`` takes it: what a worker sends back (bytes, not a report's dicts,
+#: which this process would unpickle only to encode again: a third of its time over a fleet)
+_Encoded = tuple[ReportSummary, bytes, JSONObject | None]
+
+
+def _encoded(projected: _Projected) -> _Encoded:
+    report, timeline = projected
+    return summarize(report), encode_report(report), timeline
 
 
 def _project_one(
@@ -250,9 +258,9 @@ def _project_one(
 
 def _project_many(
     items: list[tuple[int, str]], options: ProjectOptions, detailed: bool, timelines: bool
-) -> list[_Projected]:
-    """Worker entry point: a few logs of a fleet, each projected whole in the worker."""
-    return [_project_one(i, path, options, detailed, timelines) for i, path in items]
+) -> list[_Encoded]:
+    """Worker entry point: a few logs of a fleet, each projected whole in the worker, its report encoded."""
+    return [_encoded(_project_one(i, path, options, detailed, timelines)) for i, path in items]
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor | None:

@@ -30,6 +30,32 @@ if TYPE_CHECKING:
 _RUNS_MARK = '"runs": []'
 
 
+def encode_report(report: Report) -> bytes:
+    """A report as ``SpilledReports`` keeps it: ``o`` and one line of compact JSON (``read.json_text``'s), or
+    ``j`` and ``json``'s with ``\\u`` escapes for a report orjson refuses (a path with a lone surrogate)."""
+    try:
+        return b"o" + json_text.dumps(report) + b"\n"
+    except TypeError:  # (orjson.JSONEncodeError is one)
+        import json
+
+        return b"j" + json.dumps(report, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+
+
+#: what ``ProjectResult`` counts of a report: (exit code, status, trusted, audit-flagged, events)
+ReportSummary = tuple[int, str, bool, bool, int]
+
+
+def summarize(report: Report) -> ReportSummary:
+    """The fields of a report that ``ProjectResult``'s totals and exit code count."""
+    return (
+        int(report["exit_code"]),
+        report["status"],
+        bool(report["trusted"]),
+        bool(report["audit_flags"]["count"]),
+        report["chain"]["events"],
+    )
+
+
 class SpilledReports(Sequence[Report]):
     """A list of reports kept in an anonymous temporary file: append, ``len``, index and iterate.
 
@@ -50,12 +76,10 @@ class SpilledReports(Sequence[Report]):
             self.append(report)
 
     def append(self, report: Report) -> None:
-        try:
-            data = b"o" + json_text.dumps(report) + b"\n"
-        except TypeError:  # (orjson.JSONEncodeError is one)
-            import json
+        self.append_encoded(encode_report(report))
 
-            data = b"j" + json.dumps(report, ensure_ascii=True, separators=(",", ":")).encode("ascii") + b"\n"
+    def append_encoded(self, data: bytes) -> None:
+        """Append a report as ``encode_report`` wrote it (a pool's worker did: no dict crosses to this process)."""
         if self._memory is not None and (not self._memory or not self._spills):
             self._memory.append(data)
             return
@@ -66,7 +90,7 @@ class SpilledReports(Sequence[Report]):
                 self._file = tempfile.TemporaryFile()  # unlinked at once: gone with the process, whatever happens
             except OSError:  # no writable temporary directory: keep the (compact) reports in memory instead
                 self._spills = False
-                self.append(report)
+                self.append_encoded(data)
                 return
             kept, self._memory = self._memory or [], None
             for earlier in kept:
@@ -171,17 +195,21 @@ class ProjectResult:
 
     def add(self, report: Report, timeline: JSONObject | None = None) -> None:
         """One more run's report (and its timeline, when kept): spilled to disk, counted in the totals."""
-        self.runs.append(report)
+        self.add_encoded(summarize(report), encode_report(report), timeline)
+
+    def add_encoded(self, summary: ReportSummary, data: bytes, timeline: JSONObject | None = None) -> None:
+        """``add`` of a report a pool's worker encoded (``encode_report``) and summarized (``summarize``)."""
+        self.runs.append_encoded(data)
         if self.timelines is not None:
             self.timelines.append(timeline or {})
-        if report["exit_code"] != 0 or not report["trusted"]:
+        code, status, trusted, flagged, events = summary
+        if code != 0 or not trusted:
             self._unclean.append(len(self.runs) - 1)
-        self._codes.add(int(report["exit_code"]))
-        status = report["status"]
+        self._codes.add(code)
         self._by_status[status] = self._by_status.get(status, 0) + 1
-        self._untrusted += not report["trusted"]
-        self._flagged += bool(report["audit_flags"]["count"])
-        self._events += report["chain"]["events"]
+        self._untrusted += not trusted
+        self._flagged += flagged
+        self._events += events
 
     def unclean_runs(self) -> Iterator[Report]:
         """The reports of the runs that failed or are not trusted to their end, in order: what the verdicts
