@@ -77,6 +77,12 @@ def test_spilled_reports_behave_as_a_list() -> None:
     assert spilled[0] == reports[0] and spilled[-1] == reports[-1] and spilled[1:3] == reports[1:3]
     assert spilled != reports[:-1] and SpilledReports() == []
     spilled.close()
+    # one report is kept as given, as a list keeps it; a second spills both, each read back equal
+    one = SpilledReports([reports[0]])
+    assert one[0] is reports[0]
+    one.append(reports[1])
+    assert one[0] == reports[0] and one[0] is not reports[0] and list(one) == reports[:2]
+    one.close()
 
 
 def test_peak_memory_does_not_grow_with_the_number_of_runs(tmp_path: Path) -> None:

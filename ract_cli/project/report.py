@@ -221,10 +221,11 @@ def project_paths(
             items = [None if is_stdin(files[task[0]]) else [(i, files[i]) for i in task] for task in tasks]
             projected = in_order(pool, _project_many, items, one_job, detailed, timelines, jobs=jobs)
         for task, got in zip(tasks, projected, strict=True):
-            if got is None:  # read here (no pool, or its worker died)
-                got = [_encoded(_project_one(i, files[i], one_job, detailed, timelines, file_progress)) for i in task]
-            for i, (summary, data, timeline) in zip(task, got, strict=True):
-                result.add_encoded(summary, data, timeline)  # spilled: memory does not grow
+            for k, i in enumerate(task):  # (each spilled as it comes: memory does not grow)
+                if got is None:  # read here (no pool, or its worker died)
+                    result.add(*_project_one(i, files[i], one_job, detailed, timelines, file_progress))
+                else:
+                    result.add_encoded(*got[k])
                 done += sizes[i]
                 file_progress(0)
     return result
