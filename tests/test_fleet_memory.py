@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -28,8 +29,10 @@ import duckdb
 import orjson
 import pytest
 
+from ract_cli.cli.project_output import json_report_chunks, to_json
 from ract_cli.cli.render import dumps_json
 from ract_cli.export.parquet import WriteLimits, export_parquet
+from ract_cli.project.options import ProjectOptions
 from ract_cli.project.report import ProjectResult, project_file, project_paths
 from ract_cli.project.result import SpilledReports
 from ract_cli.sql import SqlSession
@@ -122,11 +125,43 @@ def test_peak_memory_does_not_grow_with_the_number_of_runs(tmp_path: Path) -> No
     assert large - small < 12 * 1024, (small, large)
 
 
-def test_a_report_with_a_non_utf8_path_round_trips(tmp_path: Path) -> None:
+@pytest.mark.parametrize("as_written", [False, True])
+def test_a_report_with_a_non_utf8_path_round_trips(tmp_path: Path, as_written: bool) -> None:
     report = {"path": "run-\udcff/events.jsonl", "exit_code": 0}
-    spilled = SpilledReports([report])
-    assert spilled[0] == report
-    assert json.loads(json.dumps(spilled[0])) == report
+    spilled = SpilledReports([report, {"n": 1}, report], as_written=as_written)  # (the first is kept as given)
+    assert spilled[0] == spilled[2] == report and spilled[2] is not report
+    assert json.loads(json.dumps(spilled[2])) == report
+    assert (spilled.written(2) is not None) == as_written
+
+
+def _fleet_with_hostile_names(root: Path) -> Path:
+    """The fixture runs, and two more under names a report must escape: a workflow command's ``##[``, and a
+    byte that is not UTF-8 (a lone surrogate in the path: orjson refuses it, json writes it)."""
+    for i, log in enumerate(sorted((ROOT / "fixtures" / "runs").glob("*/events.jsonl"))):
+        (root / f"run{i}").mkdir(parents=True)
+        (root / f"run{i}" / "events.jsonl").write_bytes(log.read_bytes())
+    (root / "a##[b").mkdir()
+    (root / "a##[b" / "events.jsonl").write_bytes((root / "run0" / "events.jsonl").read_bytes())
+    bad = os.path.join(os.fsencode(root), b"bad\xffname")
+    os.mkdir(bad)
+    with open(os.path.join(bad, b"events.jsonl"), "wb") as f:
+        f.write((root / "run1" / "events.jsonl").read_bytes())
+    return root
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_reports_kept_as_written_give_the_json_of_reports_kept_compact(tmp_path: Path, jobs: int) -> None:
+    """``project_paths(as_written=True)`` (the CLI's JSON): each report is written as its worker kept it, and
+    the JSON is byte for byte what the reports kept compact give, workflow commands neutralized alike."""
+    fleet = _fleet_with_hostile_names(tmp_path / "fleet")
+    paths = [str(fleet), str(tmp_path / "missing")]
+    options = ProjectOptions(jobs=jobs)
+    written, compact = project_paths(paths, options, as_written=True), project_paths(paths, options)
+    assert sum(written.runs.written(i) is not None for i in range(len(written.runs))) == len(written.runs) > 5
+    text = "".join(json_report_chunks(written)) + "\n"
+    assert text == to_json(compact) == to_json(written)
+    assert "##\\u005b" in text and "##[" not in text and "\\udcff" in text
+    assert list(written.runs) == list(compact.runs)
 
 
 def test_without_a_temporary_directory_reports_stay_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

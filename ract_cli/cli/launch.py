@@ -208,7 +208,7 @@ def _quick_project(args: list[str]) -> int | None:
 
     try:
         options = ProjectOptions(require_closed=call.require_closed, jobs=AUTO_JOBS if call.jobs is None else call.jobs)
-        result = project_paths(call.paths, options)
+        result = project_paths(call.paths, options, as_written=not quiet)  # (kept as the JSON writes them)
     except KeyboardInterrupt:
         return 130
     except Exception:  # (project changes nothing: the CLI reads it again and says what went wrong)

@@ -23,7 +23,7 @@ from rich.text import Text
 from ract_cli.atomic import AtomicFile, atomic_output
 from ract_cli.cli.app import trace_app
 from ract_cli.cli.options import Dialect, DialectOption, MaxLineBytes, Paths, ProjectJobs, Quiet, SchemaVersion
-from ract_cli.cli.project_output import sorted_indented, to_json, verdicts, write_json
+from ract_cli.cli.project_output import json_report_chunks, to_json, verdicts, write_json
 from ract_cli.cli.raxol_render import journal_detail_renderable
 from ract_cli.cli.render import (
     byte_progress,
@@ -136,7 +136,9 @@ def project_command(
     with _output_file(output if to_file else None) as target:  # made first: a bad FILE fails at once
         # the bar: stderr a terminal, logs of 32 MB or more, never under -q nor for JSON
         with byte_progress("projecting", enabled=progress_enabled(quiet=quiet, json=fmt is Format.json)) as progress:
-            result = project_paths(paths, options, progress=progress, timelines=fmt is Format.html)
+            result = project_paths(
+                paths, options, progress=progress, timelines=fmt is Format.html, as_written=fmt is Format.json
+            )
         if not quiet:
             verdicts(result)
         if target is not None:  # a file is written under -q too: it was asked for, and prints nothing
@@ -178,7 +180,7 @@ def render(result: ProjectResult, fmt: Format, console: Console | None = None) -
 def report_chunks(result: ProjectResult, fmt: Format) -> Iterator[str]:
     """The report in ``fmt`` as text pieces for a file (``--output``): what ``render`` writes to a pipe."""
     if fmt is Format.json:
-        yield from result.json_chunks(sorted_indented)
+        yield from json_report_chunks(result)
         yield "\n"
     elif fmt is Format.markdown:
         yield ci_safe(to_markdown(result))

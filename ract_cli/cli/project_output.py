@@ -4,7 +4,17 @@ and the quick path of ``cli/launch.py`` print through these same functions, so t
 
 from __future__ import annotations
 
-from ract_cli.cli.render import clean, clean_json, dumps_json, stdout_is_terminal, write_stderr_lines, write_stdout
+from collections.abc import Iterator
+
+from ract_cli.cli.render import (
+    ci_safe,
+    clean,
+    clean_json,
+    dumps_json,
+    stdout_is_terminal,
+    write_stderr_lines,
+    write_stdout,
+)
 from ract_cli.errors import ExitCode
 from ract_cli.format.json_types import Report
 from ract_cli.project.human import is_journal
@@ -60,11 +70,20 @@ def to_json(result: ProjectResult) -> str:
     return sorted_indented(result.to_dict()) + "\n"
 
 
+def json_report_chunks(result: ProjectResult) -> Iterator[str]:
+    """``to_json``'s text but its last newline, a run's report at a time (a fleet streams). Reports kept as
+    written (``project_paths(as_written=True)``) are copied, then neutralized here as ``sorted_indented``
+    neutralizes what it writes: ``ci_safe`` works line by line, and every chunk ends between two JSON
+    tokens, so chunk by chunk is the whole text's result."""
+    for chunk in result.json_chunks(sorted_indented, written=True):
+        yield ci_safe(chunk, json=True)
+
+
 def write_json(result: ProjectResult) -> None:
     """The JSON report on stdout (``render.write_stdout``), one run's report in memory at a time (a fleet
     streams); the bytes are ``to_json``'s. A terminal is not a data sink: bidi and other format characters become JSON escapes
     (the same values)."""
     terminal = stdout_is_terminal()
-    for chunk in result.json_chunks(sorted_indented):
+    for chunk in json_report_chunks(result):
         write_stdout(clean_json(chunk) if terminal else chunk, json=True)
     write_stdout("\n")

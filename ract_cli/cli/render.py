@@ -380,24 +380,9 @@ def dumps_json(data: object, *, indent: bool = False, sort_keys: bool = False) -
     escapes (``ensure_ascii``), so the report is still written. ``##[`` in a string is written
     ``##\\u005b`` (the same value; see ``ci_safe``).
     """
-    return ci_safe(_dumps_json(data, indent=indent, sort_keys=sort_keys), json=True)
-
-
-def _dumps_json(data: object, *, indent: bool, sort_keys: bool) -> str:
     from ract_cli.read import json_text  # (orjson's bytes, without importing orjson when the native core runs)
 
-    try:
-        return json_text.dumps(data, indent=indent, sort_keys=sort_keys).decode()
-    except TypeError:  # (orjson.JSONEncodeError is one)
-        import json
-
-        return json.dumps(
-            data,
-            indent=2 if indent else None,
-            sort_keys=sort_keys,
-            ensure_ascii=True,
-            separators=None if indent else (",", ":"),
-        )
+    return ci_safe(json_text.text(data, indent=indent, sort_keys=sort_keys), json=True)
 
 
 #: a progress bar is shown (stderr on a terminal only) once the logs total at least this many bytes

@@ -180,6 +180,7 @@ def project_paths(
     *,
     progress: Callable[[int, int], None] | None = None,
     timelines: bool = False,
+    as_written: bool = False,
 ) -> ProjectResult:
     """Project every log under the given files and directories (SPEC §7).
 
@@ -190,13 +191,15 @@ def project_paths(
     ``FLEET_SECTIONS`` runs of a fleet, none past those. With
     ``options.jobs`` > 1 (``AUTO_JOBS``: picked from the logs found) the logs
     of a fleet are projected by a pool of processes, a bounded window of
-    them ahead, and added in order: the same result.
+    them ahead, and added in order: the same result. ``as_written=True``: the
+    reports are kept as the JSON holds them (``ProjectResult``'s), by the
+    workers that make them.
     """
     if options.jobs < AUTO_JOBS:
         raise UsageError("--jobs must be at least 1")
     found = discover(paths, suffixes=discovery_suffixes(options.dialect))
     detailed = len(paths) == 1 and not os.path.isdir(paths[0])
-    result = ProjectResult(findings=list(found.findings), detailed=detailed, timelines=timelines)
+    result = ProjectResult(findings=list(found.findings), detailed=detailed, timelines=timelines, as_written=as_written)
     files = [str(p) for p in found.files]
     sized = progress is not None or options.jobs != 1
     sizes = [log_size(p) for p in found.files] if sized else [0] * len(files)
@@ -219,7 +222,7 @@ def project_paths(
             # here after a worker died with it (a false verdict on an empty log)
             tasks = file_tasks(range(len(files)), sizes, TASK_FILES, TASK_BYTES, alone=lambda i: is_stdin(files[i]))
             items = [None if is_stdin(files[task[0]]) else [(i, files[i]) for i in task] for task in tasks]
-            projected = in_order(pool, _project_many, items, one_job, detailed, timelines, jobs=jobs)
+            projected = in_order(pool, _project_many, items, one_job, detailed, timelines, as_written, jobs=jobs)
         for task, got in zip(tasks, projected, strict=True):
             for k, i in enumerate(task):  # (each spilled as it comes: memory does not grow)
                 if got is None:  # read here (no pool, or its worker died)
@@ -238,9 +241,9 @@ _Projected = tuple[Report, JSONObject | None]
 _Encoded = tuple[ReportSummary, bytes, JSONObject | None]
 
 
-def _encoded(projected: _Projected) -> _Encoded:
+def _encoded(projected: _Projected, as_written: bool) -> _Encoded:
     report, timeline = projected
-    return summarize(report), encode_report(report), timeline
+    return summarize(report), encode_report(report, as_written=as_written), timeline
 
 
 def _project_one(
@@ -258,10 +261,10 @@ def _project_one(
 
 
 def _project_many(
-    items: list[tuple[int, str]], options: ProjectOptions, detailed: bool, timelines: bool
+    items: list[tuple[int, str]], options: ProjectOptions, detailed: bool, timelines: bool, as_written: bool
 ) -> list[_Encoded]:
     """Worker entry point: a few logs of a fleet, each projected whole in the worker, its report encoded."""
-    return [_encoded(_project_one(i, path, options, detailed, timelines)) for i, path in items]
+    return [_encoded(_project_one(i, path, options, detailed, timelines), as_written) for i, path in items]
 
 
 def _pool(jobs: int) -> ProcessPoolExecutor | None:

@@ -43,3 +43,21 @@ def loads(data: bytes) -> Any:
     import orjson
 
     return orjson.loads(data)
+
+
+def text(value: object, *, indent: bool = False, sort_keys: bool = False) -> str:
+    """``dumps`` as text that never fails on a path the OS gave as non-UTF-8: a value orjson refuses (a
+    string with a lone surrogate, as Python decodes an undecodable file name) is written by ``json``
+    with ``\\u`` escapes (``ensure_ascii``), the same value."""
+    try:
+        return dumps(value, indent=indent, sort_keys=sort_keys).decode()
+    except TypeError:  # (orjson.JSONEncodeError is one)
+        import json
+
+        return json.dumps(
+            value,
+            indent=2 if indent else None,
+            sort_keys=sort_keys,
+            ensure_ascii=True,
+            separators=None if indent else (",", ":"),
+        )
