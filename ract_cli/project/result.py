@@ -63,9 +63,11 @@ def summarize(report: Report) -> ReportSummary:
 class SpilledReports(Sequence[Report]):
     """A list of reports kept in an anonymous temporary file: append, ``len``, index and iterate.
 
-    Each report is one line of compact JSON (``orjson``'s, ``read.json_text``;
-    a report orjson refuses, e.g. a path with a lone surrogate, goes through
-    ``json`` with ``\\u`` escapes). Only the offsets stay in memory. The first
+    Each report is one record of ``encode_report``: compact JSON (``orjson``'s,
+    ``read.json_text``; a report orjson refuses, e.g. a path with a lone
+    surrogate, goes through ``json`` with ``\\u`` escapes), or with
+    ``as_written`` the sorted, indented JSON text a fleet's JSON writes. Only
+    the offsets stay in memory. The first
     report, until a second comes, is kept as it was given (as a list keeps it):
     one log's report, ~0.7 MB of JSON for 100,000 events, is neither encoded
     nor read back (~4 ms of a ~0.25 s project).
@@ -99,7 +101,7 @@ class SpilledReports(Sequence[Report]):
 
             try:
                 self._file = tempfile.TemporaryFile()  # unlinked at once: gone with the process, whatever happens
-            except OSError:  # no writable temporary directory: keep the (compact) reports in memory instead
+            except OSError:  # no writable temporary directory: keep the (encoded) reports in memory instead
                 self._spills = False
                 self.append_encoded(data)
                 return
