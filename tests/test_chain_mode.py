@@ -627,3 +627,24 @@ def test_a_corrupt_archive_reads_alike_in_chain_mode_and_line_by_line(
     if damage != "bytes flipped mid-archive":  # every line was decoded before the failure: every one is read
         assert events == len(base_lines)
         assert ("IO_ERROR", len(base_lines) + 1) in [(f[0], f[2]) for f in chained[0]]  # type: ignore[index, union-attr]
+
+
+def test_a_kind_test_is_compiled_once_and_an_unhashable_one_still_gets_its_verifier() -> None:
+    """``_verifier`` keeps a kind test's verifier (a fleet's runs do not call the test 63 times each); a test
+    that cannot be hashed is worked out each time, to the same verifier as any test wanting the same kinds."""
+
+    def reaps(kind: str) -> bool:
+        return kind == "process.reaped"
+
+    class Unhashable:
+        __hash__ = None  # type: ignore[assignment]
+
+        def __call__(self, kind: str) -> bool:
+            return kind == "process.reaped"
+
+    version = 9
+    first = chain_mode._verifier(version, reaps)
+    assert chain_mode._verifier(version, reaps) is first
+    assert chain_mode._verifier(version, Unhashable()) is first  # (compiled per wanted kinds)
+    assert chain_mode._verifier(version, None) is not first
+    assert chain_mode._verifier(version, lambda kind: kind == "run.started") is not first

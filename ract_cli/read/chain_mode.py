@@ -282,7 +282,26 @@ def _event(compact: tuple[Any, ...]) -> Event:
 _VERIFIERS: dict[tuple[int, frozenset[str]], Any] = {}
 
 
+#: the verifier of a (schema version, kind test) met before: the kinds a test wants are worked out once, not
+#: for each run of a fleet (63 calls of the test). Bounded: each entry holds its test.
+_BY_TEST: dict[tuple[int, KindTest | None], Any] = {}
+_BY_TEST_MAX = 64
+
+
 def _verifier(schema_version: int, wanted: KindTest | None) -> Any:
+    key = (schema_version, wanted)  # (a function or bound method: hashed and compared by identity)
+    try:
+        verifier = _BY_TEST.get(key)
+    except TypeError:  # a callable object that cannot be hashed: worked out each time
+        return _verifier_of_kinds(schema_version, wanted)
+    if verifier is None:
+        if len(_BY_TEST) >= _BY_TEST_MAX:
+            _BY_TEST.clear()
+        verifier = _BY_TEST[key] = _verifier_of_kinds(schema_version, wanted)
+    return verifier
+
+
+def _verifier_of_kinds(schema_version: int, wanted: KindTest | None) -> Any:
     wanted_kinds = frozenset(k.name for k in KINDS if wanted is not None and wanted(k.name))
     verifier = _VERIFIERS.get((schema_version, wanted_kinds))
     if verifier is None:
