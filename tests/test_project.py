@@ -402,10 +402,17 @@ def test_percentiles_are_nearest_rank() -> None:
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(st.lists(st.integers(0, 2**63 - 1) | st.integers(0, 10**7), max_size=60))
+@given(st.lists(st.integers(0, 2**63 - 1) | st.integers(0, 10**7) | st.integers(2**60, 2**60 + 4096), max_size=60))
 def test_percentiles_of_nanoseconds_are_those_of_the_milliseconds(samples: list[int]) -> None:
-    """``per_ms`` divides only the picked samples, after sorting: the same block as dividing each first."""
-    assert percentiles(array("q", samples), 1e6) == percentiles([ns / 1e6 for ns in samples])
+    """``per_ms`` divides only the picked samples, after sorting: the same block as dividing each first, and as
+    picking from the integers sorted (nanoseconds are sorted as floats; past 2^53 several integers are one
+    float: the third strategy)."""
+    block = percentiles(array("q", samples), 1e6)
+    assert block == percentiles([ns / 1e6 for ns in samples])
+    if samples:
+        ordered, n = sorted(samples), len(samples)
+        pick = {p: round(ordered[max(0, -(-p * n // 100) - 1)] / 1e6, 3) for p in (50, 90, 99)}
+        assert block == {"count": n, **{f"p{p}_ms": v for p, v in pick.items()}, "max_ms": round(ordered[-1] / 1e6, 3)}
 
 
 def test_hostile_payload_types_do_not_crash_the_projection(tmp_path: Path) -> None:
