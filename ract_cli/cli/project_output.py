@@ -19,6 +19,7 @@ from ract_cli.errors import ExitCode
 from ract_cli.format.json_types import Report
 from ract_cli.project.human import is_journal
 from ract_cli.project.result import ProjectResult
+from ract_cli.read import json_text
 
 
 def verdicts(result: ProjectResult) -> None:
@@ -70,12 +71,16 @@ def to_json(result: ProjectResult) -> str:
     return sorted_indented(result.to_dict()) + "\n"
 
 
+def _sorted_indented_text(data: object) -> str:
+    return json_text.text(data, indent=True, sort_keys=True)
+
+
 def json_report_chunks(result: ProjectResult) -> Iterator[str]:
     """``to_json``'s text but its last newline, a run's report at a time (a fleet streams). Reports kept as
-    written (``project_paths(as_written=True)``) are copied, then neutralized here as ``sorted_indented``
-    neutralizes what it writes: ``ci_safe`` works line by line, and every chunk ends between two JSON
-    tokens, so chunk by chunk is the whole text's result."""
-    for chunk in result.json_chunks(sorted_indented, written=True):
+    written (``project_paths(as_written=True)``) are copied; every chunk is then neutralized once, as
+    ``sorted_indented`` neutralizes what it writes: ``ci_safe`` works line by line, and every chunk ends
+    between two JSON tokens, so chunk by chunk is the whole text's result."""
+    for chunk in result.json_chunks(_sorted_indented_text, written=True):
         yield ci_safe(chunk, json=True)
 
 
