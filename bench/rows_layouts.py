@@ -9,7 +9,12 @@ into three layouts this project did not write, with the same values and hashes
 - ``dumps``: ``json.dumps`` defaults (``", "`` / ``": "`` separators, ASCII
   ``\\uXXXX`` escapes) with the keys of every object shuffled (seeded);
 - ``crlf``: the schema's field order, each line ended by ``\\r\\n`` (a runtime on
-  Windows; SPEC §11 names CRLF among the layouts that take the fast path).
+  Windows; SPEC §11 names CRLF among the layouts that take the fast path);
+- ``escapes``: the schema's field order, compact, escaped as other languages'
+  libraries escape: every non-ASCII character and ``<``, ``>``, ``&`` as
+  upper-case ``\\uXXXX`` (.NET's System.Text.Json), ``/`` as ``\\/`` (PHP). Only the
+  floor and each core's one-job library row: the layout changes nothing but
+  the Python core's proof (the native core parses every escape alike).
 
 Each layout gets, measured in this run: the floor (orjson parse + sorted dump
 + sha256 per line), the physical limit (sha256 of the raw bytes), verify with
@@ -30,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -60,10 +66,27 @@ def layout_log(source: Path, layout: str) -> Path:
                 dst.write(orjson.dumps({k: event[k] for k in SCHEMA_ORDER}) + (b"\r\n" if layout == "crlf" else b"\n"))
             elif layout == "dumps":
                 dst.write(json.dumps(shuffled_keys(event, rng)).encode() + b"\n")
+            elif layout == "escapes":
+                text = json.dumps({k: event[k] for k in SCHEMA_ORDER}, separators=(",", ":"))
+                dst.write(_OTHER_ESCAPES.sub(_other_escape, text).encode() + b"\n")
             else:
                 raise ValueError(layout)
     os.replace(tmp, target)
     return target
+
+
+#: an escape of json.dumps' ASCII text (matched from its backslash: ``\\\\`` whole), or a character to escape
+_OTHER_ESCAPES = re.compile(r"\\(?:u[0-9a-f]{4}|.)|[<>&/]")
+
+
+def _other_escape(match: re.Match[str]) -> str:
+    """json.dumps' escapes in upper-case hex, ``<``, ``>`` and ``&`` escaped too, ``/`` as ``\\/``."""
+    text = match[0]
+    if text == "/":
+        return "\\/"
+    if len(text) == 1:
+        return f"\\u{ord(text):04X}"
+    return "\\u" + text[2:].upper() if text.startswith("\\u") else text
 
 
 def verify_in_process(ctx, path: Path, core: str, jobs: int) -> None:  # type: ignore[no-untyped-def]
@@ -99,11 +122,17 @@ def rows(ctx) -> list[dict]:  # type: ignore[no-untyped-def]
     out: list[dict] = []
     jq = shutil.which("jq")
     available = cores()
-    for layout in ("ours", "schema", "dumps", "crlf"):
+    for layout in ("ours", "schema", "dumps", "crlf", "escapes"):
         path = ctx.log_path if layout == "ours" else layout_log(ctx.log_path, layout)
         n = ctx.events
         floor = ctx.time(lambda p=path: floor_loop(p))
         out.append(ctx.row(f"[{layout}] floor (orjson+sorted dump+sha256)", n, floor))
+        if layout == "escapes":
+            for core in available:
+                library = ctx.time(lambda p=path, c=core: verify_in_process(ctx, p, c, 1))
+                name = f"[{layout}] verify (library) -j1 core={core}"
+                out.append(ctx.row(name, n, library, ratio=floor / library, ratio_of="floor", target=target(core, 1)))
+            continue
         floor_cmd = ctx.time_cmd([sys.executable, "-c", FLOOR_SCRIPT, str(path)])
         out.append(ctx.row(f"[{layout}] floor, subprocess (with start-up)", n, floor_cmd))
         sha = ctx.time(lambda p=path: sha_only(p))

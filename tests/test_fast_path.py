@@ -251,28 +251,54 @@ json_values = st.recursive(
 _OTHER_VALUES = ["0", "null", "[]", '" "']
 
 
-def _blank_layout(value: object, rng: random.Random, ascii_: bool, duplicate: bool) -> str:
+#: JSON's two-character escapes
+_SHORT = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _any_escapes(text: str, rng: random.Random) -> str:
+    """``text`` as a JSON string as some writer might escape it: each character raw where JSON allows it, or
+    ``\\u``-escaped in hex of either case (a surrogate pair past U+FFFF), ``/`` maybe as ``\\/``."""
+
+    def u(code: int) -> str:
+        return "\\u" + "".join(rng.choice((c.lower(), c.upper())) for c in f"{code:04x}")
+
+    out = []
+    for c in text:
+        code = ord(c)
+        forms = [u(code)] if code < 0x10000 else [u(0xD800 + ((code - 0x10000) >> 10)) + u(0xDC00 + (code & 0x3FF))]
+        if c in _SHORT:
+            forms.append(_SHORT[c])
+        elif code >= 0x20:
+            forms.append(c)
+        if c == "/":
+            forms.append("\\/")
+        out.append(rng.choice(forms))
+    return '"' + "".join(out) + '"'
+
+
+def _blank_layout(value: object, rng: random.Random, style: str, duplicate: bool) -> str:
     """``value`` as JSON with random JSON whitespace (space, tab, a lone CR) between any two tokens, strings
-    ``\\u``-escaped or raw; with ``duplicate``, each object's first key written twice, first with another
-    value (a parser that keeps the last value reads the values the hash covers: only the duplicate is wrong)."""
+    as ``json.dumps`` writes them (``style`` "ascii": ``\\u``-escaped; "raw") or escaped any way ("any":
+    ``_any_escapes``); with ``duplicate``, each object's first key written twice, first with another value
+    (a parser that keeps the last value reads the values the hash covers: only the duplicate is wrong)."""
 
     def blank() -> str:
         return rng.choice(["", "", "", " ", "  ", "\t", "\r", " \t "])
 
+    def string(text: str) -> str:
+        return _any_escapes(text, rng) if style == "any" else json.dumps(text, ensure_ascii=style == "ascii")
+
     def write(v: object) -> str:
         if isinstance(v, dict):
-            members = [
-                f"{blank()}{json.dumps(k, ensure_ascii=ascii_)}{blank()}:{blank()}{write(x)}{blank()}"
-                for k, x in v.items()
-            ]
+            members = [f"{blank()}{string(k)}{blank()}:{blank()}{write(x)}{blank()}" for k, x in v.items()]
             if duplicate and v:
-                key = json.dumps(next(iter(v)), ensure_ascii=ascii_)
+                key = string(next(iter(v)))
                 other = rng.choice(_OTHER_VALUES)
                 members.insert(0, f"{blank()}{key}{blank()}:{blank()}{other}{blank()}")
             return "{" + ",".join(members) + "}" if members else "{" + blank() + "}"
         if isinstance(v, list):
             return "[" + ",".join(blank() + write(x) + blank() for x in v) + "]" if v else "[" + blank() + "]"
-        return json.dumps(v, ensure_ascii=ascii_)
+        return string(v) if isinstance(v, str) else json.dumps(v)
 
     return write(value)
 
@@ -282,14 +308,14 @@ def _blank_layout(value: object, rng: random.Random, ascii_: bool, duplicate: bo
     payload=st.dictionaries(st.text(max_size=6), json_values, max_size=4), seed=st.integers(0, 2**32), data=st.data()
 )
 def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, data) -> None:
-    """Any JSON whitespace between tokens, strings escaped or not: the fast path proves the line exactly when
-    the reference path finds nothing, and a duplicate key hidden among blanks never passes (the proof deletes
-    every blank, inside strings too: ``_written_as_orjson_would``)."""
+    """Any JSON whitespace between tokens, strings escaped any way or not: the fast path proves the line exactly
+    when the reference path finds nothing, and a duplicate key hidden among blanks or escapes never passes
+    (the proof deletes every blank, inside strings too, and rewrites escapes: ``_written_as_orjson_would``)."""
     rng = random.Random(seed)
-    event = orjson.loads(_event_line({**payload, "note": "a , b :  c"}))
-    ascii_ = data.draw(st.booleans())
+    event = orjson.loads(_event_line({**payload, "note": 'a , b :  c / \\ " \u00e9'}))
+    style = data.draw(st.sampled_from(["ascii", "raw", "any"]))
     duplicate = data.draw(st.booleans())
-    body = _blank_layout(event, rng, ascii_, duplicate).encode()
+    body = _blank_layout(event, rng, style, duplicate).encode()
     _same_line_verdict(body)
     slow = analyze_line(body, fast=False)
     if duplicate:
@@ -301,6 +327,81 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
         and not _PLAIN_IN_JCS(orjson.dumps(payload))
     ):
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
+
+
+SCHEMA_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
+
+
+def _writers_layout(event: dict, writer: str) -> bytes:
+    """``event`` as another language's JSON library writes it by default (the schema's key order, compact)."""
+    text = json.dumps(event, separators=(",", ":"), ensure_ascii=writer in ("php", "dotnet"))
+    if writer == "php":  # json_encode: ``\\/``, non-ASCII as lower-case ``\\u``
+        return text.replace("/", "\\/").encode()
+    if writer == "dotnet":  # System.Text.Json: upper-case hex, and HTML-sensitive characters escaped
+        text = re.sub(r"\\u([0-9a-f]{4})", lambda m: "\\u" + m[1].upper(), text)
+        for c in "<>&'+`":
+            text = text.replace(c, f"\\u{ord(c):04X}")
+        return text.encode()
+    assert writer == "go"  # encoding/json: raw UTF-8, but <, >, & and U+2028/9 as lower-case ``\\u``
+    for c in "<>&\u2028\u2029":
+        text = text.replace(c, f"\\u{ord(c):04x}")
+    return text.encode()
+
+
+WRITERS_PAYLOADS = [
+    {"path": "/repo/src/a.py", "url": "https://example.com/x?a=1&b=<2>"},
+    {"text": "café 中文 😀 \u2028 it's 1+1", "cmd": 'echo "a\\b" > /tmp/x'},
+    {"ctl": "\x00\x1f\x7f tab\tnl\n", "keys": {"/": 1, "é": [2, "/"], "<": {"\\": "&"}}},
+]
+
+
+@pytest.mark.parametrize("writer", ["php", "dotnet", "go"])
+@pytest.mark.parametrize("payload", WRITERS_PAYLOADS, ids=range(len(WRITERS_PAYLOADS)))
+def test_other_writers_escapes_take_the_fast_path(writer: str, payload: dict) -> None:
+    """PHP's, .NET's and Go's default escapes are proven as cheaply as ``json.dumps``' (SPEC §11: every valid
+    layout takes the fast path), with the reference path's verdict."""
+    event = orjson.loads(_event_line(payload))
+    body = _writers_layout({k: event[k] for k in SCHEMA_ORDER}, writer)
+    assert b"\\u" in body or b"\\/" in body
+    _same_line_verdict(body)
+    assert analyze_line(body, fast=False).problems == []
+    assert fast_analyze(body, 9) is not None, body
+
+
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        (rb'"\\/\u00e9"', "\\/é"),  # an escaped backslash, then a raw slash: no ``\/`` escape there
+        (rb'"\\u0041\/"', "\\u0041/"),  # an escaped backslash, then the text u0041
+        (rb'"\\\/"', "\\/"),
+        (rb'"\u005C\u0022\u000A\u001F"', '\\"\n\x1f'),
+        (rb'"\uD83D\uDE00\ud83d\ude00"', "😀😀"),
+        (rb'"\u00E9\u00e9\u002F\u0020"', "éé/ "),
+    ],
+)
+def test_escape_rewriting_keeps_each_value(written: bytes, value: str) -> None:
+    """The rewritten escapes read back as the line's own values (an escape is matched from its backslash,
+    never from the second backslash of ``\\\\``), and the line takes the fast path."""
+    assert json.loads(written) == value
+    as_written = b'"x":' + jcs_exact(value)
+    body = _event_line({"x": value}).replace(as_written, b'"x":' + written)
+    assert body.count(written) == 1 and analyze_line(body, fast=False).problems == []
+    _same_line_verdict(body)
+    assert fast_analyze(body, 9) is not None, body
+
+
+@pytest.mark.parametrize(
+    ("key", "first"), [("x", rb'"\u0078"'), ("é", rb'"\u00e9"'), ("é", rb'"\u00E9"'), ("/", rb'"\/"')]
+)
+def test_a_duplicate_key_escaped_another_way_never_passes(key: str, first: bytes) -> None:
+    """``{"\\u0078":1,"x":2}``: orjson keeps the last ``x`` (the value the hash covers), and the proof, whose
+    rewritten line holds two, fails: the reference path reports the duplicate."""
+    member = orjson.dumps({key: 2})[1:-1]
+    body = _event_line({key: 2}).replace(member, first + b":1," + member)
+    assert json.loads(body)["payload"] == {key: 2} and body.count(b":1,") == 1
+    assert fast_analyze(body, 9) is None
+    assert analyze_line(body, fast=False).problems
+    _same_line_verdict(body)
 
 
 def _frames_left() -> int:

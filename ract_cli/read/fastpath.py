@@ -4,8 +4,8 @@
 (this module's ``fast_analyze`` when the Python core is chosen, else
 ``core.native_analyze``, SPEC §11). ``fast_analyze`` returns a result only for
 a line with no finding at all -- values whose canonical bytes orjson's sorted
-dump gives exactly (in any key order, with any JSON whitespace, and ``\\u``
-escapes of the non-ASCII characters as ``json.dumps`` writes them), orjson's
+dump gives exactly (in any key order, with any JSON whitespace, and any
+escapes: ``json.dumps``' ``\\u`` escapes, ``\\/``, upper-case hex), orjson's
 form already JCS, a valid envelope, the hash matching, a kind of the
 vocabulary and a payload its validator accepts. For anything else it returns
 ``None`` and the reference path in ``analyze_line`` decides (and words the
@@ -16,7 +16,8 @@ Why each shortcut is exact:
 
 * ``orjson.dumps(orjson.loads(body), OPT_SORT_KEYS) == body``, or the
   unsorted dump (its non-ASCII characters ``\\u``-escaped when the line is
-  ASCII) equals the line once JSON whitespace is deleted from both: the line
+  ASCII) equals the line once JSON whitespace is deleted from both (and, in a
+  line escaped another way, each escape written as orjson writes it): the line
   is orjson's form of its values in some key order, whitespace aside (no
   duplicate keys, numbers spelled as the values parsed round-trip:
   ``_written_as_orjson_would`` says why), so the sorted dump is its canonical
@@ -245,8 +246,13 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     are split by a structural character: equal texts without blanks have the
     same tokens, so the same members (none dropped as a duplicate) and the
     same number tokens. Blanks inside strings are deleted from both alike.
-    (A line whose non-ASCII characters are escaped some other way, or only
-    some of them, takes the reference path.)
+
+    A line escaped some other way (``\\/``, upper-case hex, any character
+    escaped or raw) is compared once each escape is written as orjson writes
+    its character (``_as_orjson_escape``): that rewrites only the inside of
+    strings, keeps every ``"`` that delimits one, and keeps each string's
+    value, so the argument above holds for the rewritten text, whose strings
+    then are orjson's.
     """
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
@@ -262,6 +268,13 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
         return True
     elif b"\x7f" in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
         return True
+    if b"\\" in stripped:
+        # Another writer's escapes (``\/``, upper-case hex, Go's ``\u003c``, a raw character here, an escaped
+        # one there): each escape as orjson writes its character, then the same comparison.
+        stripped = _ESCAPE.sub(_as_orjson_escape, stripped).replace(b" ", b"")
+        if stripped == plain.replace(b" ", b""):
+            return True
+        ascii_line = False  # (raw UTF-8 now)
     # A float below 1e-4 as repr spells it (4.3e-05; orjson: 0.000043): compared with json.dumps' own
     # text of the values, which a Python runtime writes. The same proof: its numbers are repr's, which
     # read back as the values (so orjson's parse was exact), and its text holds no blank but spaces.
@@ -269,6 +282,28 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
         return False
     text = _json_dumps(obj, ensure_ascii=ascii_line, separators=(",", ":"))
     return stripped == text.encode("utf-8", "surrogatepass").replace(b" ", b"")
+
+
+#: one escape in a JSON string, matched from the left: a surrogate pair, another ``\\u`` escape, or a
+#: one-character escape (``\\\\`` too, so that no match starts at the second backslash of one)
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+#: the characters orjson (and JSON's own short forms) write as two-character escapes
+_SHORT_ESCAPES = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
+
+
+def _as_orjson_escape(match: re.Match[bytes]) -> bytes:
+    """An escape of a valid line as orjson writes its character: raw UTF-8, but ``"``, ``\\`` and control
+    characters escaped (``\\n``, lower-case ``\\u001f``). A lone surrogate stays as it is: orjson writes none."""
+    escape = match[0]
+    if len(escape) == 2:
+        return b"/" if escape == b"\\/" else escape  # (the others are orjson's own: \" \\ \b \f \n \r \t)
+    if len(escape) == 12:
+        code = 0x10000 + ((int(escape[2:6], 16) - 0xD800) << 10) + int(escape[8:], 16) - 0xDC00
+        return chr(code).encode()
+    code = int(escape[2:], 16)
+    if code < 0x20 or code == 0x22 or code == 0x5C:
+        return _SHORT_ESCAPES.get(code) or b"\\u%04x" % code
+    return escape if 0xD800 <= code < 0xE000 else chr(code).encode()
 
 
 def ascii_escaped(text: bytes) -> bytes:
