@@ -27,7 +27,7 @@ from kind_examples import all_field_invalid_cases, all_valid_cases
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import VALIDATORS
-from ract_cli.read.fastpath import ascii_escaped, fast_analyze, fast_checks
+from ract_cli.read.fastpath import _floats_agree, ascii_escaped, fast_analyze, fast_checks
 from ract_cli.read.framing import split_line_ending
 from ract_cli.read.line import analyze_line
 from ract_cli.testing.synth import FIXTURES, fixture_path
@@ -298,9 +298,24 @@ def _blank_layout(value: object, rng: random.Random, style: str, duplicate: bool
             return "{" + ",".join(members) + "}" if members else "{" + blank() + "}"
         if isinstance(v, list):
             return "[" + ",".join(blank() + write(x) + blank() for x in v) + "]" if v else "[" + blank() + "]"
+        if isinstance(v, float) and style == "any":
+            return _any_spelling(v, rng)
         return string(v) if isinstance(v, str) else json.dumps(v)
 
     return write(value)
+
+
+def _any_spelling(x: float, rng: random.Random) -> str:
+    """A JSON spelling of the double ``x`` as some writer might write it, each reading back as ``x``: repr,
+    Java's (``5.0E-4``), 17 significant digits, an exponent of ``+``, a trailing zero."""
+    r = json.dumps(x)
+    mantissa, _, exponent = f"{x:.16e}".partition("e")
+    mantissa = mantissa.rstrip("0")
+    java = f"{mantissa}0E{int(exponent)}" if mantissa.endswith(".") else f"{mantissa}E{int(exponent)}"
+    forms = [r, r.upper(), java, f"{x:.17g}", f"{mantissa}e+{int(exponent)}" if int(exponent) >= 0 else java]
+    if "." in r and "e" not in r:
+        forms.append(r + "0")
+    return rng.choice(forms)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -388,6 +403,57 @@ def test_escape_rewriting_keeps_each_value(written: bytes, value: str) -> None:
     assert body.count(written) == 1 and analyze_line(body, fast=False).problems == []
     _same_line_verdict(body)
     assert fast_analyze(body, 9) is not None, body
+
+
+@pytest.mark.parametrize(
+    ("value", "written"),
+    [
+        (0.0005, b"5.0E-4"),  # Java's Double.toString
+        (1e21, b"1.0E21"),
+        (1e21, b"1E+21"),
+        (4.3e-05, b"4.3E-05"),  # .NET
+        (1e-07, b"1e-07"),  # Go
+        (1.5, b"1.50"),
+        (5.0, b"0.5e1"),
+        (-0.0, b"-0.0E0"),
+        (0.1, b"0.10000000000000001"),
+        ([0.25, 2.0], b"[2.5e-1,2E0]"),
+    ],
+)
+def test_floats_spelled_another_way_take_the_fast_path(value: object, written: bytes) -> None:
+    """A float token another writer spells otherwise than orjson reads back, with Python's ``float`` (the
+    reference path's parse), as orjson's value: the line is proven, with the reference path's verdict."""
+    body = _event_line({"x": value}).replace(b'"x":' + jcs_exact(value), b'"x":' + written)
+    assert body.count(written) == 1 and analyze_line(body, fast=False).problems == []
+    _same_line_verdict(body)
+    assert fast_analyze(body, 9) is not None, body
+
+
+def test_an_integer_orjson_reads_as_a_float_never_passes() -> None:
+    """An integer token past 2^64, which orjson reads as a float (SPEC §2.1: malformed): the reference path's
+    finding, never the fast path's proof, though both texts read back as the same double."""
+    body = _event_line({"x": 1}).replace(b'"x":1', b'"x":18446744073709551616')
+    assert fast_analyze(body, 9) is None
+    assert analyze_line(body, fast=False).problems
+    _same_line_verdict(body)
+
+
+@pytest.mark.parametrize(
+    ("line", "orjsons", "agree"),
+    [
+        (b'{"x":1.50,"y":[5.0E-4]}', b'{"x":1.5,"y":[0.0005]}', True),
+        (b'{"x":0.1}', b'{"x":0.10000000000000002}', False),  # another double
+        (b'{"x":-0.0}', b'{"x":0.0}', False),  # equal as floats, not the same value
+        (b'{"x":1}', b'{"x":1.0}', False),  # an integer token for a float
+        (b'{"x":1E0}', b'{"x":1}', False),
+        (b'{"x":"1.50"}', b'{"x":"1.5"}', False),  # inside a string: text only
+        (b'{"x":"a\\"1.50"}', b'{"x":"a\\"1.5"}', False),
+        (b'{"x":1.0,"x":2.0}', b'{"x":2.0}', False),  # a duplicate key
+        (b'{"x":[1.0,2.0]}', b'{"x":[1.0]}', False),
+    ],
+)
+def test_float_tokens_agree_only_as_the_same_value_outside_strings(line: bytes, orjsons: bytes, agree: bool) -> None:
+    assert _floats_agree(line, orjsons) is agree
 
 
 @pytest.mark.parametrize(

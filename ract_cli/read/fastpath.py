@@ -26,7 +26,10 @@ Why each shortcut is exact:
 * A float below 1e-4 is spelled by repr (``json.dumps``) with an exponent
   (``4.3e-05``) where orjson writes ``0.000043``: a line that differs only
   there is compared with ``json.dumps``' compact text of its values instead,
-  the same proof (repr's digits read back as the values).
+  the same proof (repr's digits read back as the values). Any other spelling
+  of a float (Java's ``5.0E-4``, ``1.50``) is compared token by token, as the
+  value Python's ``float`` reads, which the reference path's parse is
+  (``_floats_agree``).
 * orjson's form equals JCS unless a number token has one of the exponents
   where ECMAScript writes plain digits (``e+16`` to ``e+20``: from 1e16 to
   1e21; ``e-6``: orjson writes some numbers from 1e-6 to 1e-5 so, JCS
@@ -278,10 +281,54 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     # A float below 1e-4 as repr spells it (4.3e-05; orjson: 0.000043): compared with json.dumps' own
     # text of the values, which a Python runtime writes. The same proof: its numbers are repr's, which
     # read back as the values (so orjson's parse was exact), and its text holds no blank but spaces.
-    if b"e-" not in stripped:
+    if b"e-" in stripped:
+        text = _json_dumps(obj, ensure_ascii=ascii_line, separators=(",", ":"))
+        if stripped == text.encode("utf-8", "surrogatepass").replace(b" ", b""):
+            return True
+    return _floats_agree(stripped, plain.replace(b" ", b""))  # (escapes rewritten above: a line holding any)
+
+
+#: a JSON string token, escapes whole (a split keeps it: the pieces alternate between and in strings)
+_STRING = re.compile(rb'("[^"\\]*(?:\\.[^"\\]*)*")', re.DOTALL)
+#: a JSON number token (a split keeps it)
+_NUMBER = re.compile(rb"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)")
+
+
+def _floats_agree(line: bytes, orjsons: bytes) -> bool:
+    """Whether two JSON texts without blanks, strings spelled alike, are the same but for float tokens
+    spelled another way (Java's ``5.0E-4``, Go's ``1e+21``, ``1.50``) where each reads back (Python's
+    ``float``, the reference path's parse) as the value orjson's token spells, sign included.
+
+    The texts outside strings are compared token by token: strings as text,
+    numbers as text or, when both are float tokens, as values. Then the line
+    holds orjson's tokens, so no duplicate key, and numbers orjson parsed
+    exactly: the proof of ``_written_as_orjson_would``. An integer token must
+    be orjson's own (a float token for one is a big integer orjson parsed as
+    a float). Only lines no comparison before proved get here.
+    """
+    pieces, theirs = _STRING.split(line), _STRING.split(orjsons)
+    if len(pieces) != len(theirs):
         return False
-    text = _json_dumps(obj, ensure_ascii=ascii_line, separators=(",", ":"))
-    return stripped == text.encode("utf-8", "surrogatepass").replace(b" ", b"")
+    for at, (mine, its) in enumerate(zip(pieces, theirs, strict=True)):
+        if mine == its:
+            continue
+        if at & 1:  # a string
+            return False
+        numbers, their_numbers = _NUMBER.split(mine), _NUMBER.split(its)
+        if len(numbers) != len(their_numbers):
+            return False
+        for k, (a, b) in enumerate(zip(numbers, their_numbers, strict=True)):
+            if a == b:
+                continue
+            if not k & 1 or not _is_float(a) or not _is_float(b) or float(a) != float(b):
+                return False
+            if (a[:1] == b"-") != (b[:1] == b"-"):  # (-0.0 == 0.0)
+                return False
+    return True
+
+
+def _is_float(token: bytes) -> bool:
+    return b"." in token or b"e" in token or b"E" in token
 
 
 #: one escape in a JSON string, matched from the left: a surrogate pair, another ``\\u`` escape, or a
