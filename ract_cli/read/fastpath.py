@@ -36,12 +36,15 @@ Why each shortcut is exact:
   ``0.00000...``; ``e-1`` to ``e-5`` for safety), is an
   integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
   characters; each of those sends the line to the reference path, but for
-  integral floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2``
-  and ``0``, the integer of the same value, so the sorted dump of the event
-  with those floats as ints is the canonical form (``_integral_as_int``; an
-  integral float from 1e16 on is written with an exponent, and so left). A
-  runtime writing Python floats (a score of ``1.0``, a latency of ``0.0``)
-  writes such lines often: on the reference path they cost ~25 times a line.
+  such floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2`` and
+  ``0``, the integer of the same value, and a float from 1e-4 down or from
+  1e16 up as ``format_number`` (the reference path's) does, so the sorted
+  dump of the event with those floats so (ints, and ``orjson.Fragment``s of
+  that text) is the canonical form (``_jcs_numbers``); a line whose new dump
+  still holds such a form (in a string) takes the reference path. A runtime
+  writing Python floats (a score of ``1.0``, a latency of ``0.0``, a price of
+  ``3e-06`` a token) writes such lines often: on the reference path they cost
+  ~25 times a line.
 * Integers in [2^63, 2^64) (which orjson parses exactly but SPEC §2.1 calls
   malformed) can only sit in the payload of an otherwise valid envelope:
   ``OPT_STRICT_INTEGER`` finds any payload integer past 2^53, and only then is
@@ -214,7 +217,7 @@ def fast_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, 
         return None
     try:
         return _checked(obj, canonical, schema_version)
-    except (KeyError, RecursionError):  # (RecursionError: _integral_as_int, as above)
+    except (KeyError, RecursionError):  # (RecursionError: _jcs_numbers, as above)
         return None
 
 
@@ -360,28 +363,34 @@ def ascii_escaped(text: bytes) -> bytes:
     return escaped.replace(b"\x7f", b"\\u007f")  # (ASCII: no codec escapes it; only ever inside a string)
 
 
-def _integral_as_int(value: Any) -> Any:
-    """A copy of ``value`` with each integral float below 1e16 as its int (JCS's form of it; orjson writes
-    ``2.0``); the event itself keeps its floats, as the reference path parses them."""
+def _jcs_numbers(value: Any) -> Any:
+    """A copy of ``value`` with each float orjson may write otherwise than JCS as JCS writes it: an integral
+    float below 1e16 as its int (orjson writes ``2.0``), a float from 1e-4 down or from 1e16 up as
+    ``format_number``'s text (orjson: ``3e-6``, ``1e+16``; JCS: ``0.000003``, ``10000000000000000``) in an
+    ``orjson.Fragment``, which orjson writes as it is. The event itself keeps its floats, as the reference
+    path parses them."""
     kind = type(value)
     if kind is float:
-        return int(value) if value.is_integer() and -1e16 < value < 1e16 else value
+        if 1e-4 <= abs(value) < 1e16:
+            return int(value) if value.is_integer() else value
+        from ract_cli.format.canonical import format_number  # (~1 ms of start-up: only such a float needs it)
+
+        return orjson.Fragment(format_number(value).encode()) if value else 0
     if kind is dict:
-        return {key: _integral_as_int(item) for key, item in value.items()}
+        return {key: _jcs_numbers(item) for key, item in value.items()}
     if kind is list:
-        return [_integral_as_int(item) for item in value]
+        return [_jcs_numbers(item) for item in value]
     return value
 
 
 def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
     # ``body`` is orjson's sorted compact form of ``obj``; it must already be JCS (see the module docstring).
     end = len(body) - _PAYLOAD_BEFORE_END
-    if _EXPONENT(body, _PAYLOAD_FROM, end):
-        return None
-    if _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
-        body = _dumps({**obj, "payload": _integral_as_int(obj["payload"])}, option=_SORT)
+    if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
+        body = _dumps({**obj, "payload": _jcs_numbers(obj["payload"])}, option=_SORT)
         end = len(body) - _PAYLOAD_BEFORE_END
-        if _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):  # a lookalike in a string, or such a float outside the payload
+        # a lookalike in a string, or such a float outside the payload: the reference path
+        if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
             return None
     if not body.isascii() and (b"\xee" in body or b"\xef" in body) and any(c in body for c in _ASTRAL_LEADS):
         return None
