@@ -40,8 +40,10 @@ Why each shortcut is exact:
   ``0``, the integer of the same value, and a float from 1e-4 down or from
   1e16 up as ``format_number`` (the reference path's) does, so the sorted
   dump of the event with those floats so (ints, and ``orjson.Fragment``s of
-  that text) is the canonical form (``_jcs_numbers``); a line whose new dump
-  still holds such a form (in a string) takes the reference path. A runtime
+  that text) is the canonical form (``_jcs_numbers``). Only the text outside
+  strings counts (``_number_forms``): ``claude-3-5`` or ``v1.0,`` in a string
+  is text, and once sent every line naming such a model to the reference
+  path. A runtime
   writing Python floats (a score of ``1.0``, a latency of ``0.0``, a price of
   ``3e-06`` a token) writes such lines often: on the reference path they cost
   ~25 times a line.
@@ -383,14 +385,19 @@ def _jcs_numbers(value: Any) -> Any:
     return value
 
 
+def _number_forms(body: bytes) -> bool:
+    """Whether orjson's text ``body`` holds, outside its strings, a number form JCS writes otherwise: an
+    exponent where JCS writes digits, an integral float. (In a string, ``claude-3-5`` or ``v1.0,`` is text.)"""
+    return any(_EXPONENT(text) or _INTEGRAL_FLOAT(text) for text in _STRING.split(body)[::2])
+
+
 def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] | None:
     # ``body`` is orjson's sorted compact form of ``obj``; it must already be JCS (see the module docstring).
     end = len(body) - _PAYLOAD_BEFORE_END
-    if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
+    # (the payload's text, strings included, first: most lines hold neither form anywhere)
+    if (_EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end)) and _number_forms(body):
         body = _dumps({**obj, "payload": _jcs_numbers(obj["payload"])}, option=_SORT)
-        end = len(body) - _PAYLOAD_BEFORE_END
-        # a lookalike in a string, or such a float outside the payload: the reference path
-        if _EXPONENT(body, _PAYLOAD_FROM, end) or _INTEGRAL_FLOAT(body, _PAYLOAD_FROM, end):
+        if _number_forms(body):  # such a float outside the payload: the reference path
             return None
     if not body.isascii() and (b"\xee" in body or b"\xef" in body) and any(c in body for c in _ASTRAL_LEADS):
         return None
