@@ -154,9 +154,19 @@ def test_orjson_writes_other_exponents_as_jcs_does() -> None:
     assert checked > 100_000
 
 
-#: the cases the fast path leaves to the reference path in any layout: integers past 2^53, U+E000 and up
-#: (and a string that only looks like one of those)
-SLOW_CASES = [c for c in NUMBER_CASES if re.search(r"\d{16}|\\ue|\\ud83d", json.dumps(c))]
+def _sorted_otherwise_in_utf16(value: object) -> bool:
+    """Whether an object in ``value`` has keys that sort otherwise by UTF-16 code units (JCS) than by code
+    points (orjson's sorted dump)."""
+    if isinstance(value, dict):
+        keys = list(value)
+        utf16 = sorted(keys, key=lambda k: k.encode("utf-16-be", "surrogatepass"))
+        return sorted(keys) != utf16 or any(_sorted_otherwise_in_utf16(v) for v in value.values())
+    return isinstance(value, list) and any(_sorted_otherwise_in_utf16(v) for v in value)
+
+
+#: the cases the fast path leaves to the reference path in any layout: integers past 2^53 (and a string that
+#: only looks like one), keys JCS sorts otherwise than orjson
+SLOW_CASES = [c for c in NUMBER_CASES if re.search(r"\d{16}", json.dumps(c)) or _sorted_otherwise_in_utf16(c)]
 assert len(SLOW_CASES) < len(NUMBER_CASES) - 1  # (some cases are fast: the test below checks it)
 
 
@@ -187,6 +197,39 @@ def test_number_forms_in_strings_are_text(payload: dict) -> None:
     body = _event_line(payload)
     _same_line_verdict(body)
     assert fast_analyze(body, 9) is not None, body
+
+
+@pytest.mark.parametrize(
+    ("payload", "fast"),
+    [
+        ({"text": "\u26a0\ufe0f failed \U0001f680", "\uff0c": "\U0001f600"}, True),  # text, and one such key
+        ({"\ue000": 1, "\U0001f600": 2}, False),  # JCS: U+1F600 (D83D DE00) first; code points: U+E000 first
+        ({"a\ue000": 1, "a\U0001f600": 2, "b": 3}, False),
+        ({"x": [{"\uffff": 1, "\U00010000": 2}]}, False),
+        ({"\ue000": 1, "\U0001f600": {"\ue001": 2}, "z\U0001f600": 3}, False),
+    ],
+    ids=range(5),
+)
+def test_only_keys_that_sort_otherwise_leave_the_fast_path(payload: dict, fast: bool) -> None:
+    """U+E000..U+FFFF and astral characters in one line cost nothing unless two keys of one object hold
+    them: then JCS's order (UTF-16 code units) is not the sorted dump's (code points), and the reference
+    path writes the canonical form."""
+    body = _event_line(payload)
+    _same_line_verdict(body)
+    assert analyze_line(body, fast=False).problems == []
+    assert (fast_analyze(body, 9) is not None) is fast
+
+
+def test_a_hash_over_keys_in_code_point_order_is_a_mismatch() -> None:
+    """A writer that sorted such keys by code points (orjson's order, not JCS's) hashed other bytes: the
+    reference path's HASH_MISMATCH, never the fast path's proof (which hashes orjson's sorted dump)."""
+    event = orjson.loads(_event_line({"\ue000": 1, "\U0001f600": 2}))
+    del event["hash"]
+    event["hash"] = hashlib.sha256(orjson.dumps(event, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    body = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
+    assert fast_analyze(body, 9) is None
+    assert [p.code for p in analyze_line(body, fast=False).problems] == ["HASH_MISMATCH"]
+    _same_line_verdict(body)
 
 
 @pytest.mark.parametrize("payload", NUMBER_CASES, ids=range(len(NUMBER_CASES)))
@@ -348,8 +391,10 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
     if duplicate:
         assert fast_analyze(body, 9) is None and slow.problems
     # (in JCS's text: a float from 1e16 on is an integer token there, from 9e18 on the big-integer rule's)
-    elif not slow.problems and not re.search(
-        r"\d{16}|[\ue000-\uffff]|[\U00010000-\U0010ffff]", jcs_exact(payload).decode()
+    elif (
+        not slow.problems
+        and not re.search(r"\d{16}", jcs_exact(payload).decode())
+        and not _sorted_otherwise_in_utf16(payload)
     ):
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
 

@@ -385,6 +385,21 @@ def _jcs_numbers(value: Any) -> Any:
     return value
 
 
+def _utf16(key: str) -> bytes:
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def _sorted_otherwise(value: Any) -> bool:
+    """Whether an object in ``value`` has keys JCS sorts otherwise (by UTF-16 code units) than orjson's sorted
+    dump (by code points): one holding a character from U+E000 to U+FFFF against one past U+FFFF. (Only such
+    a line's keys are looked at: ``⚠️`` and ``😀`` in its strings are text.)"""
+    if type(value) is dict:
+        if len(value) > 1 and max("".join(value)) >= "\ue000" and sorted(value) != sorted(value, key=_utf16):
+            return True
+        value = value.values()
+    return any(_sorted_otherwise(item) for item in value if type(item) is dict or type(item) is list)
+
+
 def _number_forms(body: bytes) -> bool:
     """Whether orjson's text ``body`` holds, outside its strings, a number form JCS writes otherwise: an
     exponent where JCS writes digits, an integral float. (In a string, ``claude-3-5`` or ``v1.0,`` is text.)"""
@@ -399,7 +414,12 @@ def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] 
         body = _dumps({**obj, "payload": _jcs_numbers(obj["payload"])}, option=_SORT)
         if _number_forms(body):  # such a float outside the payload: the reference path
             return None
-    if not body.isascii() and (b"\xee" in body or b"\xef" in body) and any(c in body for c in _ASTRAL_LEADS):
+    if (
+        not body.isascii()
+        and (b"\xee" in body or b"\xef" in body)
+        and any(c in body for c in _ASTRAL_LEADS)
+        and _sorted_otherwise(obj["payload"])
+    ):
         return None
     payload = obj["payload"]
     if type(payload) is not dict:
