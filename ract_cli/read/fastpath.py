@@ -90,7 +90,7 @@ _PREFIX = b'{"hash":"'
 _EXPONENT = re.compile(rb"e(?:\+(?:1[6-9]|20)|-[1-6])(?![0-9])").search
 _INTEGRAL_FLOAT = re.compile(rb"\.0[,}\]]").search
 _BIG_INT = re.compile(rb"[:,\[]-?(?:9\d{18}|\d{20,})[,}\]]").search
-_ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")
+_ASTRAL_LEADS = (0xF0, 0xF1, 0xF2, 0xF3, 0xF4)  # (bytes as ints: ``in`` is then one memchr, ~8 x faster)
 
 
 # --- payload checks generated from the kind definitions ---------------------
@@ -265,7 +265,7 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
         return True
-    stripped = body.translate(None, _BLANKS)
+    stripped = body.translate(None, _BLANKS) if 9 in body or 13 in body else body.replace(b" ", b"")  # (tab, CR)
     # orjson's compact text holds no blank but spaces inside strings (it escapes tab, CR and LF there):
     # deleting its spaces deletes its blanks, at a third of ``translate``'s cost
     ascii_line = body.isascii()
@@ -274,9 +274,9 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
             return True
     elif stripped == plain.replace(b" ", b""):
         return True
-    elif b"\x7f" in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
+    elif 0x7F in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
         return True
-    if b"\\" in stripped:
+    if 0x5C in stripped:  # a backslash
         # Another writer's escapes (``\/``, upper-case hex, Go's ``\u003c``, a raw character here, an escaped
         # one there): each escape as orjson writes its character, then the same comparison.
         stripped = _ESCAPE.sub(_as_orjson_escape, stripped).replace(b" ", b"")
@@ -416,7 +416,7 @@ def _checked(obj: Event, body: bytes, schema_version: int) -> tuple[Event, str] 
             return None
     if (
         not body.isascii()
-        and (b"\xee" in body or b"\xef" in body)
+        and (0xEE in body or 0xEF in body)
         and any(c in body for c in _ASTRAL_LEADS)
         and _sorted_otherwise(obj["payload"])
     ):
