@@ -311,25 +311,30 @@ def _floats_agree(line: bytes, orjsons: bytes) -> bool:
     be orjson's own (a float token for one is a big integer orjson parsed as
     a float). Only lines no comparison before proved get here.
     """
-    pieces, theirs = _STRING.split(line), _STRING.split(orjsons)
-    if len(pieces) != len(theirs):
+    pieces = _differing(_STRING.split, line, orjsons)
+    if pieces is None:
         return False
-    for at, (mine, its) in enumerate(zip(pieces, theirs, strict=True)):
-        if mine == its:
-            continue
-        if at & 1:  # a string
+    for at, mine, its in pieces:
+        numbers = _differing(_NUMBER.split, mine, its)
+        if at & 1 or numbers is None:  # (odd pieces: strings)
             return False
-        numbers, their_numbers = _NUMBER.split(mine), _NUMBER.split(its)
-        if len(numbers) != len(their_numbers):
-            return False
-        for k, (a, b) in enumerate(zip(numbers, their_numbers, strict=True)):
-            if a == b:
-                continue
+        for k, a, b in numbers:
             if not k & 1 or not _is_float(a) or not _is_float(b) or float(a) != float(b):
                 return False
             if (a[:1] == b"-") != (b[:1] == b"-"):  # (-0.0 == 0.0)
                 return False
     return True
+
+
+def _differing(
+    split: Callable[[bytes], list[bytes]], text: bytes, other: bytes
+) -> list[tuple[int, bytes, bytes]] | None:
+    """The pieces two texts cut into by ``split`` (a pattern's split, its group kept) that differ, with their
+    index; None when they cut into different numbers of pieces."""
+    pieces, others = split(text), split(other)
+    if len(pieces) != len(others):
+        return None
+    return [(at, a, b) for at, (a, b) in enumerate(zip(pieces, others, strict=True)) if a != b]
 
 
 def _is_float(token: bytes) -> bool:
