@@ -261,7 +261,8 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     its character (``_as_orjson_escape``): that rewrites only the inside of
     strings, keeps every ``"`` that delimits one, and keeps each string's
     value, so the argument above holds for the rewritten text, whose strings
-    then are orjson's.
+    then are orjson's. (Past ``_MAX_REWRITES`` escapes the reference path is
+    the cheaper, and decides.)
     """
     plain = _dumps(obj)
     if plain == body:  # another key order, compact (the schema's field order, say)
