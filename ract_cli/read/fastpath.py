@@ -42,11 +42,10 @@ Why each shortcut is exact:
   dump of the event with those floats so (ints, and ``orjson.Fragment``s of
   that text) is the canonical form (``_jcs_numbers``). Only the text outside
   strings counts (``_number_forms``): ``claude-3-5`` or ``v1.0,`` in a string
-  is text, and once sent every line naming such a model to the reference
-  path. A runtime
-  writing Python floats (a score of ``1.0``, a latency of ``0.0``, a price of
-  ``3e-06`` a token) writes such lines often: on the reference path they cost
-  ~25 times a line.
+  is text (it once sent every line naming such a model to the reference
+  path). A runtime writing Python floats (a score of ``1.0``, a latency of
+  ``0.0``, a price of ``3e-06`` a token) writes such lines often: on the
+  reference path they cost ~25 times a line.
 * Integers in [2^63, 2^64) (which orjson parses exactly but SPEC §2.1 calls
   malformed) can only sit in the payload of an otherwise valid envelope:
   ``OPT_STRICT_INTEGER`` finds any payload integer past 2^53, and only then is
@@ -409,7 +408,7 @@ def _sorted_otherwise(value: Any) -> bool:
     """Whether an object in ``value`` has keys JCS sorts otherwise (by UTF-16 code units) than orjson's sorted
     dump (by code points): one holding a character from U+E000 to U+FFFF against one past U+FFFF. (Only such
     a line's keys are looked at: ``⚠️`` and ``😀`` in its strings are text.)"""
-    if type(value) is dict:
+    if type(value) is dict:  # (the largest character of its keys first: most keys are ASCII)
         if len(value) > 1 and max("".join(value)) >= "\ue000" and sorted(value) != sorted(value, key=_utf16):
             return True
         value = value.values()
