@@ -27,6 +27,7 @@ from kind_examples import all_field_invalid_cases, all_valid_cases
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import VALIDATORS
+from ract_cli.format.model import ENVELOPE_ORDER
 from ract_cli.read.fastpath import _MAX_REWRITES, _floats_agree, ascii_escaped, fast_analyze, fast_checks
 from ract_cli.read.framing import split_line_ending
 from ract_cli.read.line import analyze_line
@@ -401,9 +402,6 @@ def test_fast_path_agrees_on_any_blanks_and_escapes(payload: dict, seed: int, da
         assert fast_analyze(body, 9) is not None, body  # every valid layout takes the fast path (SPEC §11)
 
 
-SCHEMA_ORDER = ("id", "run_id", "step_id", "parent_id", "timestamp_ns", "kind", "payload", "prev_hash", "hash")
-
-
 def _writers_layout(event: dict, writer: str) -> bytes:
     """``event`` as another language's JSON library writes it by default (the schema's key order, compact)."""
     text = json.dumps(event, separators=(",", ":"), ensure_ascii=writer in ("php", "dotnet"))
@@ -433,7 +431,7 @@ def test_other_writers_escapes_take_the_fast_path(writer: str, payload: dict) ->
     """PHP's, .NET's and Go's default escapes are proven as cheaply as ``json.dumps``' (SPEC §11: every valid
     layout takes the fast path), with the reference path's verdict."""
     event = orjson.loads(_event_line(payload))
-    body = _writers_layout({k: event[k] for k in SCHEMA_ORDER}, writer)
+    body = _writers_layout({k: event[k] for k in ENVELOPE_ORDER}, writer)
     assert b"\\u" in body or b"\\/" in body
     _same_line_verdict(body)
     assert analyze_line(body, fast=False).problems == []

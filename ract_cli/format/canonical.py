@@ -196,7 +196,7 @@ def _serialize(value: object, out: list[str], feed: Callable[[], None] | None) -
             ascii_keys = ascii_keys and key.isascii()
         out.append("{")
         # RFC 8785 §3.2.3: sort by UTF-16 code units (for ASCII keys, the order of the strings).
-        for i, key in enumerate(sorted(value) if ascii_keys else sorted(value, key=_utf16_key)):
+        for i, key in enumerate(sorted(value) if ascii_keys else sorted(value, key=utf16_key)):
             if i:
                 out.append(",")
             if len(key) <= _FLUSH_CHARS:
@@ -227,7 +227,8 @@ def _long_string(text: str, out: list[str], feed: Callable[[], None] | None) -> 
     out.append('"')
 
 
-def _utf16_key(key: str) -> bytes:
+def utf16_key(key: str) -> bytes:
+    """A key's sort key in JCS's order: its UTF-16 code units (RFC 8785 §3.2.3)."""
     return key.encode("utf-16-be", "surrogatepass")
 
 

@@ -400,17 +400,16 @@ def _jcs_numbers(value: Any) -> Any:
     return value
 
 
-def _utf16(key: str) -> bytes:
-    return key.encode("utf-16-be", "surrogatepass")
-
-
 def _sorted_otherwise(value: Any) -> bool:
     """Whether an object in ``value`` has keys JCS sorts otherwise (by UTF-16 code units) than orjson's sorted
     dump (by code points): one holding a character from U+E000 to U+FFFF against one past U+FFFF. (Only such
     a line's keys are looked at: ``⚠️`` and ``😀`` in its strings are text.)"""
     if type(value) is dict:  # (the largest character of its keys first: most keys are ASCII)
-        if len(value) > 1 and max("".join(value)) >= "\ue000" and sorted(value) != sorted(value, key=_utf16):
-            return True
+        if len(value) > 1 and max("".join(value)) >= "\ue000":
+            from ract_cli.format.canonical import utf16_key  # (~1 ms of start-up: only such keys need it)
+
+            if sorted(value) != sorted(value, key=utf16_key):
+                return True
         value = value.values()
     return any(_sorted_otherwise(item) for item in value if type(item) is dict or type(item) is list)
 
