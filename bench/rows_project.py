@@ -76,6 +76,13 @@ def rows(ctx) -> list[dict]:
     cli = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", "--jobs", "1", str(log)])
     verify_default = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", str(log)])
     project_default = ctx.time_cmd([*ctx.ract, "trace", "project", "--format", "json", str(log)])
+    # the Python core with two jobs: verify splits the log between two processes, project folds it in one while
+    # a worker proves its lines (project.fold_on_trust)
+    python_env = {"RACT_CORE": "python"}
+    verify_python_j2 = ctx.time_cmd([*ctx.ract, "trace", "verify", "-q", "--jobs", "2", str(log)], env=python_env)
+    project_python_j2 = ctx.time_cmd(
+        [*ctx.ract, "trace", "project", "--format", "json", "--jobs", "2", str(log)], env=python_env
+    )
 
     def row(name: str, seconds: float, verify_seconds: float, target: float | None = None) -> dict:
         return ctx.row(name, ctx.events, seconds, ratio=verify_seconds / seconds, ratio_of="verify", target=target)
@@ -99,6 +106,12 @@ def rows(ctx) -> list[dict]:
             "  ract trace project --format json (subprocess, default jobs, against verify -q)",
             project_default,
             verify_default,
+            TARGET,
+        ),
+        row(
+            "  RACT_CORE=python ract trace project --jobs 2 (subprocess, against verify -q --jobs 2)",
+            project_python_j2,
+            verify_python_j2,
             TARGET,
         ),
     ]

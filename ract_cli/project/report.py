@@ -45,6 +45,7 @@ from ract_cli.read.parallel import (
     TASK_BYTES,
     TASK_FILES,
     auto_jobs,
+    can_split,
     file_tasks,
     in_order,
     make_pool,
@@ -129,7 +130,9 @@ def project_file(
     in C as they are verified (``project.fold``) unless ``fold`` is False (the
     same report: tests hold the two to it). ``options.jobs`` > 1: C checks a
     large block in two threads (``ChainReader(threads=2)``, as ``verify``),
-    the events still taken and folded in order.
+    the events still taken and folded in order; with the Python core a large
+    log is folded here while ``jobs - 1`` worker processes prove its lines
+    (``project.fold_on_trust``: the same report).
     """
     shown = display_path if display_path is not None else str(path)
     reader = _reader(path, options, shown)
@@ -137,6 +140,15 @@ def project_file(
     if fold and timeline is None and reader.dialect != "raxol" and reader.can_fold():
         from ract_cli.project.fold import project_folded  # (the native core's, imported only then)
 
+        workers = _jobs(path, options) - 1
+        if workers > 0 and can_split(path, options.max_line_bytes, reader.dialect):  # the Python core's large log
+            from ract_cli.project.fold_on_trust import project_on_trust
+
+            projector = project_on_trust(reader, options.max_items, workers)
+            if projector is not None:
+                return finish(projector.report(), reader, Tail(), shown, projector)
+            reader = _reader(path, options, shown)  # not proven: the fold in this process alone
+            reader.progress = progress
         projector = project_folded(reader, options.max_items)
         if projector is not None:
             return finish(projector.report(), reader, Tail(), shown, projector)
@@ -160,8 +172,12 @@ def project_file(
     return projection.report(reader, shown)
 
 
+def _jobs(path: str | os.PathLike[str], options: ProjectOptions) -> int:
+    return auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
+
+
 def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -> ChainReader:
-    jobs = auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
+    jobs = _jobs(path, options)
     return ChainReader(
         path,
         schema_version=options.schema_version,

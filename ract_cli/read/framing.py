@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ract_cli.format.json_types import JSONObject
@@ -180,7 +180,9 @@ class Block(Record):
 Frame = Block | tuple[int, int, bytes | None]
 
 
-def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[Frame]:
+def frame_blocks(
+    framer: LineFramer, block_size: int = BLOCK_BYTES, tap: Callable[[bytes], None] | None = None
+) -> Iterator[Frame]:
     """``LineFramer``'s framing, a read at a time, for the native chain mode and the prefilter.
 
     Yields a ``Block`` for the complete lines of each read, the read itself
@@ -191,7 +193,8 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
     reads (so that it is never copied out of a block), or the last line,
     without its ``\\n``. Memory: one read plus the line being assembled. Read
     errors, ``end`` and ``lines`` are left in ``framer`` as ``LineFramer``
-    leaves them.
+    leaves them. ``tap`` is handed every read, as read (the empty one at the
+    end too), before its lines are framed.
     """
     f, limit = framer.f, framer.max_line_bytes
     # A decoded log (gzip) is read one decode at a time (``read1``): what was decoded before a failure is
@@ -212,6 +215,8 @@ def frame_blocks(framer: LineFramer, block_size: int = BLOCK_BYTES) -> Iterator[
             framer.read_error = f"read failed: {exc.strerror or exc}"
             framer.error_line, framer.error_offset = line_no + 1, base
             return
+        if tap is not None:
+            tap(chunk)
         if not chunk:  # what is left is a last line without its newline
             rest = carry if long is None else bytes(long)
             framer.end, framer.lines = base + len(rest), line_no + (1 if rest else 0)

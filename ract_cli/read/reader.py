@@ -92,6 +92,11 @@ class ChainReader:
         self.last_event_end = 0
         self.last_event_newline = True
         self._fold: FoldSink | None = None
+        #: (``fold`` with the Python core) what proves each line chain mode takes, in place of
+        #: ``fastpath.fast_analyze``, and what is handed every read of the log (``framing.frame_blocks``):
+        #: ``project``'s fold on trust, its lines proven by worker processes (``read.line_proof``)
+        self.prove: Callable[[bytes, int], tuple[Event, str] | None] | None = None
+        self.tap: Callable[[bytes], None] | None = None
 
     # convenient views of the state
     @property
@@ -166,7 +171,7 @@ class ChainReader:
         if self._fold is not None and core.proving_core() == "python":
             from ract_cli.read.python_chain import PythonBatches  # (the Python core's: orjson)
 
-            return PythonBatches(self.state, self.schema_version, fold=self._fold)
+            return PythonBatches(self.state, self.schema_version, fold=self._fold, prove=self.prove)
         if self._fold is not None:
             return Batches(self.state, self.schema_version, self.max_line_bytes, None, self.threads, fold=self._fold)
         if self._kind.analyze is not analyze_ract:
@@ -307,7 +312,9 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
-        framed = framer if batches is None else self._batched(frame_blocks(framer), batches, out, progress)
+        framed = (
+            framer if batches is None else self._batched(frame_blocks(framer, tap=self.tap), batches, out, progress)
+        )
         for item in framed:
             if out:
                 for candidate in out:

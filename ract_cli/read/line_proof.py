@@ -1,0 +1,201 @@
+"""Lines proven by other processes, for a fold that reads them on trust (the Python core's ``project --jobs 2``).
+
+``ChainReader.fold`` with the Python core proves each line it takes with
+``fastpath.fast_analyze``: parse, proof of the layout, canonical dump,
+SHA-256, envelope and payload checks, then the fold. Of that work only the
+parse is needed to fold. So ``project`` can fold a large log here with
+``trusted_analyze`` in place of ``fast_analyze`` while worker processes run
+``fast_analyze`` over the same bytes: ``ProofTap`` is handed every read of
+the fold's reader (``framing.frame_blocks``' ``tap``), cuts the bytes into
+pieces of whole lines and has a worker prove each (``range_proven``).
+
+Why the fold's answer is then exactly the ordinary fold's: when every piece
+is proven, every line the fold's chain mode asked about is one
+``fast_analyze`` proves, and on such a line ``trusted_analyze`` returns what
+``fast_analyze`` returns (the object orjson parses and its ``hash``). Every
+other step of the reading is the same code on the same bytes: a worker
+reads its piece from the file again and answers with the SHA-256 of what
+it proved, which must be that of the bytes read here (a log rewritten
+meanwhile is not proven). When a piece is not proven, the fold is dropped
+(``NotProven``) and the log is read again the ordinary way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import deque
+
+import orjson
+
+from ract_cli.format.json_types import Event
+from ract_cli.read.event import BIG_LINE_BYTES
+from ract_cli.read.fastpath import fast_analyze
+
+TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
+
+#: bytes of whole lines per piece sent to a worker
+PIECE_BYTES = 2 << 20
+#: pieces sent and not yet answered, at most: past it this process takes the oldest back (bounded memory)
+IN_FLIGHT = 8
+
+
+class NotProven(Exception):
+    """A piece of the log holds a line ``fast_analyze`` does not prove: the fold on trust is dropped."""
+
+
+def trusted_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Event, str] | None:
+    """``fast_analyze``'s answer on a line it proves, without proving it: the parsed object and its ``hash``.
+
+    Only for lines ``lines_proven`` proved. ``None`` (as ``fast_analyze``
+    answers too) for a body longer than ``BIG_LINE_BYTES``, which
+    ``lines_proven`` leaves unproven, and wherever no such answer can be
+    built; any other nonsense a line holds is the proof's to find.
+    """
+    if len(body) > BIG_LINE_BYTES:
+        return None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if type(obj) is not dict:
+        return None
+    stored = obj.get("hash")
+    return (obj, stored) if type(stored) is str else None
+
+
+def lines_proven(data: bytes, schema_version: int) -> bool:
+    """Whether ``fast_analyze`` proves every line of ``data`` (whole lines, each ending in ``\\n``) whose body
+    is at most ``BIG_LINE_BYTES``. The body is what ``python_chain`` hands the proof: the line without its
+    ``\\n`` and a ``\\r`` before it. A worker's task (and this process's, for a piece it takes back)."""
+    pos, size = 0, len(data)
+    find = data.find
+    while pos < size:
+        end = find(b"\n", pos)
+        if end < 0:
+            return False  # (a piece holds whole lines: never)
+        stop = end - 1 if end > pos and data[end - 1] == 0x0D else end
+        if stop - pos <= BIG_LINE_BYTES and fast_analyze(data[pos:stop], schema_version) is None:
+            return False
+        pos = end + 1
+    return True
+
+
+def range_proven(path: str, start: int, size: int, schema_version: int) -> tuple[bool, bytes]:
+    """A worker's task: whether ``lines_proven`` holds for the ``size`` bytes of ``path`` at ``start``, and
+    the SHA-256 of the bytes it read (the reader compares it with that of the bytes it folded)."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        data = f.read(size)
+    return lines_proven(data, schema_version), hashlib.sha256(data).digest()
+
+
+#: a piece sent to a worker: its answer, its bytes (as parts: this process proves it if no worker starts it),
+#: and the SHA-256 of its bytes
+_Sent = tuple["Future[tuple[bool, bytes]]", list["bytes | memoryview"], bytes]
+
+
+class ProofTap:
+    """``frame_blocks``' tap: the reads of ``path``, cut into pieces of whole lines, proven by ``pool``'s workers.
+
+    A worker reads its piece from the file again and sends back, with its
+    answer, the SHA-256 of the bytes it proved: they must be the bytes read
+    here (no copy of the log goes through a pipe). A line longer than
+    ``BIG_LINE_BYTES`` is left out (``trusted_analyze`` never answers for
+    it), and never held whole. Past ``IN_FLIGHT`` pieces waiting, the next
+    piece is proven here (the workers are behind; memory stays bounded);
+    ``finish`` takes back the pieces no worker started, newest first, while
+    the workers take the oldest. Raises ``NotProven`` as soon as a piece is
+    known unproven.
+    """
+
+    def __init__(self, pool: Executor, path: str, schema_version: int) -> None:
+        self.pool = pool
+        self.path = path
+        self.schema_version = schema_version
+        self.piece_bytes = PIECE_BYTES
+        self.read_end = 0  # the file offset after the reads tapped so far
+        self.ready: list[bytes | memoryview] = []  # whole lines not sent yet, from file offset ready_at on
+        self.ready_at = 0
+        self.ready_bytes = 0
+        self.open: list[bytes] = []  # the start of the line the last read ended in
+        self.open_bytes = 0
+        self.skipping = False  # inside a line too long to be trusted: its bytes are dropped
+        self.waiting: deque[_Sent] = deque()
+
+    def __call__(self, chunk: bytes) -> None:
+        base = self.read_end
+        self.read_end += len(chunk)
+        if not chunk:  # the end: a last line without its "\n" is never proven (nor taken)
+            self._send()
+            return
+        first = chunk.find(b"\n")
+        if first < 0:
+            self._hold(chunk)
+            return
+        if self.skipping:  # the long line ends here: the next piece starts after it
+            self.skipping = False
+            self.ready_at = base + first + 1
+        else:  # the line begun in an earlier read ends here
+            self.ready += self.open
+            self.ready.append(memoryview(chunk)[: first + 1])
+            self.ready_bytes += self.open_bytes + first + 1
+        self.open, self.open_bytes = [], 0
+        last = chunk.rfind(b"\n")
+        if last > first:
+            self.ready.append(memoryview(chunk)[first + 1 : last + 1])
+            self.ready_bytes += last - first
+        if last + 1 < len(chunk):
+            self._hold(chunk[last + 1 :])
+        if self.ready_bytes >= self.piece_bytes:
+            self._send()
+
+    def _hold(self, part: bytes) -> None:
+        """Keep the start of an unfinished line, unless it is already too long to be trusted."""
+        if self.skipping:
+            return
+        self.open.append(part)
+        self.open_bytes += len(part)
+        if self.open_bytes > BIG_LINE_BYTES + 2:  # (+ "\r\n")
+            self._send()  # (the lines before it: a piece is one range of the file)
+            self.open, self.open_bytes, self.skipping = [], 0, True
+
+    def _send(self) -> None:
+        if self.ready:
+            parts, at, size = self.ready, self.ready_at, self.ready_bytes
+            self.ready, self.ready_at, self.ready_bytes = [], at + size, 0
+            while self.waiting and self.waiting[0][0].done():
+                self._settle(self.waiting.popleft())
+            if len(self.waiting) >= IN_FLIGHT:  # the workers are behind: this one is proven here
+                self._prove_here(parts)
+                return
+            digest = hashlib.sha256()
+            for part in parts:
+                digest.update(part)
+            future = self.pool.submit(range_proven, self.path, at, size, self.schema_version)
+            self.waiting.append((future, parts, digest.digest()))
+
+    def _prove_here(self, parts: list[bytes | memoryview]) -> None:
+        if not lines_proven(b"".join(parts), self.schema_version):
+            raise NotProven
+
+    def _settle(self, sent: _Sent) -> None:
+        future, parts, digest = sent
+        if future.cancel():
+            self._prove_here(parts)
+            return
+        proven, read = future.result()
+        if not proven or read != digest:  # (the file changed since it was read here: no answer for these bytes)
+            raise NotProven
+
+    def finish(self) -> None:
+        """Wait for every piece (proving those no worker started here, newest first); ``NotProven`` if one is not."""
+        self._send()
+        while self.waiting:
+            self._settle(self.waiting.pop())
+
+    def drop(self) -> None:
+        """Cancel what no worker started (the fold was dropped)."""
+        while self.waiting:
+            self.waiting.pop()[0].cancel()

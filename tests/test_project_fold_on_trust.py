@@ -1,0 +1,244 @@
+"""The Python core's ``project`` of one large log in two processes gives the one-process report, byte for byte.
+
+``project.fold_on_trust`` folds the log in this process with ``line_proof.trusted_analyze`` standing in for
+``fastpath.fast_analyze`` while a worker proves the bytes it read (``line_proof.ProofTap``). Here: every
+fixture, mutated and bit-flipped logs, a line too long to be proven, hostile lines the trusted fold meets
+before the proof refuses them, and a log rewritten between the two reads, through real worker processes,
+against the report of ``--jobs 1``; and the CLI on a log past the size that splits it.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import hashlib
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from hardening_support import chain_events
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from log_edits import EDITS, edit_lines
+
+from ract_cli.project.fold import project_folded
+from ract_cli.project.fold_on_trust import project_on_trust
+from ract_cli.project.options import ProjectOptions
+from ract_cli.project.report import project_file
+from ract_cli.read import line_proof, parallel
+from ract_cli.read.event import BIG_LINE_BYTES
+from ract_cli.read.line_proof import NotProven, ProofTap, lines_proven, range_proven, trusted_analyze
+from ract_cli.read.reader import ChainReader
+from ract_cli.testing.synth import FIXTURES, fixture_path, write_benchmark_log
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_PATHS = {name: fixture_path(ROOT / "fixtures", name) for name in FIXTURES}
+SCHEMA = ProjectOptions().schema_version
+
+
+@pytest.fixture(autouse=True)
+def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python core; any log splits; pieces of a few lines, few in flight (both kinds of proving happen)."""
+    monkeypatch.setenv("RACT_CORE", "python")
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(line_proof, "PIECE_BYTES", 1500)
+    monkeypatch.setattr(line_proof, "IN_FLIGHT", 2)
+
+
+def on_trust(path: Path) -> dict | None:
+    """The projection ``project_on_trust`` answers (None: it does not answer), as the report's JSON dict."""
+    reader = ChainReader(path, schema_version=SCHEMA)
+    projector = project_on_trust(reader, ProjectOptions().max_items, workers=1)
+    return None if projector is None else projector.report()
+
+
+def folded_alone(path: Path) -> dict | None:
+    projector = project_folded(ChainReader(path, schema_version=SCHEMA), ProjectOptions().max_items)
+    return None if projector is None else projector.report()
+
+
+def assert_alike(path: Path) -> None:
+    """Two jobs give one job's report; the fold on trust answers exactly when the fold alone answers, alike."""
+    assert project_file(path, ProjectOptions(jobs=2)) == project_file(path, ProjectOptions(jobs=1))
+    assert on_trust(path) == folded_alone(path)
+
+
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_every_fixture(name: str) -> None:
+    assert_alike(FIXTURE_PATHS[name])
+
+
+def test_a_clean_log_is_answered_on_trust(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=400)
+    answer = on_trust(path)
+    assert answer is not None and answer == folded_alone(path)
+    assert answer["events"] == len(path.read_bytes().splitlines())
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_edited_logs(edit: str, tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=200)
+    lines = source.read_bytes().splitlines(keepends=True)
+    for seed in range(3):
+        edited = list(lines)
+        edit_lines(edited, random.Random(seed), edit)
+        path = tmp_path / f"{edit}-{seed}.jsonl"
+        path.write_bytes(b"".join(edited))
+        assert_alike(path)
+
+
+def test_a_hash_that_does_not_match_is_not_proven(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=200)
+    lines = path.read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    event = orjson.loads(lines[middle])
+    event["timestamp_ns"] += 1  # (the stored hash, and the next line's prev_hash, now name other bytes)
+    lines[middle] = orjson.dumps(event, option=orjson.OPT_SORT_KEYS) + b"\n"
+    path.write_bytes(b"".join(lines))
+    assert on_trust(path) is None
+    assert project_file(path, ProjectOptions(jobs=2)) == project_file(path, ProjectOptions(jobs=1))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_random_byte_edits(seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    rng = random.Random(seed)
+    raw = bytearray(FIXTURE_PATHS[rng.choice(sorted(FIXTURES))].read_bytes())
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(raw))
+        op = rng.choice(["flip", "delete", "newline", "crlf"])
+        if op == "flip":
+            raw[i] ^= 1 << rng.randrange(8)
+        elif op == "delete":
+            del raw[i]
+        elif op == "newline":
+            raw[i:i] = b"\n"
+        else:
+            raw[i:i] = b"\r"
+    path = tmp_path_factory.mktemp("edited") / "events.jsonl"
+    path.write_bytes(bytes(raw))
+    assert_alike(path)
+
+
+# Lines hashed as written whose values only the proof refuses: the trusted fold meets them first (a clock
+# compared with a number, an id or a kind used as a key raise in it; a payload it may fold), so the fold on trust
+# gives no answer and the log is projected the ordinary way.
+HOSTILE = {
+    "clock as text": lambda e: {**e, "timestamp_ns": "soon"},
+    "id as an object": lambda e: {**e, "id": {"a": 1}},
+    "kind as a list": lambda e: {**e, "kind": ["tool.invocation.pre"]},
+    "payload as a string": lambda e: {**e, "payload": "x"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_lines_the_fold_meets_first(name: str, tmp_path: Path) -> None:
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=120)
+    events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
+    middle = len(events) // 2
+    events[middle] = HOSTILE[name](events[middle])
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(chain_events(events))  # (hashed as written: only the proof of its values refuses it)
+    assert on_trust(path) is None
+    assert project_file(path, ProjectOptions(jobs=2)) == project_file(path, ProjectOptions(jobs=1))
+
+
+@pytest.mark.parametrize("piece_bytes", [1500, 1 << 30])  # (the second: the lines before the long line sent with it)
+def test_a_line_too_long_to_prove_is_left_out_of_every_piece(
+    piece_bytes: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tap never holds the long line, and cuts the pieces around it at the right offsets: every other
+    piece a worker reads again hashes to what the tap read (a wrong offset would be ``NotProven``)."""
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=200)
+    lines = source.read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    long_line = b"x" * (BIG_LINE_BYTES + (2 << 20)) + b"\n"
+    data = b"".join([*lines[:middle], long_line, *lines[middle:]])
+    long_from = data.index(long_line)
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    rng = random.Random(5)
+    monkeypatch.setattr(line_proof, "IN_FLIGHT", 10_000)  # every piece to the worker, none proven here
+    monkeypatch.setattr(line_proof, "PIECE_BYTES", piece_bytes)
+    with parallel.make_pool(1) as pool:
+        tap = ProofTap(pool, str(path), SCHEMA)
+        at = 0
+        while at < len(data):
+            # reads that end inside lines, short ones but across the long line
+            size = 1 << 20 if long_from <= at < long_from + len(long_line) else rng.choice([1, 7, 300, 5000])
+            tap(data[at : at + size])
+            assert tap.open_bytes <= BIG_LINE_BYTES + 2  # (never the long line whole)
+            at += size
+        tap(b"")
+        answered_by_the_worker(tap)
+        tap.finish()
+        # the tap read a tampered line, the file holds the valid one when the worker reads it: the worker proves
+        # its bytes, but they are not the bytes read here
+        tampered = bytearray(data)
+        tampered[data.index(lines[-3]) + 100] ^= 1
+        tap = ProofTap(pool, str(path), SCHEMA)
+        tap(bytes(tampered))
+        tap(b"")
+        answered_by_the_worker(tap)
+        with pytest.raises(NotProven):
+            tap.finish()
+
+
+def answered_by_the_worker(tap: ProofTap) -> None:
+    """Wait until the worker answered every piece sent (``finish`` would prove those it had not started here)."""
+    assert tap.waiting
+    concurrent.futures.wait([future for future, _, _ in tap.waiting])
+
+
+def test_lines_proven_takes_the_body_the_fold_takes() -> None:
+    line = orjson.loads(FIXTURE_PATHS["completed"].read_bytes().splitlines()[0])
+    body = orjson.dumps(line, option=orjson.OPT_SORT_KEYS)
+    assert lines_proven(body + b"\n", SCHEMA) and lines_proven(body + b"\r\n", SCHEMA)
+    assert lines_proven(body + b"\n" + body + b"\r\n", SCHEMA)
+    assert not lines_proven(body, SCHEMA)  # no end: never a whole line
+    assert not lines_proven(body + b"\n\n", SCHEMA)  # an empty line is not an event
+    assert not lines_proven(body[:-1] + b" \n", SCHEMA)  # (a byte changed: the hash no longer matches)
+    assert lines_proven(b"", SCHEMA)
+    assert trusted_analyze(body, SCHEMA) == (line, line["hash"])
+    for not_an_answer in (b"[1]", b"{", b'{"hash":1}', b"x" * (BIG_LINE_BYTES + 1)):
+        assert trusted_analyze(not_an_answer, SCHEMA) is None
+
+
+def test_range_proven_hashes_what_it_read(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    data = FIXTURE_PATHS["completed"].read_bytes()
+    path.write_bytes(data)
+    second = data.index(b"\n") + 1
+    third = data.index(b"\n", second) + 1
+    assert range_proven(str(path), second, third - second, SCHEMA) == (
+        True,
+        hashlib.sha256(data[second:third]).digest(),
+    )
+    assert range_proven(str(path), 0, len(data) - 1, SCHEMA)[0] is False  # (the last line cut short)
+
+
+def test_the_cli_on_a_log_large_enough_to_split(tmp_path: Path) -> None:
+    """The real thresholds (no patch reaches a subprocess): ``--jobs 2`` past ``PARALLEL_MIN_BYTES``."""
+    path = tmp_path / "events.jsonl"
+    events = write_benchmark_log(path, events=17_000)
+    assert path.stat().st_size > 8 << 20  # read.parallel.PARALLEL_MIN_BYTES
+    env = {**os.environ, "RACT_CORE": "python"}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "ract_cli", "trace", "project", "--format", "json", "--jobs", jobs, str(path)],
+            capture_output=True,
+            env=env,
+            timeout=600,
+        )
+        for jobs in ("1", "2")
+    ]
+    assert runs[0].returncode == 0 and orjson.loads(runs[0].stdout)["events"] == events
+    assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
