@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 #: bytes of whole lines per piece sent to a worker
 PIECE_BYTES = 2 << 20
 #: pieces sent and not yet answered, at most: past it this process takes the oldest back (bounded memory)
-IN_FLIGHT = 8
+IN_FLIGHT = 4
 
 
 class NotProven(Exception):
