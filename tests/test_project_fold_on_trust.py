@@ -13,8 +13,10 @@ import concurrent.futures
 import hashlib
 import os
 import random
+import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -28,7 +30,7 @@ from ract_cli.project.fold import project_folded
 from ract_cli.project.fold_on_trust import project_on_trust
 from ract_cli.project.options import ProjectOptions
 from ract_cli.project.report import project_file
-from ract_cli.read import line_proof, parallel
+from ract_cli.read import dialect, line_proof, parallel
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.line_proof import NotProven, ProofTap, lines_proven, range_proven, trusted_analyze
 from ract_cli.read.reader import ChainReader
@@ -41,9 +43,12 @@ SCHEMA = ProjectOptions().schema_version
 
 @pytest.fixture(autouse=True)
 def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Python core; any log splits; pieces of a few lines, few in flight (both kinds of proving happen)."""
+    """The Python core; any log splits, and is read from the file (not from the bytes detecting its dialect
+    read: a small log's, which no worker could read); pieces of a few lines, few in flight (both kinds of
+    proving happen)."""
     monkeypatch.setenv("RACT_CORE", "python")
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(dialect, "_WHOLE_BYTES", 0)
     monkeypatch.setattr(line_proof, "PIECE_BYTES", 1500)
     monkeypatch.setattr(line_proof, "IN_FLIGHT", 2)
 
@@ -71,12 +76,14 @@ def test_every_fixture(name: str) -> None:
     assert_alike(FIXTURE_PATHS[name])
 
 
-def test_a_clean_log_is_answered_on_trust(tmp_path: Path) -> None:
+def test_a_clean_log_is_answered_on_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=400)
     answer = on_trust(path)
     assert answer is not None and answer == folded_alone(path)
     assert answer["events"] == len(path.read_bytes().splitlines())
+    monkeypatch.setattr(dialect, "_WHOLE_BYTES", 1 << 20)  # read whole while detecting: no descriptor to share
+    assert on_trust(path) is None
 
 
 @pytest.mark.parametrize("edit", EDITS)
@@ -168,8 +175,9 @@ def test_a_line_too_long_to_prove_is_left_out_of_every_piece(
     rng = random.Random(5)
     monkeypatch.setattr(line_proof, "IN_FLIGHT", 10_000)  # every piece to the worker, none proven here
     monkeypatch.setattr(line_proof, "PIECE_BYTES", piece_bytes)
-    with parallel.make_pool(1) as pool:
-        tap = ProofTap(pool, str(path), SCHEMA)
+    with parallel.make_pool(1) as pool, path.open("rb") as log:
+        tap = ProofTap(pool, SCHEMA)
+        tap.opened(log)
         at = 0
         while at < len(data):
             # reads that end inside lines, short ones but across the long line
@@ -184,7 +192,8 @@ def test_a_line_too_long_to_prove_is_left_out_of_every_piece(
         # its bytes, but they are not the bytes read here
         tampered = bytearray(data)
         tampered[data.index(lines[-3]) + 100] ^= 1
-        tap = ProofTap(pool, str(path), SCHEMA)
+        tap = ProofTap(pool, SCHEMA)
+        tap.opened(log)
         tap(bytes(tampered))
         tap(b"")
         answered_by_the_worker(tap)
@@ -212,33 +221,83 @@ def test_lines_proven_takes_the_body_the_fold_takes() -> None:
         assert trusted_analyze(not_an_answer, SCHEMA) is None
 
 
-def test_range_proven_hashes_what_it_read(tmp_path: Path) -> None:
+def test_range_proven_reads_the_open_file_and_hashes_what_it_read(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     data = FIXTURE_PATHS["completed"].read_bytes()
     path.write_bytes(data)
     second = data.index(b"\n") + 1
     third = data.index(b"\n", second) + 1
-    assert range_proven(str(path), second, third - second, SCHEMA) == (
-        True,
-        hashlib.sha256(data[second:third]).digest(),
-    )
-    assert range_proven(str(path), 0, len(data) - 1, SCHEMA)[0] is False  # (the last line cut short)
+    with path.open("rb") as log:
+        st = os.fstat(log.fileno())
+        source = (log.fileno(), st.st_dev, st.st_ino)
+        path.unlink()  # (by its descriptor: the path no longer matters)
+        expected = (True, hashlib.sha256(data[second:third]).digest())
+        assert range_proven(source, second, third - second, SCHEMA) == expected
+        assert range_proven(source, 0, len(data) - 1, SCHEMA)[0] is False  # (the last line cut short)
+        assert range_proven((log.fileno(), st.st_dev, st.st_ino + 1), 0, len(data), SCHEMA) == (False, b"")
+    assert range_proven(source, 0, len(data), SCHEMA) == (False, b"")  # (closed: not that file any more)
 
 
-def test_the_cli_on_a_log_large_enough_to_split(tmp_path: Path) -> None:
-    """The real thresholds (no patch reaches a subprocess): ``--jobs 2`` past ``PARALLEL_MIN_BYTES``."""
+@pytest.mark.parametrize("swap", ["removed", "renamed", "a FIFO", "another log"])
+def test_the_workers_read_the_file_the_reader_opened_whatever_becomes_of_its_path(swap: str, tmp_path: Path) -> None:
+    """A worker opening the path again read another file (a rotated log's successor, nothing) or blocked on
+    a FIFO forever; it reads the reader's own descriptor."""
     path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=300)
+    data = path.read_bytes()
+    with parallel.make_pool(1) as pool, path.open("rb") as log:
+        tap = ProofTap(pool, SCHEMA)
+        tap.opened(log)
+        if swap == "removed":
+            path.unlink()
+        elif swap == "renamed":
+            path.rename(tmp_path / "events.jsonl.1")
+        elif swap == "a FIFO":
+            path.unlink()
+            os.mkfifo(path)
+        else:
+            path.unlink()
+            path.write_bytes(b"{}\n" * len(data))
+        tap(data)
+        tap(b"")
+        answered_by_the_worker(tap)
+        tap.finish()
+
+
+@pytest.fixture(scope="module")
+def large_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    """A log past ``read.parallel.PARALLEL_MIN_BYTES`` (no patch reaches a subprocess)."""
+    path = tmp_path_factory.mktemp("large") / "events.jsonl"
     events = write_benchmark_log(path, events=17_000)
-    assert path.stat().st_size > 8 << 20  # read.parallel.PARALLEL_MIN_BYTES
-    env = {**os.environ, "RACT_CORE": "python"}
-    runs = [
-        subprocess.run(
-            [sys.executable, "-m", "ract_cli", "trace", "project", "--format", "json", "--jobs", jobs, str(path)],
-            capture_output=True,
-            env=env,
-            timeout=600,
-        )
-        for jobs in ("1", "2")
-    ]
-    assert runs[0].returncode == 0 and orjson.loads(runs[0].stdout)["events"] == events
-    assert (runs[1].returncode, runs[1].stdout, runs[1].stderr) == (runs[0].returncode, runs[0].stdout, runs[0].stderr)
+    assert path.stat().st_size > 8 << 20
+    return path, events
+
+
+def _project(path: Path, jobs: str, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "ract_cli", "trace", "project", "--format", "json", "--jobs", jobs, str(path)],
+        capture_output=True,
+        env={**os.environ, "RACT_CORE": "python"},
+        timeout=120,
+        preexec_fn=preexec_fn,
+    )
+
+
+def test_the_cli_on_a_log_large_enough_to_split(large_log: tuple[Path, int]) -> None:
+    path, events = large_log
+    one, two = _project(path, "1"), _project(path, "2")
+    assert one.returncode == 0 and orjson.loads(one.stdout)["events"] == events
+    assert (two.returncode, two.stdout, two.stderr) == (one.returncode, one.stdout, one.stderr)
+
+
+def test_workers_that_cannot_all_start_do_not_hold_the_exit(large_log: tuple[Path, int]) -> None:
+    """Few descriptors: the pool starts one worker of three and fails on the next; the fold on trust is
+    dropped, the started worker stopped (it was waited for at exit, forever), the log projected alone."""
+    path, _ = large_log
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+
+    one = _project(path, "1")
+    four = _project(path, "4", few_descriptors)
+    assert (four.returncode, four.stdout) == (one.returncode, one.stdout)

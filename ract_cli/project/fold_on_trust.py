@@ -19,7 +19,7 @@ from ract_cli.dialects import ChainReader
 from ract_cli.project.fold import project_folded
 from ract_cli.project.projector import Projector
 from ract_cli.read.line_proof import ProofTap, trusted_analyze
-from ract_cli.read.parallel import make_pool, pool_failures
+from ract_cli.read.parallel import make_pool, pool_failures, stop_pool
 
 
 def project_on_trust(reader: ChainReader, max_items: int, workers: int) -> Projector | None:
@@ -27,16 +27,16 @@ def project_on_trust(reader: ChainReader, max_items: int, workers: int) -> Proje
     it is not the answer (read the log again with a new reader). ``reader`` has not read yet."""
     try:
         with make_pool(workers) as pool:
-            tap = ProofTap(pool, str(reader.path), reader.schema_version)
+            tap = ProofTap(pool, reader.schema_version)
             reader.prove, reader.tap = trusted_analyze, tap
             try:
                 projector = project_folded(reader, max_items)
                 if projector is not None:
                     tap.finish()
-            except Exception:  # NotProven; or anything an unproven line made the fold raise: not an answer
-                projector = None
+            except Exception:  # NotProven; a worker that could not start; anything an unproven line made the
+                projector = None  # fold raise: not an answer
             if projector is None:
-                tap.drop()
+                stop_pool(pool)  # (what its workers hold is not wanted, and a worker started alone would be waited for)
             return projector
     except pool_failures():
         return None

@@ -14,15 +14,16 @@ is proven, every line the fold's chain mode asked about is one
 ``fast_analyze`` proves, and on such a line ``trusted_analyze`` returns what
 ``fast_analyze`` returns (the object orjson parses and its ``hash``). Every
 other step of the reading is the same code on the same bytes: a worker
-reads its piece from the file again and answers with the SHA-256 of what
-it proved, which must be that of the bytes read here (a log rewritten
-meanwhile is not proven). When a piece is not proven, the fold is dropped
+reads its piece again from the file the reader has open (its descriptor,
+inherited) and answers with the SHA-256 of what it proved, which must be
+that of the bytes read here (a log rewritten meanwhile is not proven). When a piece is not proven, the fold is dropped
 (``NotProven``) and the log is read again the ordinary way.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import deque
 
 import orjson
@@ -34,6 +35,7 @@ from ract_cli.read.fastpath import fast_analyze
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
+    from typing import BinaryIO
 
 #: bytes of whole lines per piece sent to a worker
 PIECE_BYTES = 2 << 20
@@ -82,12 +84,30 @@ def lines_proven(data: bytes, schema_version: int) -> bool:
     return True
 
 
-def range_proven(path: str, start: int, size: int, schema_version: int) -> tuple[bool, bytes]:
-    """A worker's task: whether ``lines_proven`` holds for the ``size`` bytes of ``path`` at ``start``, and
-    the SHA-256 of the bytes it read (the reader compares it with that of the bytes it folded)."""
-    with open(path, "rb") as f:
-        f.seek(start)
-        data = f.read(size)
+def range_proven(source: tuple[int, int, int], start: int, size: int, schema_version: int) -> tuple[bool, bytes]:
+    """A worker's task: whether ``lines_proven`` holds for the ``size`` bytes at ``start`` of the file the reader
+    has open, and the SHA-256 of the bytes it read (the reader compares it with that of the bytes it folded).
+
+    ``source``: the reader's descriptor, inherited by the forked worker, and the device and inode it had
+    there. The file is read at its offset (``pread``: the reader's own position is not moved), never opened
+    again by its path: a path renamed, removed or replaced (by a FIFO, say) meanwhile changes nothing. A
+    descriptor that is not that file here (a worker not forked) proves nothing."""
+    fd, device, inode = source
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != (device, inode):
+            return False, b""
+        parts = []
+        while size > 0:
+            part = os.pread(fd, size, start)
+            if not part:
+                break
+            parts.append(part)
+            start += len(part)
+            size -= len(part)
+    except OSError:
+        return False, b""
+    data = b"".join(parts)
     return lines_proven(data, schema_version), hashlib.sha256(data).digest()
 
 
@@ -99,9 +119,10 @@ _Sent = tuple["Future[tuple[bool, bytes]]", list["bytes | memoryview"], bytes]
 class ProofTap:
     """``frame_blocks``' tap: the reads of ``path``, cut into pieces of whole lines, proven by ``pool``'s workers.
 
-    A worker reads its piece from the file again and sends back, with its
-    answer, the SHA-256 of the bytes it proved: they must be the bytes read
-    here (no copy of the log goes through a pipe). A line longer than
+    A worker reads its piece from the file again (``range_proven``: by the
+    reader's own descriptor) and sends back, with its answer, the SHA-256 of
+    the bytes it proved: they must be the bytes read here (no copy of the log
+    goes through a pipe). A line longer than
     ``BIG_LINE_BYTES`` is left out (``trusted_analyze`` never answers for
     it), and never held whole. Past ``IN_FLIGHT`` pieces waiting, the next
     piece is proven here (the workers are behind; memory stays bounded);
@@ -110,9 +131,9 @@ class ProofTap:
     known unproven.
     """
 
-    def __init__(self, pool: Executor, path: str, schema_version: int) -> None:
+    def __init__(self, pool: Executor, schema_version: int) -> None:
         self.pool = pool
-        self.path = path
+        self.source: tuple[int, int, int] | None = None  # (descriptor, device, inode) of the log being read
         self.schema_version = schema_version
         self.piece_bytes = PIECE_BYTES
         self.read_end = 0  # the file offset after the reads tapped so far
@@ -123,6 +144,16 @@ class ProofTap:
         self.open_bytes = 0
         self.skipping = False  # inside a line too long to be trusted: its bytes are dropped
         self.waiting: deque[_Sent] = deque()
+
+    def opened(self, f: BinaryIO) -> None:
+        """The reader opened the log as ``f``: what the workers will read it by (they are forked once it is
+        open). ``NotProven`` for a log with no descriptor of its own (bytes read before, in memory)."""
+        try:
+            fd = f.fileno()
+            st = os.fstat(fd)
+        except (OSError, ValueError):  # (io.UnsupportedOperation is both)
+            raise NotProven from None
+        self.source = (fd, st.st_dev, st.st_ino)
 
     def __call__(self, chunk: bytes) -> None:
         base = self.read_end
@@ -173,7 +204,9 @@ class ProofTap:
             digest = hashlib.sha256()
             for part in parts:
                 digest.update(part)
-            future = self.pool.submit(range_proven, self.path, at, size, self.schema_version)
+            if self.source is None:
+                raise NotProven  # (read before ``opened``: not by a reader)
+            future = self.pool.submit(range_proven, self.source, at, size, self.schema_version)
             self.waiting.append((future, parts, digest.digest()))
 
     def _prove_here(self, parts: list[bytes | memoryview]) -> None:
@@ -194,8 +227,3 @@ class ProofTap:
         self._send()
         while self.waiting:
             self._settle(self.waiting.pop())
-
-    def drop(self) -> None:
-        """Cancel what no worker started (the fold was dropped)."""
-        while self.waiting:
-            self.waiting.pop()[0].cancel()

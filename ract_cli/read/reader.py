@@ -36,7 +36,14 @@ from ract_cli.read.verdict import analyze_ract, line_result, not_an_object
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import BinaryIO, Protocol
+
+    class ReadTap(Protocol):
+        """What ``ChainReader.tap`` is handed: the log once opened, then each read of it."""
+
+        def opened(self, f: BinaryIO) -> None: ...
+
+        def __call__(self, chunk: bytes) -> None: ...
 
     from ract_cli.read.chain_mode import FoldSink
     from ract_cli.read.python_chain import PythonBatches
@@ -93,10 +100,11 @@ class ChainReader:
         self.last_event_newline = True
         self._fold: FoldSink | None = None
         #: (``fold`` with the Python core) what proves each line chain mode takes, in place of
-        #: ``fastpath.fast_analyze``, and what is handed every read of the log (``framing.frame_blocks``):
-        #: ``project``'s fold on trust, its lines proven by worker processes (``read.line_proof``)
+        #: ``fastpath.fast_analyze``, and what is handed the opened log, then every read of it
+        #: (``framing.frame_blocks``): ``project``'s fold on trust, its lines proven by worker processes
+        #: (``read.line_proof``)
         self.prove: Callable[[bytes, int], tuple[Event, str] | None] | None = None
-        self.tap: Callable[[bytes], None] | None = None
+        self.tap: ReadTap | None = None
 
     # convenient views of the state
     @property
@@ -129,6 +137,8 @@ class ChainReader:
             self.done = True
             return
         with handle:
+            if self.tap is not None:
+                self.tap.opened(handle)
             yield from self._read(handle, emit)
         self.state.finish_file()
         self.done = True
