@@ -33,10 +33,11 @@ def project_on_trust(reader: ChainReader, max_items: int, workers: int) -> Proje
                 projector = project_folded(reader, max_items)
                 if projector is not None:
                     tap.finish()
-            except Exception:  # NotProven; a worker that could not start; anything an unproven line made the
-                projector = None  # fold raise: not an answer
-            if projector is None:
-                stop_pool(pool)  # (what its workers hold is not wanted, and a worker started alone would be waited for)
+            # NotProven; a worker that could not start; anything an unproven line made the fold raise: no answer
+            except Exception:
+                projector = None
+            if projector is None:  # what the workers hold is not wanted (and one started alone would be waited for)
+                stop_pool(pool)
             return projector
     except pool_failures():
         return None

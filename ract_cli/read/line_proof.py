@@ -16,8 +16,9 @@ is proven, every line the fold's chain mode asked about is one
 other step of the reading is the same code on the same bytes: a worker
 reads its piece again from the file the reader has open (its descriptor,
 inherited) and answers with the SHA-256 of what it proved, which must be
-that of the bytes read here (a log rewritten meanwhile is not proven). When a piece is not proven, the fold is dropped
-(``NotProven``) and the log is read again the ordinary way.
+that of the bytes read here (a log rewritten meanwhile is not proven).
+When a piece is not proven, the fold is dropped (``NotProven``) and the
+log is read again the ordinary way.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 #: bytes of whole lines per piece sent to a worker
 PIECE_BYTES = 2 << 20
-#: pieces sent and not yet answered, at most: past it this process takes the oldest back (bounded memory)
+#: pieces sent and not yet answered, at most: past it this process proves the next piece itself (bounded memory)
 IN_FLIGHT = 4
 
 
@@ -117,18 +118,17 @@ _Sent = tuple["Future[tuple[bool, bytes]]", list["bytes | memoryview"], bytes]
 
 
 class ProofTap:
-    """``frame_blocks``' tap: the reads of ``path``, cut into pieces of whole lines, proven by ``pool``'s workers.
+    """``ChainReader.tap``: the log's reads, cut into pieces of whole lines, proven by ``pool``'s workers.
 
     A worker reads its piece from the file again (``range_proven``: by the
     reader's own descriptor) and sends back, with its answer, the SHA-256 of
     the bytes it proved: they must be the bytes read here (no copy of the log
-    goes through a pipe). A line longer than
-    ``BIG_LINE_BYTES`` is left out (``trusted_analyze`` never answers for
-    it), and never held whole. Past ``IN_FLIGHT`` pieces waiting, the next
-    piece is proven here (the workers are behind; memory stays bounded);
-    ``finish`` takes back the pieces no worker started, newest first, while
-    the workers take the oldest. Raises ``NotProven`` as soon as a piece is
-    known unproven.
+    goes through a pipe). A line longer than ``BIG_LINE_BYTES`` is left out
+    (``trusted_analyze`` never answers for it), and never held whole. Past
+    ``IN_FLIGHT`` pieces waiting, the next piece is proven here (the workers
+    are behind; memory stays bounded); ``finish`` takes back the pieces no
+    worker started, newest first, while the workers take the oldest. Raises
+    ``NotProven`` as soon as a piece is known unproven.
     """
 
     def __init__(self, pool: Executor, schema_version: int) -> None:
@@ -201,11 +201,11 @@ class ProofTap:
             if len(self.waiting) >= IN_FLIGHT:  # the workers are behind: this one is proven here
                 self._prove_here(parts)
                 return
+            if self.source is None:
+                raise NotProven  # (read before ``opened``: not by a reader)
             digest = hashlib.sha256()
             for part in parts:
                 digest.update(part)
-            if self.source is None:
-                raise NotProven  # (read before ``opened``: not by a reader)
             future = self.pool.submit(range_proven, self.source, at, size, self.schema_version)
             self.waiting.append((future, parts, digest.digest()))
 
