@@ -115,3 +115,10 @@ def rows(ctx) -> list[dict]:
             TARGET,
         ),
     ]
+
+
+if __name__ == "__main__":  # (python bench/rows_project.py: these rows alone)
+    import bench
+
+    log = bench.cached_log(bench.BENCH_EVENTS, f"bench-{bench.BENCH_EVENTS // 1000}k")
+    bench.print_table(rows(bench.BenchContext(log_path=log, events=sum(1 for _ in open(log, "rb")))))
