@@ -13,10 +13,8 @@ import concurrent.futures
 import hashlib
 import os
 import random
-import resource
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -273,14 +271,11 @@ def large_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
     return path, events
 
 
-def _project(path: Path, jobs: str, preexec_fn: Callable[[], None] | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "ract_cli", "trace", "project", "--format", "json", "--jobs", jobs, str(path)],
-        capture_output=True,
-        env={**os.environ, "RACT_CORE": "python"},
-        timeout=120,
-        preexec_fn=preexec_fn,
-    )
+def _project(path: Path, jobs: str, *, max_descriptors: int | None = None) -> subprocess.CompletedProcess[bytes]:
+    argv = [sys.executable, "-m", "ract_cli", "trace", "project", "--format", "json", "--jobs", jobs, str(path)]
+    if max_descriptors is not None:  # (the shell's ulimit, not a preexec_fn: this process may run threads)
+        argv = ["sh", "-c", f'ulimit -n {max_descriptors} && exec "$@"', "sh", *argv]
+    return subprocess.run(argv, capture_output=True, env={**os.environ, "RACT_CORE": "python"}, timeout=120)
 
 
 def test_the_cli_on_a_log_large_enough_to_split(large_log: tuple[Path, int]) -> None:
@@ -295,9 +290,6 @@ def test_workers_that_cannot_all_start_do_not_hold_the_exit(large_log: tuple[Pat
     dropped, the started worker stopped (it was waited for at exit, forever), the log projected alone."""
     path, _ = large_log
 
-    def few_descriptors() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
-
     one = _project(path, "1")
-    four = _project(path, "4", few_descriptors)
+    four = _project(path, "4", max_descriptors=16)
     assert (four.returncode, four.stdout) == (one.returncode, one.stdout)
