@@ -24,9 +24,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from log_edits import EDITS, edit_lines
 
+from ract_cli.project import fold_on_trust
 from ract_cli.project.fold import project_folded
-from ract_cli.project.fold_on_trust import project_on_trust
+from ract_cli.project.fold_on_trust import GAVE_UP, project_on_trust
 from ract_cli.project.options import ProjectOptions
+from ract_cli.project.projector import Projector
 from ract_cli.project.report import project_file
 from ract_cli.read import dialect, line_proof, parallel
 from ract_cli.read.event import BIG_LINE_BYTES
@@ -51,11 +53,11 @@ def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(line_proof, "IN_FLIGHT", 2)
 
 
-def on_trust(path: Path) -> dict | None:
-    """The projection ``project_on_trust`` answers (None: it does not answer), as the report's JSON dict."""
-    reader = ChainReader(path, schema_version=SCHEMA)
-    projector = project_on_trust(reader, ProjectOptions().max_items, workers=1)
-    return None if projector is None else projector.report()
+def on_trust(path: Path) -> dict | str | None:
+    """What ``project_on_trust`` answers (one worker): the projection as the report's JSON dict, ``GAVE_UP``, or
+    None (not proven)."""
+    answer = project_on_trust(ChainReader(path, schema_version=SCHEMA), ProjectOptions().max_items, jobs=2)
+    return answer.report() if isinstance(answer, Projector) else answer
 
 
 def folded_alone(path: Path) -> dict | None:
@@ -64,9 +66,58 @@ def folded_alone(path: Path) -> dict | None:
 
 
 def assert_alike(path: Path) -> None:
-    """Two jobs give one job's report; the fold on trust answers exactly when the fold alone answers, alike."""
+    """Two jobs give one job's report; the fold on trust answers the fold alone's projection, or that it gave up
+    only where the fold alone gives up."""
     assert project_file(path, ProjectOptions(jobs=2)) == project_file(path, ProjectOptions(jobs=1))
-    assert on_trust(path) == folded_alone(path)
+    answer, alone = on_trust(path), folded_alone(path)
+    if alone is not None:
+        assert answer == alone or answer is None
+    else:
+        assert answer in (GAVE_UP, None)
+
+
+def test_the_fixtures_answers() -> None:
+    """Each kind of answer, where it must be: a clean log projected on trust, a torn tail where the fold alone
+    gives up, a tampered line not proven."""
+    assert on_trust(FIXTURE_PATHS["completed"]) == folded_alone(FIXTURE_PATHS["completed"]) is not None
+    assert on_trust(FIXTURE_PATHS["interrupted"]) == GAVE_UP and folded_alone(FIXTURE_PATHS["interrupted"]) is None
+    assert on_trust(FIXTURE_PATHS["tampered"]) is None
+
+
+def test_project_file_takes_the_answer_on_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=400)
+    answers: list[object] = []
+
+    def spy(*args: object, **kwargs: object) -> object:
+        answers.append(project_on_trust(*args, **kwargs))  # type: ignore[arg-type]
+        return answers[-1]
+
+    monkeypatch.setattr(fold_on_trust, "project_on_trust", spy)
+    report = project_file(path, ProjectOptions(jobs=2))
+    assert len(answers) == 1 and isinstance(answers[0], Projector)
+    assert report == project_file(path, ProjectOptions(jobs=1))
+
+
+def test_an_error_on_proven_lines_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error the fold raises where every line was proven is the fold's own (the fold in one process raises
+    it too): raised, never taken for an unproven line."""
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=400)
+
+    def failing(reader: ChainReader, max_items: int) -> None:
+        project_folded(reader, max_items)
+        raise RuntimeError("a fault of the fold")
+
+    monkeypatch.setattr(fold_on_trust, "project_folded", failing)
+    with pytest.raises(RuntimeError, match="a fault of the fold"):
+        on_trust(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    line = lines[-5]
+    at = line.index(b'"hash":"') + 8  # (one digit of its stored hash changed: a line the proof refuses)
+    lines[-5] = line[:at] + (b"1" if line[at : at + 1] == b"0" else b"0") + line[at + 1 :]
+    path.write_bytes(b"".join(lines))
+    assert on_trust(path) is None
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -78,7 +129,7 @@ def test_a_clean_log_is_answered_on_trust(tmp_path: Path, monkeypatch: pytest.Mo
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=400)
     answer = on_trust(path)
-    assert answer is not None and answer == folded_alone(path)
+    assert isinstance(answer, dict) and answer == folded_alone(path)
     assert answer["events"] == len(path.read_bytes().splitlines())
     monkeypatch.setattr(dialect, "_WHOLE_BYTES", 1 << 20)  # read whole while detecting: no descriptor to share
     assert on_trust(path) is None
@@ -287,7 +338,7 @@ def test_the_cli_on_a_log_large_enough_to_split(large_log: tuple[Path, int]) -> 
 
 def test_workers_that_cannot_all_start_do_not_hold_the_exit(large_log: tuple[Path, int]) -> None:
     """Few descriptors: the pool starts one worker of three and fails on the next; the fold on trust is
-    dropped, the started worker stopped (it was waited for at exit, forever), the log projected alone."""
+    dropped, the started worker stopped (not waited for at exit), the log projected alone."""
     path, _ = large_log
 
     one = _project(path, "1")

@@ -138,7 +138,8 @@ ProjectJobs = Annotated[
     int | None,
     _jobs_option(
         "Worker processes: the logs of a fleet projected in parallel; one log is folded in order (with the "
-        "native core in two threads when N > 1; with the Python core, from 8 MB, N - 1 workers prove its lines). "
+        "native core in two threads when N > 1; with the Python core, from 8 MB, N - 1 workers (at most 4) "
+        "prove its lines). "
         "Default: one under 8 MB of logs in all; a single larger log as N = 2 when a core is free; more logs: "
         "one per CPU (at most 8). The report does not depend on N."
     ),

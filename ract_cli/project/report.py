@@ -131,29 +131,31 @@ def project_file(
     same report: tests hold the two to it). ``options.jobs`` > 1: C checks a
     large block in two threads (``ChainReader(threads=2)``, as ``verify``),
     the events still taken and folded in order; with the Python core a large
-    log is folded here while ``jobs - 1`` worker processes prove its lines
-    (``project.fold_on_trust``: the same report).
+    log is folded here while up to ``jobs - 1`` worker processes prove its
+    lines (``project.fold_on_trust``: the same report).
     """
     shown = display_path if display_path is not None else str(path)
-    reader = _reader(path, options, shown)
+    jobs = auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
+    reader = _reader(path, options, shown, jobs)
     reader.progress = progress
     if fold and timeline is None and reader.dialect != "raxol" and reader.can_fold():
         from ract_cli.project.fold import project_folded  # (the native core's, imported only then)
 
-        workers = _jobs(path, options) - 1
-        if workers > 0 and can_split(path, options.max_line_bytes, reader.dialect):  # the Python core's large log
+        answer: Projector | str | None = None
+        if jobs > 1 and can_split(path, options.max_line_bytes, reader.dialect):  # the Python core's large log
             from ract_cli.project.fold_on_trust import project_on_trust
 
-            projector = project_on_trust(reader, options.max_items, workers)
+            answer = project_on_trust(reader, options.max_items, jobs)
+            if isinstance(answer, Projector):
+                return finish(answer.report(), reader, Tail(), shown, answer)
+            reader = _reader(path, options, shown, jobs)  # read again: by the fold here alone, or event by event
+            reader.progress = progress
+        if answer is None:  # (else the fold gave up on proven lines: it gives up here too)
+            projector = project_folded(reader, options.max_items)
             if projector is not None:
                 return finish(projector.report(), reader, Tail(), shown, projector)
-            reader = _reader(path, options, shown)  # not proven: the fold in this process alone
+            reader = _reader(path, options, shown, jobs)  # the fold gave up: project it again, event by event
             reader.progress = progress
-        projector = project_folded(reader, options.max_items)
-        if projector is not None:
-            return finish(projector.report(), reader, Tail(), shown, projector)
-        reader = _reader(path, options, shown)  # the fold gave up: project it again, event by event
-        reader.progress = progress
     projection = RunProjection(reader.dialect, options.max_items)
     if reader.dialect == "raxol":
         reader.read_all()  # a journal's projection is its JournalState
@@ -172,12 +174,7 @@ def project_file(
     return projection.report(reader, shown)
 
 
-def _jobs(path: str | os.PathLike[str], options: ProjectOptions) -> int:
-    return auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
-
-
-def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str) -> ChainReader:
-    jobs = _jobs(path, options)
+def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str, jobs: int) -> ChainReader:
     return ChainReader(
         path,
         schema_version=options.schema_version,

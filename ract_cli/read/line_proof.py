@@ -32,15 +32,17 @@ import orjson
 from ract_cli.format.json_types import Event
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.fastpath import fast_analyze
+from ract_cli.read.files import is_decoded
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
     from concurrent.futures import Executor, Future
     from typing import BinaryIO
 
-#: bytes of whole lines per piece sent to a worker
+#: a piece is sent once it holds this many bytes of whole lines (so it holds up to one read more)
 PIECE_BYTES = 2 << 20
-#: pieces sent and not yet answered, at most: past it this process proves the next piece itself (bounded memory)
+#: pieces sent and not yet settled, at most: with this many waiting, this process proves the next piece itself
+#: (bounded memory; no more workers than this can be kept busy)
 IN_FLIGHT = 4
 
 
@@ -56,7 +58,7 @@ def trusted_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Even
     ``lines_proven`` leaves unproven, and wherever no such answer can be
     built; any other nonsense a line holds is the proof's to find.
     """
-    if len(body) > BIG_LINE_BYTES:
+    if len(body) > BIG_LINE_BYTES:  # (``schema_version``: unused, the signature is ``fast_analyze``'s)
         return None
     try:
         obj = orjson.loads(body)
@@ -71,13 +73,13 @@ def trusted_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Even
 def lines_proven(data: bytes, schema_version: int) -> bool:
     """Whether ``fast_analyze`` proves every line of ``data`` (whole lines, each ending in ``\\n``) whose body
     is at most ``BIG_LINE_BYTES``. The body is what ``python_chain`` hands the proof: the line without its
-    ``\\n`` and a ``\\r`` before it. A worker's task (and this process's, for a piece it takes back)."""
+    ``\\n`` and a ``\\r`` before it. A worker's task (and this process's, for a piece it proves itself)."""
     pos, size = 0, len(data)
     find = data.find
     while pos < size:
         end = find(b"\n", pos)
         if end < 0:
-            return False  # (a piece holds whole lines: never)
+            return False  # (a piece holds whole lines: only a file cut short since it was read here)
         stop = end - 1 if end > pos and data[end - 1] == 0x0D else end
         if stop - pos <= BIG_LINE_BYTES and fast_analyze(data[pos:stop], schema_version) is None:
             return False
@@ -123,19 +125,21 @@ class ProofTap:
     A worker reads its piece from the file again (``range_proven``: by the
     reader's own descriptor) and sends back, with its answer, the SHA-256 of
     the bytes it proved: they must be the bytes read here (no copy of the log
-    goes through a pipe). A line longer than ``BIG_LINE_BYTES`` is left out
-    (``trusted_analyze`` never answers for it), and never held whole. Past
-    ``IN_FLIGHT`` pieces waiting, the next piece is proven here (the workers
-    are behind; memory stays bounded); ``finish`` takes back the pieces no
-    worker started, newest first, while the workers take the oldest. Raises
-    ``NotProven`` as soon as a piece is known unproven.
+    goes through a pipe). A line whose start already passes
+    ``BIG_LINE_BYTES`` (plus a ``\\r``) when a read ends is dropped, never held
+    whole; a shorter one over the limit is sent, and skipped by the proof
+    (``trusted_analyze`` never answers for either). With ``IN_FLIGHT``
+    pieces waiting, the next piece is proven here (the workers are behind;
+    memory stays bounded); ``finish`` takes back the pieces the pool has not
+    handed to a worker yet, newest first, while the workers take the oldest.
+    Raises ``NotProven`` as soon as a piece is known unproven.
     """
 
     def __init__(self, pool: Executor, schema_version: int) -> None:
         self.pool = pool
         self.source: tuple[int, int, int] | None = None  # (descriptor, device, inode) of the log being read
         self.schema_version = schema_version
-        self.piece_bytes = PIECE_BYTES
+        self.piece_bytes, self.in_flight = PIECE_BYTES, IN_FLIGHT
         self.read_end = 0  # the file offset after the reads tapped so far
         self.ready: list[bytes | memoryview] = []  # whole lines not sent yet, from file offset ready_at on
         self.ready_at = 0
@@ -147,7 +151,10 @@ class ProofTap:
 
     def opened(self, f: BinaryIO) -> None:
         """The reader opened the log as ``f``: what the workers will read it by (they are forked once it is
-        open). ``NotProven`` for a log with no descriptor of its own (bytes read before, in memory)."""
+        open). ``NotProven`` for a log with no descriptor of its own: bytes read before, in memory, or a
+        decoded (gzip) one, whose descriptor holds other bytes."""
+        if is_decoded(f):
+            raise NotProven
         try:
             fd = f.fileno()
             st = os.fstat(fd)
@@ -188,7 +195,7 @@ class ProofTap:
             return
         self.open.append(part)
         self.open_bytes += len(part)
-        if self.open_bytes > BIG_LINE_BYTES + 2:  # (+ "\r\n")
+        if self.open_bytes > BIG_LINE_BYTES + 1:  # (+ a "\r": the "\n" is never held)
             self._send()  # (the lines before it: a piece is one range of the file)
             self.open, self.open_bytes, self.skipping = [], 0, True
 
@@ -198,7 +205,7 @@ class ProofTap:
             self.ready, self.ready_at, self.ready_bytes = [], at + size, 0
             while self.waiting and self.waiting[0][0].done():
                 self._settle(self.waiting.popleft())
-            if len(self.waiting) >= IN_FLIGHT:  # the workers are behind: this one is proven here
+            if len(self.waiting) >= self.in_flight:  # the workers are behind: this one is proven here
                 self._prove_here(parts)
                 return
             if self.source is None:
@@ -223,7 +230,8 @@ class ProofTap:
             raise NotProven
 
     def finish(self) -> None:
-        """Wait for every piece (proving those no worker started here, newest first); ``NotProven`` if one is not."""
+        """Wait for every piece (proving here those not handed to a worker, newest first); ``NotProven`` if one is
+        not proven."""
         self._send()
         while self.waiting:
             self._settle(self.waiting.pop())

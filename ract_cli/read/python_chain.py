@@ -2,9 +2,10 @@
 
 The native core's chain mode (``chain_mode.Batches``) takes the leading lines
 of a block in C; this is the same for ``RACT_CORE=python``, in Python, for
-``read_all`` (verify): each line ``fastpath.fast_analyze`` proves, that links
-on (``prev_hash``, same run, clock not going back) and has a new id is taken
-here, as ``ChainState.feed``'s fast path would take it, without a
+``read_all`` (verify) and a fold (project): each line ``fastpath.fast_analyze``
+proves (or what stands in for it on lines proven in other processes:
+``line_proof.trusted_analyze``), that links on (``prev_hash``, same run,
+clock not going back) and has a new id is taken here, as ``ChainState.feed``'s fast path would take it, without a
 ``LineResult``, a call of ``feed`` or a yield per line. The first line not
 taken goes back to the reader, which feeds it line by line as ever
 (``tests/test_chain_mode.py`` holds the readings to one verdict).
@@ -57,7 +58,8 @@ class PythonBatches:
 
         A line is taken when it ends in ``\\n`` (or ``\\r\\n``), starts with
         ``{``, its body is at most ``max_line`` bytes, and it is a valid event
-        that ``ChainState.feed``'s fast path would take with no finding.
+        (``self.prove`` answers for it) that ``ChainState.feed``'s fast path
+        would take with no finding.
         ``offset``: the file offset of ``data[0]``; ``out`` stays empty.
         """
         state = self.state
