@@ -33,6 +33,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.fastpath import fast_analyze
 from ract_cli.read.files import is_decoded
+from ract_cli.read.python_chain import body_end
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
@@ -72,15 +73,15 @@ def trusted_analyze(body: bytes | memoryview, schema_version: int) -> tuple[Even
 
 def lines_proven(data: bytes, schema_version: int) -> bool:
     """Whether ``fast_analyze`` proves every line of ``data`` (whole lines, each ending in ``\\n``) whose body
-    is at most ``BIG_LINE_BYTES``. The body is what ``python_chain`` hands the proof: the line without its
-    ``\\n`` and a ``\\r`` before it. A worker's task (and this process's, for a piece it proves itself)."""
+    is at most ``BIG_LINE_BYTES``. The body is what ``python_chain`` hands the proof (its ``body_end``): the
+    line without its ``\\n`` and a ``\\r`` before it. A worker's task (and this process's, for a piece it proves itself)."""
     pos, size = 0, len(data)
     find = data.find
     while pos < size:
         end = find(b"\n", pos)
         if end < 0:
             return False  # (a piece holds whole lines: only a file cut short since it was read here)
-        stop = end - 1 if end > pos and data[end - 1] == 0x0D else end
+        stop = body_end(data, end)
         if stop - pos <= BIG_LINE_BYTES and fast_analyze(data[pos:stop], schema_version) is None:
             return False
         pos = end + 1
