@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip 'setuptools>=77'  # (77: setup.py build_ext, as make fuzz-native runs it, reads the SPDX license)
 	$(BIN)/python -m pip install -q -e '.[test]'
 	@# bytecode now: where PYTHONDONTWRITEBYTECODE is set, every ract call would compile its modules again
 	$(BIN)/python -m compileall -q ract_cli >/dev/null
