@@ -201,6 +201,15 @@ class _Fifo:
             self.head = 0
 
 
+#: the opens a close may take by its ``parent_id`` (SPEC §4 rule 2; any run close closes the run, by no id)
+PARENT_OPENS = frozenset(CLOSE_TO_OPEN.values())
+
+
+def open_handle(kind: str, event: Event, line: int, offset: int) -> OpenHandle:
+    """The handle ``HandleTracker.feed`` keeps for an open of ``PARENT_OPENS`` (and, once closed, returns)."""
+    return OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event), _fifo_key(kind, event))
+
+
 class HandleTracker:
     """Pairs closes with opens; ``open_handles()`` is what remains, in opening order."""
 
@@ -250,9 +259,8 @@ class HandleTracker:
             return
         if event["id"] in self._open:
             return  # a duplicate id is the reader's finding; keep the first open
-        handle = OpenHandle(kind, event["id"], line, offset, event.get("step_id"), _kept(kind, event))
-        self._open[handle.event_id] = handle
-        key = handle.queue_key = _fifo_key(kind, event)
+        handle = self._open[event["id"]] = open_handle(kind, event, line, offset)
+        key = handle.queue_key
         if key is not None:
             queue = self._queues.get(key)
             if queue is None:
