@@ -7,7 +7,7 @@ process as slow as reading the file alone (``--jobs 2`` was slower than
 ``python_chain``'s loop, chained to its own first event's ``prev_hash``, run
 and clock instead of the lines before it, which it has not read, and sends
 back a ``TakenRun``: its ends, its ids, and the events the handle tracker
-reads, less the opens and closes it would pair by ``parent_id`` (``_RunHandles``).
+reads, less the opens and closes ``python_chain`` pairs by ``parent_id``.
 The main process takes the run at once when it links on
 (``ChainState.take_run``), else reads the range line by line itself; the lines
 after the run are sent back line by line, as before.
@@ -19,7 +19,7 @@ from ract_cli.format.json_types import Event
 from ract_cli.read.chain import ChainState, TakenRun
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.fastpath import fast_analyze
-from ract_cli.read.handles import CLOSE_TO_OPEN, HANDLE_PAYLOAD_KEYS, RUN_CLOSES, HandleTracker, OpenHandle
+from ract_cli.read.handles import HANDLE_PAYLOAD_KEYS, HandleTracker, OpenHandle
 from ract_cli.read.idset import _IdSet
 from ract_cli.read.python_chain import PythonBatches, body_end
 
@@ -39,39 +39,21 @@ class _RunIds(_IdSet):
 
 
 class _RunHandles(HandleTracker):
-    """Keeps the events the handle tracker reads, for the main process's tracker to pair in file order.
+    """Keeps the events the handle tracker reads, for the main process's tracker to feed in file order.
 
-    A close that is not synthesized (SPEC §4's rule 1 does not apply) and
-    whose ``parent_id`` names an open kept after the last close kept would
-    be paired with that open there by rule 2, whatever came before, since
-    nothing between them can close it: both are dropped here, as the native
-    chain mode pairs them in C. Any close kept may close an open kept before
-    it (rule 3's queues), so no open before it is paired here any more.
+    The opens and closes that ``python_chain`` pairs by ``parent_id`` within the run never reach it,
+    so neither is sent back: only what the main process's tracker must pair itself.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.events: list[tuple[int, int, Event] | None] = []
-        self._pairable: dict[str, tuple[str, int]] = {}  # open id -> (its kind, its place in events)
+        self.events: list[tuple[int, int, Event]] = []
 
     def feed(self, event: Event, line: int, offset: int) -> OpenHandle | None:
-        kind, payload = event["kind"], event["payload"]  # (a proven event's payload: a dict)
-        open_kind = CLOSE_TO_OPEN.get(kind)
-        if open_kind is not None or kind in RUN_CLOSES:
-            if open_kind is not None and payload.get("synthesized") is not True:
-                pending = self._pairable.pop(event["parent_id"], None)
-                if pending is not None and pending[0] == open_kind:
-                    self.events[pending[1]] = None
-                    return None
-            self._pairable.clear()
-        elif kind != "run.started":  # (any run close closes it: never paired here)
-            self._pairable[event["id"]] = (kind, len(self.events))
-        keys = HANDLE_PAYLOAD_KEYS[kind]
+        keys = HANDLE_PAYLOAD_KEYS[event["kind"]]
+        payload = event["payload"]  # (a proven event's payload: a dict)
         self.events.append((line, offset, {**event, "payload": {k: v for k, v in payload.items() if k in keys}}))
         return None
-
-    def kept(self) -> list[tuple[int, int, Event]]:
-        return [e for e in self.events if e is not None]
 
 
 def take_run(data: bytes, schema_version: int, max_line: int) -> TakenRun | None:
@@ -108,5 +90,5 @@ def take_run(data: bytes, schema_version: int, max_line: int) -> TakenRun | None
         prev_ts=prev_ts,
         last_ts=last_ts,
         ids=ids.order,
-        handles=handles.kept(),
+        handles=handles.events,
     )
