@@ -75,7 +75,8 @@ if TYPE_CHECKING:  # (only ever an annotation: no Protocol at run time)
 
         def folders(self) -> dict[str, Callable[[Event, int, Any], None]]:
             """(The Python core) each kind's fold of one event its chain mode took, in log order, once the
-            tracker is fed it: ``(event, line, paired)``; a kind not there yet is asked of ``folder``."""
+            tracker is fed it: ``(event, line, paired)``, ``paired`` for a close of ``close_kinds`` the open it took
+            (or None; for another kind, not to be read); a kind not there yet is asked of ``folder``."""
 
         def folder(self, kind: str) -> Callable[[Event, int, Any], None]:
             """(The Python core) the fold of ``kind``, made; raises ``FoldGaveUp`` for a kind it cannot fold."""

@@ -117,7 +117,8 @@ class PythonBatches:
                         and not is_synthesized_close(kind, event.get("payload"))  # (rule 1 comes first)
                     ):
                         del held[parent]  # type: ignore[arg-type]
-                        paired = open_handle(opened[0]["kind"], *opened) if sink is not None else None
+                        if sink is not None and kind in sink.close_kinds:  # (a sink reads no other pairing)
+                            paired = open_handle(opened[0]["kind"], *opened)
                     else:
                         if held:
                             _feed_held(held, feed_handle)
