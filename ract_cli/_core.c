@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include <pthread.h>
+#include <unistd.h>
 
 /* SHA-256 through OpenSSL's SHA256_* functions where this OpenSSL still has them: on a ~500-byte line
  * they cost ~110 ns less than EVP_DigestInit/Update/Final (EVP's dispatch; the same block function
@@ -4001,6 +4002,7 @@ static void fill_lines(Workspace *ws, const uint8_t *s, const size_t *at, const 
  * left the calling thread half the staging on top of all the taking: at best ~1.45 x one thread,
  * and slower than one thread while the other core was busy.) */
 #define SHARE_SLOTS 4
+#define READ_AHEAD_MAX ((Py_ssize_t)64 << 20) /* bytes check_block's read_ahead reads at most */
 
 typedef struct {
     const uint8_t *s;
@@ -4029,7 +4031,28 @@ typedef struct {
     int busy[SHARE_SLOTS];   /* claimed and not yet published (its claimer still writes its workspace) */
     int dbl[SHARE_SLOTS];    /* a line of it waits for a double (stage_dbl, GIL held) */
     long ready[SHARE_SLOTS]; /* the chunk staged in the slot; -1: none */
+    /* read_ahead: the helper's first job, the caller's next read of the file (written by the helper
+     * alone, read by the calling thread after the join) */
+    int ahead_fd;
+    long long ahead_at;
+    char *ahead_buf; /* NULL: nothing to read */
+    size_t ahead_size;
+    int ahead_ok; /* all ahead_size bytes were read */
 } Share;
+
+/* pread until size bytes are in buf: 1, or 0 at an error (EINTR too: the caller reads them again, and a
+ * signal is then handled where Python handles it) or at the end of the file before size bytes. */
+static int read_fully(int fd, char *buf, size_t size, long long at)
+{
+    size_t got = 0;
+    while (got < size) {
+        ssize_t r = pread(fd, buf + got, size - got, (off_t)(at + (long long)got));
+        if (r <= 0)
+            return 0;
+        got += (size_t)r;
+    }
+    return 1;
+}
 
 /* A handover usually comes within microseconds: spin that long before sleeping on the condition
  * variable (a futex sleep and wake-up cost ~10 us each, a fifth of a chunk's staging) or, in the
@@ -4104,6 +4127,8 @@ static void stage_claimed(Share *H, long c)
 static void *helper_main(void *arg)
 {
     Share *H = arg;
+    if (H->ahead_buf) /* first, while the calling thread frames and stages the first chunks itself */
+        H->ahead_ok = read_fully(H->ahead_fd, H->ahead_buf, H->ahead_size, H->ahead_at);
     for (;;) {
         pthread_mutex_lock(&H->mu);
         long c = claim_locked(H);
@@ -4216,16 +4241,21 @@ PyDoc_STRVAR(v_check_block_doc,
              "threads=2: a second thread shares the checking of chunks (the answer is the same; it\n"
              "costs a thread's start, worth it on a block of many lines).\n"
              "fold: every line taken is also folded into it (see Fold; taken in order by the calling thread), first_line being the\n"
-             "number of the line at start; the call stops after a line when the fold pauses (Fold.paused).");
+             "number of the line at start; the call stops after a line when the fold pauses (Fold.paused).\n"
+             "read_ahead=(fd, offset, size), with threads=2: the helper thread first reads size bytes of fd\n"
+             "from offset (pread: fd's position is not moved), the caller's next read, while the calling\n"
+             "thread checks; the answer then has a fifth item, those bytes, or None when they were not all\n"
+             "read (no helper, an error, the end of the file): the caller reads them itself.");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"", "", "chain", "max_line", "threads", "fold", "first_line", NULL};
-    PyObject *block, *chain = NULL, *fold = NULL;
+    static char *names[] = {"", "", "chain", "max_line", "threads", "fold", "first_line", "read_ahead", NULL};
+    PyObject *block, *chain = NULL, *fold = NULL, *read_ahead = NULL;
     Py_ssize_t start, max_line = -1, first_line = 1;
     int threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!niO!n", names, &PyBytes_Type, &block, &start, &ChainType, &chain,
-                                     &max_line, &threads, &FoldType, &fold, &first_line))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!niO!nO!", names, &PyBytes_Type, &block, &start, &ChainType,
+                                     &chain, &max_line, &threads, &FoldType, &fold, &first_line, &PyTuple_Type,
+                                     &read_ahead))
         return NULL;
     const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(block);
     size_t n = (size_t)PyBytes_GET_SIZE(block);
@@ -4234,6 +4264,18 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
                         "check_block needs chain=, max_line >= 0, threads >= 1 and 0 <= start <= len(block)");
         return NULL;
     }
+    int ahead_fd = -1;
+    long long ahead_at = 0;
+    Py_ssize_t ahead_size = 0;
+    if (read_ahead) {
+        if (!PyArg_ParseTuple(read_ahead, "iLn;read_ahead is (fd, offset, size)", &ahead_fd, &ahead_at, &ahead_size))
+            return NULL;
+        if (ahead_fd < 0 || ahead_at < 0 || ahead_size <= 0 || ahead_size > READ_AHEAD_MAX) {
+            PyErr_SetString(PyExc_ValueError, "read_ahead needs fd >= 0, offset >= 0 and 0 < size <= 64 MiB");
+            return NULL;
+        }
+    }
+    PyObject *ahead = NULL; /* the bytes the helper reads into (read_ahead with a helper) */
     Fold *F = (Fold *)fold;
     if (F) {
         if (F->verifier != (PyObject *)V) {
@@ -4271,8 +4313,18 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         }
         for (int i = 0; ok && i < SHARE_SLOTS; i++)
             ok = (H->ws[i] = ws_get()) != NULL;
+        /* (its pages untouched here: the helper's pread faults them in) */
+        if (ok && read_ahead && !(ahead = PyBytes_FromStringAndSize(NULL, ahead_size)))
+            PyErr_Clear(); /* no memory for it now: the caller reads it itself, later */
+        if (ahead) {
+            H->ahead_fd = ahead_fd;
+            H->ahead_at = ahead_at;
+            H->ahead_buf = PyBytes_AS_STRING(ahead);
+            H->ahead_size = (size_t)ahead_size;
+        }
         started = ok && pthread_create(&helper, NULL, helper_main, H) == 0;
         if (!started) { /* no thread here: one thread does it all */
+            Py_CLEAR(ahead);
             for (int i = 0; i < SHARE_SLOTS; i++)
                 if (H->ws[i])
                     ws_put(H->ws[i]);
@@ -4293,6 +4345,8 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
         pthread_mutex_unlock(&H->mu);
         pthread_join(helper, NULL);
         Py_END_ALLOW_THREADS
+        if (ahead && !H->ahead_ok)
+            Py_CLEAR(ahead);
         for (int i = 0; i < SHARE_SLOTS; i++)
             ws_put(H->ws[i]);
         pthread_cond_destroy(&H->cv);
@@ -4335,13 +4389,18 @@ done:
     free(T.P.d);
     if (rc < 0) {
         Py_XDECREF(T.found);
+        Py_XDECREF(ahead);
         return NULL;
     }
     PyObject *found = without_paired(T.found, T.paired);
-    if (!found)
+    if (!found) {
+        Py_XDECREF(ahead);
         return NULL;
-    PyObject *res = Py_BuildValue("(nnnO)", (Py_ssize_t)T.pos, T.taken, T.last, found);
+    }
+    PyObject *res = read_ahead ? Py_BuildValue("(nnnOO)", (Py_ssize_t)T.pos, T.taken, T.last, found, ahead ? ahead : Py_None)
+                               : Py_BuildValue("(nnnO)", (Py_ssize_t)T.pos, T.taken, T.last, found);
     Py_DECREF(found);
+    Py_XDECREF(ahead);
     return res;
 }
 

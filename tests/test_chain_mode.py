@@ -29,7 +29,7 @@ from log_edits import EDITS, edit_lines
 
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.model import GENESIS_HASH
-from ract_cli.read import chain_mode, core, framing
+from ract_cli.read import chain_mode, core, framing, read_ahead
 from ract_cli.read import reader as reader_module
 from ract_cli.read.chain_mode import BATCH_LINE_BYTES
 from ract_cli.read.reader import ChainReader
@@ -527,6 +527,52 @@ def test_chain_mode_in_small_reads_agrees(
     assert whole[0] == whole[1] == whole[2]
     for wanted in WANTED:
         assert search(path, wanted, True) == searched[wanted] == search(path, wanted, False)
+
+
+@pytest.fixture(scope="module")
+def lines_of_four_reads(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]:
+    """A log of a little over three reads (``framing.BLOCK_BYTES``), as lines."""
+    path = tmp_path_factory.mktemp("reads") / "events.jsonl"
+    write_benchmark_log(path, events=6_500, seed=31)
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert 3 * framing.BLOCK_BYTES < sum(map(len, lines)) < 4 * framing.BLOCK_BYTES
+    return lines
+
+
+@pytest.mark.parametrize("kind", ("none", *EDITS, "torn"))
+def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_same(
+    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """With two threads in C, its helper reads each next block (``read_ahead``): edits on the lines across
+    each read's end, a torn last line, the verdict of one thread; and the reads ahead are what is read."""
+    lines, edges, size = list(lines_of_four_reads), [], 0
+    for i, line in enumerate(lines):
+        size += len(line)
+        if size // framing.BLOCK_BYTES > len(edges):
+            edges.append(i)  # the line across a read's end
+    rng = random.Random(kind)
+    for i in reversed(edges):
+        if kind in EDITS:
+            edit_lines(lines, rng, kind, i + rng.choice((-1, 0, 0, 1)))
+    if kind == "torn":
+        lines[-1] = lines[-1][:-40]
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines))
+    taken: list[bool] = []
+    real_got = read_ahead.ReadAhead.got
+    monkeypatch.setattr(
+        read_ahead.ReadAhead, "got", lambda self, data: taken.append(data is not None) or real_got(self, data)
+    )
+    monkeypatch.setenv("RACT_CORE", "native")
+    answers = []
+    for threads in (1, 2):
+        reader = ChainReader(path, threads=threads)
+        reader.read_all()
+        answers.append(verdict(reader))
+        for wanted in ("every", "tool.called"):
+            answers.append(search(path, wanted, True, threads=threads))
+    assert answers[: len(answers) // 2] == answers[len(answers) // 2 :]
+    assert taken.count(True) >= 2, taken  # (the read at the end of the file comes short: read again)
 
 
 @pytest.mark.parametrize("wanted", [lambda kind: True, lambda kind: kind.startswith("tool.")], ids=["every", "tool"])

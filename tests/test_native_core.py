@@ -1055,9 +1055,17 @@ def block_chain(
     while i < len(lines):
         chain.expected_prev, chain.run_id = mini.expected_prev, mini.run_id
         chain.prev_ts, chain.last_ts, chain.events = mini.prev_ts, mini.last_ts, mini.events
-        stop, taken, last, found = verifier.check_block(
-            data, starts[i], chain=chain, max_line=max_line, threads=threads
-        )  # type: ignore[attr-defined]
+        if threads == 1:
+            stop, taken, last, found = verifier.check_block(
+                data, starts[i], chain=chain, max_line=max_line, threads=threads
+            )  # type: ignore[attr-defined]
+        else:  # the helper thread also reads ahead: some bytes of a file, or past its end
+            fd, want = ahead_file(), ahead_request(len(data), i)
+            stop, taken, last, found, read = verifier.check_block(
+                data, starts[i], chain=chain, max_line=max_line, threads=threads, read_ahead=(fd, *want)
+            )  # type: ignore[attr-defined]
+            whole = want[0] + want[1] <= AHEAD_FILE_BYTES
+            assert read == (os.pread(fd, want[1], want[0]) if whole else None), want
         assert stop == starts[i + taken] and last == (starts[i + taken - 1] if taken else -1)
         mini.expected_prev, mini.prev_ts, mini.last_ts, mini.events = (
             chain.expected_prev,
@@ -1088,6 +1096,31 @@ def block_chain(
             mini.feed(i, ref.event, ref.stored_hash, [p.code for p in ref.problems])
             i += 1
     return mini
+
+
+#: the file ``block_chain`` has check_block's helper read ahead from (``read_ahead=``)
+AHEAD_FILE_BYTES = 3 << 20
+_ahead_fd: list[int] = []
+
+
+def ahead_file() -> int:
+    """A descriptor of a file of ``AHEAD_FILE_BYTES`` random bytes, made once (removed at once: the descriptor
+    keeps it; closed when the process exits)."""
+    if not _ahead_fd:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(prefix="ract-ahead-") as f:
+            f.write(random.Random(11).randbytes(AHEAD_FILE_BYTES))
+            f.flush()
+            _ahead_fd.append(os.open(f.name, os.O_RDONLY))
+    return _ahead_fd[0]
+
+
+def ahead_request(size: int, index: int) -> tuple[int, int]:
+    """(offset, size) of a read ahead, varied by the block's size and the call: about one in eight past the
+    end of the file (then the answer is None)."""
+    at = (size * 7919 + index * 104729) % AHEAD_FILE_BYTES
+    return at, 1 + (size * 31 + index * 8191) % (AHEAD_FILE_BYTES // 3)
 
 
 def make_chain(n: int, rng: random.Random, faults: dict[int, str]) -> list[bytes]:
@@ -1582,6 +1615,66 @@ def test_check_block_with_a_helper_thread_equals_one_thread(seed: int) -> None:
         answers.append(PAIRING_VERIFIER.check_block(data, 0, chain=chain, max_line=1 << 20, threads=threads))
         answers.append((chain.expected_prev, chain.last_ts, chain.events, len(chain.ids)))
     assert answers[:2] == answers[2:] and (answers[0][1] > 2_000 or seed)
+
+
+@pytest.mark.parametrize(
+    ("read_ahead", "error"),
+    [
+        ((-1, 0, 10), ValueError),  # no descriptor
+        ((0, -1, 10), ValueError),  # before the file
+        ((0, 0, 0), ValueError),  # nothing to read
+        ((0, 0, (64 << 20) + 1), ValueError),  # more than check_block reads ahead
+        ((0, 0), TypeError),  # not (fd, offset, size)
+        ((0, "0", 10), TypeError),
+        ((0, 2**63, 10), OverflowError),
+    ],
+)
+def test_check_block_refuses_a_bad_read_ahead(read_ahead: tuple[object, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        VERIFIER.check_block(b"{}\n", 0, chain=_core.Chain(), max_line=1 << 20, threads=2, read_ahead=read_ahead)
+
+
+def test_check_block_reads_ahead_what_is_there_or_nothing(tmp_path: Path) -> None:
+    """The fifth item: the bytes at that offset, all of them, or None: past the end of the file, from a
+    descriptor that is not open or not readable, and with no helper thread (threads=1)."""
+    path = tmp_path / "next"
+    path.write_bytes(bytes(range(256)) * 40)
+    block = b"".join(block_chain_lines(300))
+
+    def ahead(fd: int, at: int, size: int, threads: int = 2) -> object:
+        chain = _core.Chain()
+        chain.expected_prev, chain.run_id, chain.prev_ts = (
+            "0" * 64,
+            json.loads(block[: block.index(b"\n")])["run_id"],
+            0,
+        )
+        answer = VERIFIER.check_block(
+            block, 0, chain=chain, max_line=1 << 20, threads=threads, read_ahead=(fd, at, size)
+        )
+        assert answer[1] == 300  # (the block itself is checked as ever)
+        return answer[4]
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert ahead(fd, 0, 10_240) == path.read_bytes()
+        assert ahead(fd, 1000, 5) == path.read_bytes()[1000:1005]
+        assert ahead(fd, 10_000, 241) is None  # one byte short
+        assert ahead(fd, 20_000, 1) is None
+        assert ahead(fd, 0, 10, threads=1) is None
+        assert os.lseek(fd, 0, os.SEEK_CUR) == 0  # (pread: the descriptor's position is not moved)
+    finally:
+        os.close(fd)
+    assert ahead(fd, 0, 10) is None  # closed
+    write_only = os.open(path, os.O_WRONLY)
+    try:
+        assert ahead(write_only, 0, 10) is None
+    finally:
+        os.close(write_only)
+
+
+def block_chain_lines(n: int) -> list[bytes]:
+    """n clean lines of one chain, each ending in a newline, the first linking on to genesis."""
+    return [jcs_exact(e) + b"\n" for e in map(_parsed, make_chain(n, random.Random(n), {})) if isinstance(e, dict)]
 
 
 # --- the prefilter's scan (grep --no-verify): find_lines ---------------------------------------

@@ -31,6 +31,8 @@ TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every com
 if TYPE_CHECKING:
     from typing import Any, Protocol
 
+    from ract_cli.read.read_ahead import ReadAhead
+
 #: one batched line: (line number, offset, raw bytes with their "\n")
 Line = tuple[int, int, bytes]
 #: an event to hand out: (line number, offset, raw bytes, the event)
@@ -115,6 +117,24 @@ class Batches:
         if fold is not None:
             fold.started(self.fold)
         self.paused = False  # the last call stopped after a line it took and folded: go on from there
+        #: the file's reads, the next of which C's helper thread may read early (``read_ahead``; the reader's)
+        self.ahead: ReadAhead | None = None
+
+    def _check_block(self, data: bytes, pos: int, max_line: int, **fold: Any) -> tuple[int, int, int, list[Any]]:
+        """``check_block`` from ``pos``: in two threads when the rest is worth a helper, which then reads ahead."""
+        threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
+        ahead = self.ahead if threads > 1 else None
+        want = ahead.want() if ahead is not None else None
+        if ahead is None or want is None:
+            answer: tuple[int, int, int, list[Any]] = self.verifier.check_block(
+                data, pos, chain=self.chain, max_line=max_line, threads=threads, **fold
+            )
+            return answer
+        *four, read = self.verifier.check_block(
+            data, pos, chain=self.chain, max_line=max_line, threads=threads, read_ahead=want, **fold
+        )
+        ahead.got(read)
+        return tuple(four)
 
     def take_block(
         self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
@@ -129,8 +149,7 @@ class Batches:
             return self._fold_block(data, pos, line_no, offset, max_line)
         state, chain = self.state, self.chain
         state.to_native(chain)
-        threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
-        stop, taken, last, found = self.verifier.check_block(data, pos, chain=chain, max_line=max_line, threads=threads)
+        stop, taken, last, found = self._check_block(data, pos, max_line)
         if taken:
             state.from_native(chain, line_no + taken - 1)
             feed_handle, index = state.handles.feed, data.index
@@ -152,10 +171,7 @@ class Batches:
         state, chain, fold, sink = self.state, self.chain, self.fold, self.sink
         assert fold is not None and sink is not None
         state.to_native(chain)
-        threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
-        stop, taken, _, found = self.verifier.check_block(
-            data, pos, chain=chain, max_line=max_line, threads=threads, fold=fold, first_line=line_no
-        )
+        stop, taken, _, found = self._check_block(data, pos, max_line, fold=fold, first_line=line_no)
         self.paused = fold.paused
         if fold.gave_up is not None:
             raise FoldGaveUp(fold.gave_up)

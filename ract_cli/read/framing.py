@@ -25,6 +25,8 @@ TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every com
 if TYPE_CHECKING:
     from typing import BinaryIO
 
+    from ract_cli.read.read_ahead import ReadAhead
+
 
 def split_line_ending(raw: bytes) -> tuple[bytes, bool]:
     """The line's body without ``\\n`` / ``\\r\\n``, and whether it had ``\\n``."""
@@ -181,7 +183,10 @@ Frame = Block | tuple[int, int, bytes | None]
 
 
 def frame_blocks(
-    framer: LineFramer, block_size: int = BLOCK_BYTES, tap: Callable[[bytes], None] | None = None
+    framer: LineFramer,
+    block_size: int = BLOCK_BYTES,
+    tap: Callable[[bytes], None] | None = None,
+    ahead: ReadAhead | None = None,
 ) -> Iterator[Frame]:
     """``LineFramer``'s framing, a read at a time, for the native chain mode and the prefilter.
 
@@ -194,13 +199,14 @@ def frame_blocks(
     without its ``\\n``. Memory: one read plus the line being assembled. Read
     errors, ``end`` and ``lines`` are left in ``framer`` as ``LineFramer``
     leaves them. ``tap`` is handed every read, as read (the empty one at the
-    end too), before its lines are framed.
+    end too), before its lines are framed. ``ahead``: ``framer.f``'s reads, of which the native core may
+    have read the next early (``read_ahead``).
     """
     f, limit = framer.f, framer.max_line_bytes
     # A decoded log (gzip) is read one decode at a time (``read1``): what was decoded before a failure is
     # framed, as ``LineFramer``'s reads frame it. A whole read of ``block_size`` dropped it with the error
     # (a corrupt archive: 0 events read where reading line by line read 400).
-    read = f.read1 if is_decoded(f) else f.read  # type: ignore[attr-defined]
+    read = f.read1 if is_decoded(f) else f.read if ahead is None else ahead.read  # type: ignore[attr-defined]
     carry = b""  # the start of a line begun in the read before (at file offset ``base``)
     base = 0  # file offset of the first byte not yet yielded
     line_no = 0  # lines yielded (or skipped) so far

@@ -29,9 +29,19 @@ from ract_cli.read.chain_mode import BATCH_LINE_BYTES, Batches, FoldGaveUp, Kind
 from ract_cli.read.dialect import Dialect, get_dialect, resolve_dialect_reading
 from ract_cli.read.event import DEFAULT_MAX_LINE_BYTES, LogEvent, has_record_shape
 from ract_cli.read.files import is_decoded, is_stdin, open_log, source_offset
-from ract_cli.read.framing import Block, Frame, LineFramer, cut_archive, frame_blocks, lines_of, within_limit
+from ract_cli.read.framing import (
+    BLOCK_BYTES,
+    Block,
+    Frame,
+    LineFramer,
+    cut_archive,
+    frame_blocks,
+    lines_of,
+    within_limit,
+)
 from ract_cli.read.handles import HandleTracker
 from ract_cli.read.json_rules import LineResult, too_many_nodes
+from ract_cli.read.read_ahead import ReadAhead
 from ract_cli.read.verdict import analyze_ract, line_result, not_an_object
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
@@ -322,8 +332,13 @@ class ChainReader:
         # in batches (``chain_mode``); the events it hands out arrive in ``out``, ahead of the next line.
         batches = self._batches(emit)
         out: list[_Pending] = []
+        ahead = None  # C checks blocks in two threads: its helper reads the next block ahead
+        if isinstance(batches, Batches) and batches.threads > 1 and not is_decoded(f):
+            ahead = batches.ahead = ReadAhead.of(f, BLOCK_BYTES)
         framed = (
-            framer if batches is None else self._batched(frame_blocks(framer, tap=self.tap), batches, out, progress)
+            framer
+            if batches is None
+            else self._batched(frame_blocks(framer, tap=self.tap, ahead=ahead), batches, out, progress)
         )
         for item in framed:
             if out:
