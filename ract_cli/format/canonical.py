@@ -219,7 +219,7 @@ def _long_string(text: str, out: list[str], feed: Callable[[], None] | None) -> 
     for start in range(0, len(text), _PIECE_CHARS):
         piece = text[start : start + _PIECE_CHARS]
         if len(_NEEDS_ESCAPE.findall(piece, 0, 4096)) > 64:  # dense with escapes: one C pass, no callbacks
-            out.append(piece.translate(_ESCAPE_TABLE))
+            out.append(piece.translate(ESCAPE_TABLE))
         else:
             out.append(_NEEDS_ESCAPE.sub(_escape_char, piece))
         if feed is not None:
@@ -241,8 +241,8 @@ def _escape_char(match: re.Match[str]) -> str:
     return _ESCAPES.get(ch) or f"\\u{ord(ch):04x}"
 
 
-#: the same escapes as a ``str.translate`` table
-_ESCAPE_TABLE = {code: _ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in (*range(0x20), 0x22, 0x5C)}
+#: the same escapes as a ``str.translate`` table: every character JCS (and orjson) escapes -> its escape
+ESCAPE_TABLE = {code: _ESCAPES.get(chr(code)) or f"\\u{code:04x}" for code in (*range(0x20), 0x22, 0x5C)}
 
 
 def _quote(text: str) -> str:

@@ -355,8 +355,6 @@ _MAX_REWRITES = 128
 #: one escape in a JSON string, matched from the left: a surrogate pair, another ``\\u`` escape, or a
 #: one-character escape (``\\\\`` too, so that no match starts at the second backslash of one)
 _ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
-#: the characters orjson (and JSON's own short forms) write as two-character escapes
-_SHORT_ESCAPES = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r", 0x22: b'\\"', 0x5C: b"\\\\"}
 
 
 def _as_orjson_escape(match: re.Match[bytes]) -> bytes:
@@ -370,7 +368,9 @@ def _as_orjson_escape(match: re.Match[bytes]) -> bytes:
         return chr(code).encode()
     code = int(escape[2:], 16)
     if code < 0x20 or code == 0x22 or code == 0x5C:
-        return _SHORT_ESCAPES.get(code) or b"\\u%04x" % code
+        from ract_cli.format.canonical import ESCAPE_TABLE  # (~1 ms of start-up: only such an escape needs it)
+
+        return ESCAPE_TABLE[code].encode()
     return escape if 0xD800 <= code < 0xE000 else chr(code).encode()
 
 
