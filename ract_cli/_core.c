@@ -36,6 +36,7 @@
 #include <Python.h>
 
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -4270,8 +4271,10 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     if (read_ahead) {
         if (!PyArg_ParseTuple(read_ahead, "iLn;read_ahead is (fd, offset, size)", &ahead_fd, &ahead_at, &ahead_size))
             return NULL;
-        if (ahead_fd < 0 || ahead_at < 0 || ahead_size <= 0 || ahead_size > READ_AHEAD_MAX) {
-            PyErr_SetString(PyExc_ValueError, "read_ahead needs fd >= 0, offset >= 0 and 0 < size <= 64 MiB");
+        if (ahead_fd < 0 || ahead_at < 0 || ahead_size <= 0 || ahead_size > READ_AHEAD_MAX ||
+            ahead_at > LLONG_MAX - ahead_size) {
+            PyErr_SetString(PyExc_ValueError,
+                            "read_ahead needs fd >= 0, offset >= 0, 0 < size <= 64 MiB and offset + size in range");
             return NULL;
         }
     }

@@ -558,21 +558,36 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
         lines[-1] = lines[-1][:-40]
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(lines))
-    taken: list[bool] = []
-    real_got = read_ahead.ReadAhead.got
-    monkeypatch.setattr(
-        read_ahead.ReadAhead, "got", lambda self, data: taken.append(data is not None) or real_got(self, data)
-    )
+    received: list[bytes | None] = []  # what C answered for each read ahead
+    served: list[int] = []  # for each reading: the reads that were bytes C read ahead
+    real_got, real_read = read_ahead.ReadAhead.got, read_ahead.ReadAhead.read
+
+    def got(self: read_ahead.ReadAhead, data: bytes | None) -> None:
+        received.append(data)
+        real_got(self, data)
+
+    def read(self: read_ahead.ReadAhead, size: int) -> bytes:
+        data = real_read(self, size)
+        served[-1] += any(data is r for r in received)
+        return data
+
+    monkeypatch.setattr(read_ahead.ReadAhead, "got", got)
+    monkeypatch.setattr(read_ahead.ReadAhead, "read", read)
     monkeypatch.setenv("RACT_CORE", "native")
     answers = []
     for threads in (1, 2):
+        served.append(0)
         reader = ChainReader(path, threads=threads)
         reader.read_all()
         answers.append(verdict(reader))
         for wanted in ("every", "tool.called"):
+            served.append(0)
             answers.append(search(path, wanted, True, threads=threads))
     assert answers[: len(answers) // 2] == answers[len(answers) // 2 :]
-    assert taken.count(True) >= 2, taken  # (the read at the end of the file comes short: read again)
+    # one thread reads ahead nothing; two read the file's second and third reads ahead, and the fourth,
+    # short (the end of the file), is read again
+    assert served[:3] == [0, 0, 0] and served[3] == 2, served
+    assert None in received
 
 
 @pytest.mark.parametrize("wanted", [lambda kind: True, lambda kind: kind.startswith("tool.")], ids=["every", "tool"])

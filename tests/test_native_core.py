@@ -1624,6 +1624,7 @@ def test_check_block_with_a_helper_thread_equals_one_thread(seed: int) -> None:
         ((0, -1, 10), ValueError),  # before the file
         ((0, 0, 0), ValueError),  # nothing to read
         ((0, 0, (64 << 20) + 1), ValueError),  # more than check_block reads ahead
+        ((0, 2**63 - 5, 10), ValueError),  # its end past the largest offset
         ((0, 0), TypeError),  # not (fd, offset, size)
         ((0, "0", 10), TypeError),
         ((0, 2**63, 10), OverflowError),
@@ -1665,6 +1666,10 @@ def test_check_block_reads_ahead_what_is_there_or_nothing(tmp_path: Path) -> Non
     finally:
         os.close(fd)
     assert ahead(fd, 0, 10) is None  # closed
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]  # (no descriptor reaches it)
+    assert ahead(hard if 0 < hard < 2**31 else 2**31 - 1, 0, 10) is None
     write_only = os.open(path, os.O_WRONLY)
     try:
         assert ahead(write_only, 0, 10) is None

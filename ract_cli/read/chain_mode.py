@@ -76,9 +76,11 @@ if TYPE_CHECKING:  # (only ever an annotation: no Protocol at run time)
             """A close of ``close_kinds`` the tracker paired (``paired``: its open, or None)."""
 
         def folders(self) -> dict[str, Callable[[Event, int, Any], None]]:
-            """(The Python core) each kind's fold of one event its chain mode took, in log order, once the
-            tracker is fed it: ``(event, line, paired)``, ``paired`` for a close of ``close_kinds`` the open it took
-            (or None; for another kind, not to be read); a kind not there yet is asked of ``folder``."""
+            """(The Python core) each kind's fold of one event its chain mode took, in log order:
+            ``(event, line, paired)``, ``paired`` for a close of ``close_kinds`` the open it took (or None; for
+            another kind, not to be read); a kind not there yet is asked of ``folder``. The tracker may not have
+            been fed the event yet (``python_chain`` holds opens until a close takes them or the call ends): a
+            fold does not read it."""
 
         def folder(self, kind: str) -> Callable[[Event, int, Any], None]:
             """(The Python core) the fold of ``kind``, made; raises ``FoldGaveUp`` for a kind it cannot fold."""
