@@ -334,6 +334,19 @@ def is_decoded(handle: BinaryIO) -> bool:
     return isinstance(handle, _DecodedLog)
 
 
+def own_descriptor(handle: BinaryIO) -> tuple[int, os.stat_result] | None:
+    """The descriptor whose bytes, at the same offsets, the handle reads, and its ``fstat``; None when there
+    is none: bytes in memory, standard input's stream, or a decoded (gzip) log, whose descriptor holds other
+    bytes. (What another reader of the same bytes may ``pread``: C's read ahead, a proving worker.)"""
+    if is_decoded(handle):
+        return None
+    try:
+        fd = handle.fileno()
+        return fd, os.fstat(fd)
+    except (OSError, ValueError, AttributeError):  # (io.UnsupportedOperation is an OSError and a ValueError)
+        return None
+
+
 def source_offset(handle: BinaryIO, offset: int) -> int:
     """Where a progress bar stands after ``offset`` decoded bytes: the compressed bytes read, for gzip."""
     return handle.stream.consumed if isinstance(handle, _DecodedLog) else offset

@@ -32,7 +32,7 @@ import orjson
 from ract_cli.format.json_types import Event
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.fastpath import fast_analyze
-from ract_cli.read.files import is_decoded
+from ract_cli.read.files import own_descriptor
 from ract_cli.read.python_chain import body_end
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
@@ -156,13 +156,10 @@ class ProofTap:
         """The reader opened the log as ``f``: what the workers will read it by (they are forked once it is
         open). ``NotProven`` for a log with no descriptor of its own: bytes read before, in memory, or a
         decoded (gzip) one, whose descriptor holds other bytes."""
-        if is_decoded(f):
+        own = own_descriptor(f)
+        if own is None:
             raise NotProven
-        try:
-            fd = f.fileno()
-            st = os.fstat(fd)
-        except (OSError, ValueError):  # (io.UnsupportedOperation is both)
-            raise NotProven from None
+        fd, st = own
         self.source = (fd, st.st_dev, st.st_ino)
 
     def __call__(self, chunk: bytes) -> None:

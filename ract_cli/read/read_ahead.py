@@ -14,8 +14,9 @@ errors and the last read are met exactly where they were.
 
 from __future__ import annotations
 
-import os
 import stat
+
+from ract_cli.read.files import own_descriptor
 
 TYPE_CHECKING = False  # (typing is not imported at run time: ~5 ms of every command's start-up)
 if TYPE_CHECKING:
@@ -35,13 +36,9 @@ class ReadAhead:
 
     @classmethod
     def of(cls, f: BinaryIO, size: int) -> ReadAhead | None:
-        """For a regular file's handle (not gzip's, stdin's or a ``BytesIO``'s); else None."""
-        try:
-            fd = f.fileno()
-            regular = stat.S_ISREG(os.fstat(fd).st_mode)
-        except (OSError, ValueError):  # (io.UnsupportedOperation is both)
-            return None
-        return cls(f, fd, size) if regular else None
+        """For a regular file's own handle (not gzip's, stdin's or a ``BytesIO``'s); else None."""
+        own = own_descriptor(f)
+        return cls(f, own[0], size) if own is not None and stat.S_ISREG(own[1].st_mode) else None
 
     def want(self) -> tuple[int, int, int] | None:
         """``check_block``'s ``read_ahead=``: the next read's (fd, offset, size); None once asked."""

@@ -333,7 +333,7 @@ class ChainReader:
         batches = self._batches(emit)
         out: list[_Pending] = []
         ahead = None  # C checks blocks in two threads: its helper reads the next block ahead
-        if isinstance(batches, Batches) and batches.threads > 1 and not is_decoded(f):
+        if isinstance(batches, Batches) and batches.threads > 1:
             ahead = batches.ahead = ReadAhead.of(f, BLOCK_BYTES)
         framed = (
             framer
