@@ -127,14 +127,12 @@ class Batches:
         threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
         ahead = self.ahead if threads > 1 else None
         want = ahead.want() if ahead is not None else None
+        if want is not None:
+            fold["read_ahead"] = want
+        answer = self.verifier.check_block(data, pos, chain=self.chain, max_line=max_line, threads=threads, **fold)
         if ahead is None or want is None:
-            answer: tuple[int, int, int, list[Any]] = self.verifier.check_block(
-                data, pos, chain=self.chain, max_line=max_line, threads=threads, **fold
-            )
-            return answer
-        *four, read = self.verifier.check_block(
-            data, pos, chain=self.chain, max_line=max_line, threads=threads, read_ahead=want, **fold
-        )
+            return answer  # type: ignore[no-any-return]
+        *four, read = answer  # (a fifth item: the read ahead)
         ahead.got(read)
         return tuple(four)
 
