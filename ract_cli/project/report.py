@@ -136,8 +136,7 @@ def project_file(
     """
     shown = display_path if display_path is not None else str(path)
     jobs = auto_jobs(1, log_size(path)) if options.jobs == AUTO_JOBS else options.jobs
-    reader = _reader(path, options, shown, jobs)
-    reader.progress = progress
+    reader = _reader(path, options, shown, jobs, progress)
     if fold and timeline is None and reader.dialect != "raxol" and reader.can_fold():
         from ract_cli.project.fold import project_folded  # (the native core's, imported only then)
 
@@ -148,14 +147,12 @@ def project_file(
             answer = project_on_trust(reader, options.max_items, jobs)
             if isinstance(answer, Projector):
                 return finish(answer.report(), reader, Tail(), shown, answer)
-            reader = _reader(path, options, shown, jobs)  # read again: by the fold here alone, or event by event
-            reader.progress = progress
+            reader = _reader(path, options, shown, jobs, progress)  # read again: by the fold alone, or event by event
         if answer is None:  # (else the fold gave up on proven lines: it gives up here too)
             projector = project_folded(reader, options.max_items)
             if projector is not None:
                 return finish(projector.report(), reader, Tail(), shown, projector)
-            reader = _reader(path, options, shown, jobs)  # the fold gave up: project it again, event by event
-            reader.progress = progress
+            reader = _reader(path, options, shown, jobs, progress)  # the fold gave up: again, event by event
     projection = RunProjection(reader.dialect, options.max_items)
     if reader.dialect == "raxol":
         reader.read_all()  # a journal's projection is its JournalState
@@ -174,8 +171,14 @@ def project_file(
     return projection.report(reader, shown)
 
 
-def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str, jobs: int) -> ChainReader:
-    return ChainReader(
+def _reader(
+    path: str | os.PathLike[str],
+    options: ProjectOptions,
+    shown: str,
+    jobs: int,
+    progress: Callable[[int], None] | None,
+) -> ChainReader:
+    reader = ChainReader(
         path,
         schema_version=options.schema_version,
         require_closed=options.require_closed,
@@ -185,6 +188,8 @@ def _reader(path: str | os.PathLike[str], options: ProjectOptions, shown: str, j
         dialect=options.dialect,
         threads=max(1, min(jobs, 2)),  # (project_file alone does not check its options)
     )
+    reader.progress = progress
+    return reader
 
 
 def project_paths(
