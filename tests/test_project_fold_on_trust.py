@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import itertools
 import os
 import random
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import orjson
@@ -30,7 +32,7 @@ from ract_cli.project.fold_on_trust import GAVE_UP, project_on_trust
 from ract_cli.project.options import ProjectOptions
 from ract_cli.project.projector import Projector
 from ract_cli.project.report import project_file
-from ract_cli.read import dialect, line_proof, parallel
+from ract_cli.read import dialect, framing, line_proof, parallel
 from ract_cli.read.event import BIG_LINE_BYTES
 from ract_cli.read.line_proof import NotProven, ProofTap, lines_proven, range_proven, trusted_analyze
 from ract_cli.read.reader import ChainReader
@@ -45,12 +47,22 @@ SCHEMA = ProjectOptions().schema_version
 def python_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Python core; any log splits, and is read from the file (not from the bytes detecting its dialect
     read: a small log's, which no worker could read); pieces of a few lines, few in flight (both kinds of
-    proving happen)."""
+    proving happen); every read's lines sent (``reads`` may have the fold prove them)."""
     monkeypatch.setenv("RACT_CORE", "python")
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(dialect, "_WHOLE_BYTES", 0)
     monkeypatch.setattr(line_proof, "PIECE_BYTES", 1500)
     monkeypatch.setattr(line_proof, "IN_FLIGHT", 2)
+    monkeypatch.setattr(line_proof, "BEHIND", 10_000)
+
+
+@pytest.fixture(params=["sent", "in the fold"])
+def reads(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every read's lines sent to a worker, or proven in the fold (``line_proof.BEHIND`` 0: only a line across
+    two reads is sent). Returns which."""
+    if request.param == "in the fold":
+        monkeypatch.setattr(line_proof, "BEHIND", 0)
+    return str(request.param)
 
 
 def on_trust(path: Path) -> dict | str | None:
@@ -76,12 +88,13 @@ def assert_alike(path: Path) -> None:
         assert answer in (GAVE_UP, None)
 
 
-def test_the_fixtures_answers() -> None:
+def test_the_fixtures_answers(reads: str) -> None:
     """Each kind of answer, where it must be: a clean log projected on trust, a torn tail where the fold alone
-    gives up, a tampered line not proven."""
+    gives up, a tampered line not proven by a worker, or refused by the fold's own proof (which then gives up
+    there, as the fold alone does)."""
     assert on_trust(FIXTURE_PATHS["completed"]) == folded_alone(FIXTURE_PATHS["completed"]) is not None
     assert on_trust(FIXTURE_PATHS["interrupted"]) == GAVE_UP and folded_alone(FIXTURE_PATHS["interrupted"]) is None
-    assert on_trust(FIXTURE_PATHS["tampered"]) is None
+    assert on_trust(FIXTURE_PATHS["tampered"]) == (None if reads == "sent" else GAVE_UP)
 
 
 def test_project_file_takes_the_answer_on_trust(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,9 +112,10 @@ def test_project_file_takes_the_answer_on_trust(tmp_path: Path, monkeypatch: pyt
     assert report == project_file(path, ProjectOptions(jobs=1))
 
 
-def test_an_error_on_proven_lines_is_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_error_on_proven_lines_is_raised(reads: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An error the fold raises where every line was proven is the fold's own (the fold in one process raises
-    it too): raised, never taken for an unproven line."""
+    it too): raised, never taken for an unproven line. (A line the fold proves is never unproven: it stops the
+    fold there, every line before it proven, so that the error is raised then too.)"""
     path = tmp_path / "events.jsonl"
     write_benchmark_log(path, events=400)
 
@@ -117,11 +131,15 @@ def test_an_error_on_proven_lines_is_raised(tmp_path: Path, monkeypatch: pytest.
     at = line.index(b'"hash":"') + 8  # (one digit of its stored hash changed: a line the proof refuses)
     lines[-5] = line[:at] + (b"1" if line[at : at + 1] == b"0" else b"0") + line[at + 1 :]
     path.write_bytes(b"".join(lines))
-    assert on_trust(path) is None
+    if reads == "sent":
+        assert on_trust(path) is None
+    else:
+        with pytest.raises(RuntimeError, match="a fault of the fold"):
+            on_trust(path)
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
-def test_every_fixture(name: str) -> None:
+def test_every_fixture(name: str, reads: str) -> None:
     assert_alike(FIXTURE_PATHS[name])
 
 
@@ -136,7 +154,7 @@ def test_a_clean_log_is_answered_on_trust(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("edit", EDITS)
-def test_edited_logs(edit: str, tmp_path: Path) -> None:
+def test_edited_logs(edit: str, reads: str, tmp_path: Path) -> None:
     source = tmp_path / "source.jsonl"
     write_benchmark_log(source, events=200)
     lines = source.read_bytes().splitlines(keepends=True)
@@ -163,7 +181,7 @@ def test_a_hash_that_does_not_match_is_not_proven(tmp_path: Path) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
-def test_random_byte_edits(seed: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_random_byte_edits(seed: int, reads: str, tmp_path_factory: pytest.TempPathFactory) -> None:
     rng = random.Random(seed)
     raw = bytearray(FIXTURE_PATHS[rng.choice(sorted(FIXTURES))].read_bytes())
     for _ in range(rng.randint(1, 3)):
@@ -194,7 +212,7 @@ HOSTILE = {
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_lines_the_fold_meets_first(name: str, tmp_path: Path) -> None:
+def test_hostile_lines_the_fold_meets_first(name: str, reads: str, tmp_path: Path) -> None:
     source = tmp_path / "source.jsonl"
     write_benchmark_log(source, events=120)
     events = [orjson.loads(line) for line in source.read_bytes().splitlines()]
@@ -202,7 +220,7 @@ def test_hostile_lines_the_fold_meets_first(name: str, tmp_path: Path) -> None:
     events[middle] = HOSTILE[name](events[middle])
     path = tmp_path / "events.jsonl"
     path.write_bytes(chain_events(events))  # (hashed as written: only the proof of its values refuses it)
-    assert on_trust(path) is None
+    assert on_trust(path) == (None if reads == "sent" else GAVE_UP)  # (the fold proves it: it stops there)
     assert project_file(path, ProjectOptions(jobs=2)) == project_file(path, ProjectOptions(jobs=1))
 
 
@@ -254,6 +272,83 @@ def answered_by_the_worker(tap: ProofTap) -> None:
     """Wait until the worker answered every piece sent (``finish`` would prove those it had not started here)."""
     assert tap.waiting
     concurrent.futures.wait([future for future, _, _ in tap.waiting])
+
+
+class _Recording(concurrent.futures.ThreadPoolExecutor):
+    """One thread that runs nothing until ``release`` (a worker behind on every piece); records each piece sent."""
+
+    def __init__(self) -> None:
+        super().__init__(1)
+        self.gate = threading.Event()
+        super().submit(self.gate.wait)
+        self.pieces: list[tuple[int, int]] = []  # (offset, size) of each piece sent
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+        self.pieces.append((args[1], args[2]))  # (range_proven's start and size)
+        return super().submit(fn, *args, **kwargs)
+
+
+@pytest.mark.parametrize("behind", [2, 10_000])
+def test_reads_proven_in_the_fold_and_pieces_sent_tile_the_log(
+    behind: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once ``BEHIND`` pieces wait unanswered, or the pieces waiting hold the bytes left to read, the fold proves
+    each further read's lines itself: from then on every read is (nothing is answered here), and the pieces
+    sent (each line across two reads among them) and the blocks the fold proves cover every line once; a worker
+    then proves each piece at its offset (a wrong one would not hash to the bytes read: ``NotProven``)."""
+    monkeypatch.setattr(line_proof, "BEHIND", behind)
+    monkeypatch.setattr(line_proof, "PIECE_BYTES", 1)  # (each read's lines a piece of their own)
+    monkeypatch.setattr(line_proof, "IN_FLIGHT", 10_000)
+    path = tmp_path / "events.jsonl"
+    write_benchmark_log(path, events=300)
+    data = path.read_bytes()
+    size = len(data) // 12 + 17  # (reads that end inside lines)
+    with _Recording() as pool, path.open("rb") as log:
+        tap = ProofTap(pool, SCHEMA)
+        tap.opened(log)
+        in_fold: list[tuple[int, int]] = []  # the blocks the fold proves (file offsets)
+        for base in range(0, len(data), size):
+            chunk = data[base : base + size]
+            tap(chunk)
+            if tap.proven_in_fold(base):
+                own = 0 if base == 0 or data[base - 1 : base] == b"\n" else chunk.index(b"\n") + 1
+                in_fold.append((base + own, base + chunk.rindex(b"\n") + 1))
+        tap(b"")
+        assert 0 < len(in_fold) < len(range(0, len(data), size))
+        assert in_fold[-1][1] == len(data)  # (from the first read the fold proves on, every read)
+        first = next(i for i, (at, _) in enumerate(pool.pieces) if at >= in_fold[0][0])
+        assert all(piece_size < size for _, piece_size in pool.pieces[first:])  # (a line across two reads alone)
+        spans = sorted(in_fold + [(at, at + piece_size) for at, piece_size in pool.pieces])
+        assert spans[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(spans))
+        assert spans[-1][1] == len(data)
+        pool.gate.set()
+        tap.finish()
+
+
+def test_a_log_of_many_reads_proven_in_the_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log of four reads, every read's lines proven in the fold: a clean log is projected as by the fold alone;
+    a line changed inside a read stops the fold (it gives up there, as alone); a line across two reads, sent to
+    the worker, is not proven."""
+    monkeypatch.setattr(line_proof, "BEHIND", 0)
+    source = tmp_path / "source.jsonl"
+    write_benchmark_log(source, events=7_000)
+    data = source.read_bytes()
+    assert len(data) > 3 * framing.BLOCK_BYTES
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(data)
+    answer = on_trust(path)
+    assert isinstance(answer, dict) and answer == folded_alone(path)
+    for at, expected in ((framing.BLOCK_BYTES + 1000, GAVE_UP), (3 * framing.BLOCK_BYTES, None)):
+        start = data.rindex(b"\n", 0, at) + 1
+        flipped = data.index(b'"hash":"', start) + 8  # (a digit of the stored hash of the line holding ``at``)
+        assert flipped < data.index(b"\n", start)
+        edited = bytearray(data)
+        edited[flipped] = ord("1") if data[flipped : flipped + 1] == b"0" else ord("0")
+        path.write_bytes(bytes(edited))
+        if expected is None:  # (the line holds the read's end: the worker proves it)
+            assert start < at and data.index(b"\n", start) >= at
+        assert on_trust(path) == expected
+        assert_alike(path)
 
 
 def test_lines_proven_takes_the_body_the_fold_takes() -> None:

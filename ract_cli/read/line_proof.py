@@ -19,6 +19,11 @@ inherited) and answers with the SHA-256 of what it proved, which must be
 that of the bytes read here (a log rewritten meanwhile is not proven).
 When a piece is not proven, the fold is dropped (``NotProven``) and the
 log is read again the ordinary way.
+
+The workers prove a line more slowly than the fold takes it on trust: when
+they fall behind (``BEHIND``), the fold proves the next read's lines itself
+(``ProofTap.proven_in_fold``: ``fast_analyze`` in place of the stand-in, each
+line parsed once), and no piece holds them.
 """
 
 from __future__ import annotations
@@ -47,6 +52,11 @@ PIECE_BYTES = 1 << 19
 #: pieces sent and not yet settled, at most: with this many waiting, this process proves the next piece itself
 #: (bounded memory; no more workers than this can be kept busy)
 IN_FLIGHT = 4
+#: with this many pieces sent and not yet answered, the fold proves the next read's lines itself (``fast_analyze``
+#: in its loop: each line parsed once, where a piece proven here is parsed twice); so it does near the end, once
+#: the pieces waiting hold as many bytes as are left to read (the wait at the end fell from ~30 ms to ~4 ms).
+#: At 2 or 3 this process proved so much that it fell behind the worker (docs/performance.md)
+BEHIND = 4
 
 
 class NotProven(Exception):
@@ -151,6 +161,9 @@ class ProofTap:
         self.open_bytes = 0
         self.skipping = False  # inside a line too long to be trusted: its bytes are dropped
         self.waiting: deque[_Sent] = deque()
+        self.behind = BEHIND
+        self.size = 0  # the log's size when opened
+        self.in_fold: deque[int] = deque()  # offsets of the reads whose blocks the fold proves (``proven_in_fold``)
 
     def opened(self, f: BinaryIO) -> None:
         """The reader opened the log as ``f``: what the workers will read it by (they are forked once it is
@@ -161,6 +174,7 @@ class ProofTap:
             raise NotProven
         fd, st = own
         self.source = (fd, st.st_dev, st.st_ino)
+        self.size = st.st_size
 
     def __call__(self, chunk: bytes) -> None:
         base = self.read_end
@@ -172,22 +186,54 @@ class ProofTap:
         if first < 0:
             self._hold(chunk)
             return
+        own = 0  # where the read's own block starts (``frame_blocks``: a line begun before is a block of its own)
         if self.skipping:  # the long line ends here: the next piece starts after it
             self.skipping = False
             self.ready_at = base + first + 1
-        else:  # the line begun in an earlier read ends here
+            own = first + 1
+        elif self.open:  # the line begun in an earlier read ends here
             self.ready += self.open
             self.ready.append(memoryview(chunk)[: first + 1])
             self.ready_bytes += self.open_bytes + first + 1
+            own = first + 1
         self.open, self.open_bytes = [], 0
         last = chunk.rfind(b"\n")
-        if last > first:
-            self.ready.append(memoryview(chunk)[first + 1 : last + 1])
-            self.ready_bytes += last - first
+        if last >= own:
+            if self._behind():  # the workers are behind: the fold proves this read's block itself
+                self._send()  # (the lines before it: a piece is one range of the file)
+                self.ready_at = base + last + 1
+                self.in_fold.append(base)
+            else:
+                self.ready.append(memoryview(chunk)[own : last + 1])
+                self.ready_bytes += last + 1 - own
         if last + 1 < len(chunk):
             self._hold(chunk[last + 1 :])
         if self.ready_bytes >= self.piece_bytes:
             self._send()
+
+    def _behind(self) -> bool:
+        """Whether the workers are ``BEHIND`` pieces behind the reads, or hold at least the bytes left to read."""
+        waiting = self._answered()
+        if len(waiting) >= self.behind:
+            return True
+        return (
+            bool(waiting) and sum(len(part) for _, parts, _ in waiting for part in parts) >= self.size - self.read_end
+        )
+
+    def _answered(self) -> deque[_Sent]:
+        """Settle the pieces answered (the oldest first, up to one not answered yet); the pieces still waiting."""
+        waiting = self.waiting
+        while waiting and waiting[0][0].done():
+            self._settle(waiting.popleft())
+        return waiting
+
+    def proven_in_fold(self, offset: int) -> bool:
+        """Whether the fold proves the block of the read at file ``offset`` itself (``fast_analyze``: no piece holds
+        its lines), as this tap decided when it was handed that read. Asked for each block, in order."""
+        in_fold = self.in_fold
+        while in_fold and in_fold[0] < offset:
+            in_fold.popleft()
+        return bool(in_fold) and in_fold[0] == offset
 
     def _hold(self, part: bytes) -> None:
         """Keep the start of an unfinished line, unless it is already too long to be trusted."""
@@ -203,9 +249,7 @@ class ProofTap:
         if self.ready:
             parts, at, size = self.ready, self.ready_at, self.ready_bytes
             self.ready, self.ready_at, self.ready_bytes = [], at + size, 0
-            while self.waiting and self.waiting[0][0].done():
-                self._settle(self.waiting.popleft())
-            if len(self.waiting) >= self.in_flight:  # the workers are behind: this one is proven here
+            if len(self._answered()) >= self.in_flight:  # the workers are behind: this one is proven here
                 self._prove_here(parts)
                 return
             if self.source is None:

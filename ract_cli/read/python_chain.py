@@ -42,6 +42,7 @@ class PythonBatches:
         schema_version: int,
         fold: FoldSink | None = None,
         prove: Callable[[bytes, int], tuple[Event, str] | None] | None = None,
+        proven_in_fold: Callable[[int], bool] | None = None,
     ) -> None:
         self.state = state
         self.schema_version = schema_version
@@ -50,6 +51,9 @@ class PythonBatches:
         #: what proves a line: ``fast_analyze``, or what stands in for it on lines proven elsewhere
         #: (``line_proof.trusted_analyze``)
         self.prove = fast_analyze if prove is None else prove
+        #: with a stand-in: whether the block of the read at a file offset is proven here all the same
+        #: (``line_proof.ProofTap.proven_in_fold``: no other process proves it)
+        self.proven_in_fold = proven_in_fold
 
     def take_block(
         self, data: bytes, pos: int, line_no: int, offset: int, max_line: int, out: list[Candidate]
@@ -73,6 +77,8 @@ class PythonBatches:
         limit = min(max_line, BIG_LINE_BYTES)
         taken = 0
         find, prove = data.find, self.prove
+        if self.proven_in_fold is not None and self.proven_in_fold(offset):
+            prove = fast_analyze
         # Opens of this call not fed to the tracker yet (id -> event, line, offset), in log order. A close that
         # names one by its parent_id takes it, as the tracker would (SPEC §4 rule 2), and neither is fed: with
         # no other close fed in between, nothing could have taken that open first (a close that is not such

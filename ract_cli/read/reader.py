@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
         def __call__(self, chunk: bytes) -> None: ...
 
+        def proven_in_fold(self, offset: int) -> bool: ...
+
     from ract_cli.read.chain_mode import FoldSink
     from ract_cli.read.python_chain import PythonBatches
 
@@ -191,7 +193,10 @@ class ChainReader:
         if self._fold is not None and core.proving_core() == "python":
             from ract_cli.read.python_chain import PythonBatches  # (the Python core's: orjson)
 
-            return PythonBatches(self.state, self.schema_version, fold=self._fold, prove=self.prove)
+            proven_in_fold = self.tap.proven_in_fold if self.tap is not None else None
+            return PythonBatches(
+                self.state, self.schema_version, fold=self._fold, prove=self.prove, proven_in_fold=proven_in_fold
+            )
         if self._fold is not None:
             return Batches(self.state, self.schema_version, self.max_line_bytes, None, self.threads, fold=self._fold)
         if self._kind.analyze is not analyze_ract:
