@@ -4036,9 +4036,11 @@ typedef struct {
      * alone, read by the calling thread after the join) */
     int ahead_fd;
     long long ahead_at;
-    char *ahead_buf; /* NULL: nothing to read */
+    char *ahead_buf; /* NULL: nothing to read (set under mu: a started helper is asked once it runs) */
     size_t ahead_size;
-    int ahead_ok; /* all ahead_size bytes were read */
+    int ahead_taken; /* (under mu) the helper took the request */
+    int exited;      /* (under mu) the helper ended */
+    int ahead_ok;    /* all ahead_size bytes were read */
 } Share;
 
 /* pread until size bytes are in buf: 1, or 0 at an error (EINTR too: the caller reads them again, and a
@@ -4128,26 +4130,33 @@ static void stage_claimed(Share *H, long c)
 static void *helper_main(void *arg)
 {
     Share *H = arg;
-    if (H->ahead_buf) /* first, while the calling thread frames and stages the first chunks itself */
-        H->ahead_ok = read_fully(H->ahead_fd, H->ahead_buf, H->ahead_size, H->ahead_at);
     for (;;) {
         pthread_mutex_lock(&H->mu);
+        if (H->ahead_buf && !H->ahead_taken) { /* first, while the calling thread frames and stages itself */
+            H->ahead_taken = 1;
+            pthread_mutex_unlock(&H->mu);
+            H->ahead_ok = read_fully(H->ahead_fd, H->ahead_buf, H->ahead_size, H->ahead_at);
+            continue;
+        }
         long c = claim_locked(H);
         long taken = H->taken;
         int done = H->quit || H->end >= 0; /* nothing left to claim: the calling thread takes the rest */
+        if (c < 0 && done) { /* (no read ahead waits: one is taken first, under this lock) */
+            H->exited = 1;        /* (a started helper that ended is not taken over: it cannot read ahead) */
+            pthread_mutex_unlock(&H->mu);
+            return NULL;
+        }
         pthread_mutex_unlock(&H->mu);
         if (c >= 0) {
             stage_claimed(H, c);
             __atomic_add_fetch(&H->helper_done, 1, __ATOMIC_RELAXED);
             continue;
         }
-        if (done)
-            return NULL;
         /* the window is full (the calling thread is taking): spin, then sleep until a chunk is taken */
         if (spin_until(&H->taken, taken + 1))
             continue;
         pthread_mutex_lock(&H->mu);
-        if (H->taken == taken && !H->quit) {
+        if (H->taken == taken && !H->quit && !(H->ahead_buf && !H->ahead_taken)) {
             H->sleeping++;
             pthread_cond_wait(&H->cv, &H->mu);
             H->sleeping--;
@@ -4224,9 +4233,159 @@ static int take_shared(Taking *T, Share *H, Workspace *own)
     }
 }
 
+static void share_free(Share *H);
+
+/* Have the helper read size bytes of fd at offset into the bytes object ahead, next (mu held, or no helper
+ * running yet). */
+static void ask_ahead(Share *H, PyObject *ahead, int fd, long long at, Py_ssize_t size)
+{
+    H->ahead_fd = fd;
+    H->ahead_at = at;
+    H->ahead_buf = PyBytes_AS_STRING(ahead);
+    H->ahead_size = (size_t)size;
+}
+
+/* A Share over s[start:n] for a helper thread: its mutex, condition and the slots' workspaces (GIL held:
+ * ws_get). NULL when any is not to be had: then one thread does it all. chunk: the first chunk's lines. */
+static Share *share_new(const uint8_t *s, size_t n, size_t start, size_t max_line, const Verifier *V, int chunk)
+{
+    Share *H = calloc(1, sizeof(Share));
+    if (!H)
+        return NULL;
+    H->s = s;
+    H->n = n;
+    H->max_line = max_line;
+    H->V = V;
+    H->p = start;
+    H->chunk = chunk;
+    H->end = -1;
+    for (int i = 0; i < SHARE_SLOTS; i++)
+        H->ready[i] = -1;
+    if (pthread_mutex_init(&H->mu, NULL) != 0) {
+        free(H);
+        return NULL;
+    }
+    if (pthread_cond_init(&H->cv, NULL) != 0) {
+        pthread_mutex_destroy(&H->mu);
+        free(H);
+        return NULL;
+    }
+    for (int i = 0; i < SHARE_SLOTS; i++)
+        if (!(H->ws[i] = ws_get())) {
+            share_free(H);
+            return NULL;
+        }
+    return H;
+}
+
+/* Free a Share no thread runs in any more (GIL held: ws_put). */
+static void share_free(Share *H)
+{
+    for (int i = 0; i < SHARE_SLOTS; i++)
+        if (H->ws[i])
+            ws_put(H->ws[i]);
+    pthread_cond_destroy(&H->cv);
+    pthread_mutex_destroy(&H->mu);
+    free(H);
+}
+
+/* Stop the helper and wait for it to end (GIL held, released while waiting). */
+static void share_stop(Share *H, pthread_t helper)
+{
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&H->mu);
+    __atomic_store_n(&H->quit, 1, __ATOMIC_RELEASE);
+    pthread_cond_broadcast(&H->cv);
+    pthread_mutex_unlock(&H->mu);
+    pthread_join(helper, NULL);
+    Py_END_ALLOW_THREADS
+}
+
+/* Verifier.start_block's answer: a helper thread already staging a block's first chunks (the next read's,
+ * while Python handles what check_block answered on the read before), which check_block(started=) takes
+ * over. Dropped unused, it stops its helper. */
+typedef struct {
+    PyObject_HEAD Share *H; /* NULL once a check_block took it over */
+    pthread_t helper;
+    PyObject *block, *verifier;
+    Py_ssize_t start;
+} Started;
+
+static void started_dealloc(Started *St)
+{
+    if (St->H) {
+        share_stop(St->H, St->helper);
+        share_free(St->H);
+    }
+    Py_XDECREF(St->block);
+    Py_XDECREF(St->verifier);
+    Py_TYPE(St)->tp_free((PyObject *)St);
+}
+
+static PyObject *started_get_start(Started *St, void *Py_UNUSED(c)) { return PyLong_FromSsize_t(St->start); }
+static PyObject *started_get_block(Started *St, void *Py_UNUSED(c)) { return Py_NewRef(St->block); }
+static PyObject *started_get_taken(Started *St, void *Py_UNUSED(c)) { return PyBool_FromLong(St->H == NULL); }
+
+static PyGetSetDef started_getset[] = {
+    {"block", (getter)started_get_block, NULL, "the bytes its helper frames", NULL},
+    {"start", (getter)started_get_start, NULL, "where in them it began", NULL},
+    {"taken", (getter)started_get_taken, NULL, "whether a check_block took it over", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject StartedType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "ract_cli._core.Started",
+    .tp_basicsize = sizeof(Started),
+    .tp_dealloc = (destructor)started_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A helper thread staging a block's first chunks (Verifier.start_block) until check_block(started=) "
+              "takes it over.",
+    .tp_getset = started_getset,
+};
+
+PyDoc_STRVAR(v_start_block_doc,
+             "start_block(block: bytes, start: int, *, max_line: int) -> Started | None\n\n"
+             "A helper thread that starts on block's lines from byte start on now: it stages (parses, checks and\n"
+             "hashes) its first chunks while the caller does other work, until check_block(block, start,\n"
+             "threads=2, started=it, max_line= the same) takes it over (the answer is check_block's without it).\n"
+             "None when no thread can be started.");
+
+static PyObject *verifier_start_block(Verifier *V, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"", "", "max_line", NULL};
+    PyObject *block;
+    Py_ssize_t start, max_line = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$n", names, &PyBytes_Type, &block, &start, &max_line))
+        return NULL;
+    size_t n = (size_t)PyBytes_GET_SIZE(block);
+    if (max_line < 0 || start < 0 || (size_t)start > n) {
+        PyErr_SetString(PyExc_ValueError, "start_block needs max_line >= 0 and 0 <= start <= len(block)");
+        return NULL;
+    }
+    Started *St = (Started *)StartedType.tp_alloc(&StartedType, 0);
+    if (!St)
+        return NULL;
+    St->block = Py_NewRef(block);
+    St->verifier = Py_NewRef((PyObject *)V);
+    St->start = start;
+    /* full chunks from the first: as many lines as the slots hold are staged ahead */
+    Share *H = share_new((const uint8_t *)PyBytes_AS_STRING(block), n, (size_t)start, (size_t)max_line, V, CHUNK_LINES);
+    if (H && pthread_create(&St->helper, NULL, helper_main, H) != 0) {
+        share_free(H);
+        H = NULL;
+    }
+    if (!H) {
+        Py_DECREF(St);
+        Py_RETURN_NONE;
+    }
+    St->H = H;
+    return (PyObject *)St;
+}
+
 PyDoc_STRVAR(v_check_block_doc,
              "check_block(block: bytes, start: int, *, chain: Chain, max_line: int, threads: int = 1,\n"
-             "            fold: Fold | None = None, first_line: int = 1)\n"
+             "            fold: Fold | None = None, first_line: int = 1, read_ahead: (fd, offset, size),\n"
+             "            started: Started | None = None)\n"
              "    -> (stop, taken, last, found)\n\n"
              "Chain mode over the lines of block from byte start on, framed in C: each line is taken\n"
              "as check_lines(..., chain=) takes one, up to the first that is not taken or does not\n"
@@ -4246,18 +4405,26 @@ PyDoc_STRVAR(v_check_block_doc,
              "read_ahead=(fd, offset, size), with threads=2: the helper thread first reads size bytes of fd\n"
              "from offset (pread: fd's position is not moved), the caller's next read, while the calling\n"
              "thread checks; the answer then has a fifth item, those bytes, or None when they were not all\n"
-             "read (no helper, an error, the end of the file): the caller reads them itself.");
+             "read (no helper, an error, the end of the file): the caller reads them itself.\n"
+             "started=: a helper start_block started on this block from start with this max_line, taken over\n"
+             "(with threads=2; anything else is ignored and the call starts its own helper).");
 
 static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"", "", "chain", "max_line", "threads", "fold", "first_line", "read_ahead", NULL};
-    PyObject *block, *chain = NULL, *fold = NULL, *read_ahead = NULL;
+    static char *names[] = {"", "", "chain", "max_line", "threads", "fold", "first_line", "read_ahead", "started", NULL};
+    PyObject *block, *chain = NULL, *fold = NULL, *read_ahead = NULL, *started_arg = NULL;
     Py_ssize_t start, max_line = -1, first_line = 1;
     int threads = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!niO!nO!", names, &PyBytes_Type, &block, &start, &ChainType,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!n|$O!niO!nO!O", names, &PyBytes_Type, &block, &start, &ChainType,
                                      &chain, &max_line, &threads, &FoldType, &fold, &first_line, &PyTuple_Type,
-                                     &read_ahead))
+                                     &read_ahead, &started_arg))
         return NULL;
+    if (started_arg == Py_None)
+        started_arg = NULL;
+    if (started_arg && !PyObject_TypeCheck(started_arg, &StartedType)) {
+        PyErr_SetString(PyExc_TypeError, "check_block: started must be what start_block answered, or None");
+        return NULL;
+    }
     const uint8_t *s = (const uint8_t *)PyBytes_AS_STRING(block);
     size_t n = (size_t)PyBytes_GET_SIZE(block);
     if (!chain || max_line < 0 || start < 0 || (size_t)start > n || threads < 1) {
@@ -4292,69 +4459,49 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     Workspace *ws = T.found ? ws_get() : NULL;
     Share *H = NULL;
     pthread_t helper;
-    int started = 0, rc = -1;
+    int rc = -1;
     if (!ws) {
         if (T.found)
             PyErr_NoMemory();
         goto done;
     }
-    /* a helper thread (the caller asks for one where the block is worth it: starting it costs) */
-    if (threads >= 2 && (H = calloc(1, sizeof(Share)))) {
-        H->s = s;
-        H->n = n;
-        H->max_line = (size_t)max_line;
-        H->V = V;
-        H->p = T.pos;
-        H->chunk = 1;
-        H->end = -1;
-        for (int i = 0; i < SHARE_SLOTS; i++)
-            H->ready[i] = -1;
-        int ok = pthread_mutex_init(&H->mu, NULL) == 0;
-        if (ok && pthread_cond_init(&H->cv, NULL) != 0) {
-            pthread_mutex_destroy(&H->mu);
-            ok = 0;
+    /* a helper thread (the caller asks for one where the block is worth it: starting it costs): the one
+     * start_block started on this block, or a new one. It reads the caller's next read of the file ahead
+     * first thing (the bytes' pages untouched here: its pread faults them in) */
+    if (read_ahead && threads >= 2 && !(ahead = PyBytes_FromStringAndSize(NULL, ahead_size)))
+        PyErr_Clear(); /* no memory for it now: the caller reads it itself, later */
+    Started *St = (Started *)started_arg;
+    if (St && St->H && threads >= 2 && St->block == block && St->start == start && St->verifier == (PyObject *)V &&
+        St->H->max_line == (size_t)max_line) {
+        Share *S = St->H; /* taken over unless it ended already; asked to read ahead next */
+        pthread_mutex_lock(&S->mu);
+        if (!S->exited) {
+            if (ahead)
+                ask_ahead(S, ahead, ahead_fd, ahead_at, ahead_size);
+            if (S->sleeping)
+                pthread_cond_broadcast(&S->cv);
+            H = S;
+            helper = St->helper;
+            St->H = NULL; /* (stopped and freed below, as a helper of this call's own) */
         }
-        for (int i = 0; ok && i < SHARE_SLOTS; i++)
-            ok = (H->ws[i] = ws_get()) != NULL;
-        /* (its pages untouched here: the helper's pread faults them in) */
-        if (ok && read_ahead && !(ahead = PyBytes_FromStringAndSize(NULL, ahead_size)))
-            PyErr_Clear(); /* no memory for it now: the caller reads it itself, later */
-        if (ahead) {
-            H->ahead_fd = ahead_fd;
-            H->ahead_at = ahead_at;
-            H->ahead_buf = PyBytes_AS_STRING(ahead);
-            H->ahead_size = (size_t)ahead_size;
-        }
-        started = ok && pthread_create(&helper, NULL, helper_main, H) == 0;
-        if (!started) { /* no thread here: one thread does it all */
-            Py_CLEAR(ahead);
-            for (int i = 0; i < SHARE_SLOTS; i++)
-                if (H->ws[i])
-                    ws_put(H->ws[i]);
-            if (ok) {
-                pthread_cond_destroy(&H->cv);
-                pthread_mutex_destroy(&H->mu);
-            }
-            free(H);
+        pthread_mutex_unlock(&S->mu);
+    }
+    if (!H && threads >= 2 && (H = share_new(s, n, T.pos, (size_t)max_line, V, 1))) {
+        if (ahead)
+            ask_ahead(H, ahead, ahead_fd, ahead_at, ahead_size);
+        if (pthread_create(&helper, NULL, helper_main, H) != 0) { /* no thread here: one thread does it all */
+            share_free(H);
             H = NULL;
         }
     }
+    if (!H)
+        Py_CLEAR(ahead);
     if (H) {
         int r = take_shared(&T, H, ws);
-        Py_BEGIN_ALLOW_THREADS
-        pthread_mutex_lock(&H->mu);
-        __atomic_store_n(&H->quit, 1, __ATOMIC_RELEASE);
-        pthread_cond_broadcast(&H->cv);
-        pthread_mutex_unlock(&H->mu);
-        pthread_join(helper, NULL);
-        Py_END_ALLOW_THREADS
+        share_stop(H, helper);
         if (ahead && !H->ahead_ok)
             Py_CLEAR(ahead);
-        for (int i = 0; i < SHARE_SLOTS; i++)
-            ws_put(H->ws[i]);
-        pthread_cond_destroy(&H->cv);
-        pthread_mutex_destroy(&H->mu);
-        free(H);
+        share_free(H);
         if (r < 0)
             goto done;
     } else {
@@ -4436,6 +4583,8 @@ static PyMethodDef verifier_methods[] = {
      v_check_lines_doc},
     {"check_block", (PyCFunction)(void (*)(void))verifier_check_block, METH_VARARGS | METH_KEYWORDS,
      v_check_block_doc},
+    {"start_block", (PyCFunction)(void (*)(void))verifier_start_block, METH_VARARGS | METH_KEYWORDS,
+     v_start_block_doc},
     {"kinds", (PyCFunction)verifier_kinds, METH_NOARGS, "kinds() -> dict: how each kind is checked (for tests)."},
     {NULL, NULL, 0, NULL},
 };
@@ -5754,7 +5903,7 @@ PyMODINIT_FUNC PyInit__core(void)
     ld_probe();
 #endif
     if (PyType_Ready(&VerifierType) < 0 || PyType_Ready(&IdSetType) < 0 || PyType_Ready(&ChainType) < 0 ||
-        PyType_Ready(&FoldType) < 0)
+        PyType_Ready(&FoldType) < 0 || PyType_Ready(&StartedType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&core_module);
     if (!m)

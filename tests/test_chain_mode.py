@@ -573,6 +573,16 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
 
     monkeypatch.setattr(read_ahead.ReadAhead, "got", got)
     monkeypatch.setattr(read_ahead.ReadAhead, "read", read)
+    started: list[object] = []  # the helpers started on a read ahead's block (``start_block``)
+    real_check = chain_mode.Batches._check_block
+
+    def check(self: chain_mode.Batches, *args: object, **kwargs: object) -> object:
+        answer = real_check(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.started is not None and self.started not in started:
+            started.append(self.started)
+        return answer
+
+    monkeypatch.setattr(chain_mode.Batches, "_check_block", check)
     monkeypatch.setenv("RACT_CORE", "native")
     answers = []
     for threads in (1, 2):
@@ -580,6 +590,8 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
         reader = ChainReader(path, threads=threads)
         reader.read_all()
         answers.append(verdict(reader))
+        if threads == 2:  # (each read ahead's block, staged from its start while Python went on: taken over)
+            assert len(started) == 2 and all(s.taken for s in started), started  # type: ignore[attr-defined]
         for wanted in ("every", "tool.called"):
             served.append(0)
             answers.append(search(path, wanted, True, threads=threads))

@@ -1061,11 +1061,26 @@ def block_chain(
             )  # type: ignore[attr-defined]
         else:  # the helper thread also reads ahead: some bytes of a file, or past its end
             fd, want = ahead_file(), ahead_request(len(data), i)
+            # and it may have been started already (start_block): on this block (taken over), or another
+            # start or max_line (dropped: the call starts its own)
+            started = None
+            if i % 3 != 2:
+                other = starts[min(i + 1, len(lines))] if i % 3 else starts[i]
+                started = verifier.start_block(data, other, max_line=max_line)  # type: ignore[attr-defined]
             stop, taken, last, found, read = verifier.check_block(
-                data, starts[i], chain=chain, max_line=max_line, threads=threads, read_ahead=(fd, *want)
+                data,
+                starts[i],
+                chain=chain,
+                max_line=max_line,
+                threads=threads,
+                read_ahead=(fd, *want),
+                started=started,
             )  # type: ignore[attr-defined]
             whole = want[0] + want[1] <= AHEAD_FILE_BYTES
             assert read == (os.pread(fd, want[1], want[0]) if whole else None), want
+            # (taken over only on its own start; there, unless it staged the whole block and ended first)
+            assert started is None or not started.taken or started.start == starts[i]
+            del started  # (one not taken stops its thread)
         assert stop == starts[i + taken] and last == (starts[i + taken - 1] if taken else -1)
         mini.expected_prev, mini.prev_ts, mini.last_ts, mini.events = (
             chain.expected_prev,
@@ -1675,6 +1690,70 @@ def test_check_block_reads_ahead_what_is_there_or_nothing(tmp_path: Path) -> Non
         assert ahead(write_only, 0, 10) is None
     finally:
         os.close(write_only)
+
+
+def test_a_started_helper_is_taken_over_only_on_its_own_block() -> None:
+    """``start_block``: a helper staging a block's first chunks at once. ``check_block`` takes it over when it
+    is on that very block (the object), from that start, with that max_line and two threads; the answer is
+    the call's without it either way."""
+    block = b"".join(block_chain_lines(700))  # (over the 4 chunks of 64 lines it stages before a call takes one)
+    first = json.loads(block[: block.index(b"\n")])["run_id"]
+
+    def check(started: object = None, *, on: bytes = block, start: int = 0, max_line: int = 1 << 20, threads: int = 2):
+        chain = _core.Chain()
+        chain.expected_prev, chain.run_id, chain.prev_ts = "0" * 64, first, 0
+        answer = VERIFIER.check_block(on, start, chain=chain, max_line=max_line, threads=threads, started=started)
+        return answer, chain.expected_prev, chain.events
+
+    alone = check()
+    assert alone[0][1] == 700
+    started = VERIFIER.start_block(block, 0, max_line=1 << 20)
+    assert (started.block, started.start, started.taken) == (block, 0, False)
+    assert check(started) == alone and started.taken
+    assert check(started) == alone  # (taken: the second call starts its own)
+    second = block.index(b"\n") + 1
+    copy = bytes(bytearray(block))  # (equal bytes, another object)
+    for kwargs, made in (
+        ({"on": copy}, (block, 0)),
+        ({}, (block, second)),  # another start
+        ({"max_line": 1 << 19}, (block, 0)),
+        ({"threads": 1}, (block, 0)),
+    ):
+        started = VERIFIER.start_block(*made, max_line=1 << 20)
+        assert check(started, **kwargs) == check(**kwargs) and not started.taken, kwargs
+    started = PAIRING_VERIFIER.start_block(block, 0, max_line=1 << 20)  # (another Verifier's)
+    assert check(started) == alone and not started.taken
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "error"),
+    [
+        ((b"{}\n", -1), {"max_line": 10}, ValueError),
+        ((b"{}\n", 4), {"max_line": 10}, ValueError),
+        ((b"{}\n", 0), {}, ValueError),  # no max_line
+        ((b"{}\n", 0), {"max_line": -1}, ValueError),
+        ((bytearray(b"{}\n"), 0), {"max_line": 10}, TypeError),
+        ((b"{}\n", "0"), {"max_line": 10}, TypeError),
+    ],
+)
+def test_start_block_refuses_bad_arguments(args: tuple[object, ...], kwargs: dict, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        VERIFIER.start_block(*args, **kwargs)
+
+
+def test_started_helpers_dropped_unused_stop_their_threads() -> None:
+    """Each ``Started`` dropped without a ``check_block`` stops and joins its helper thread: the process ends
+    with the threads it had (``/proc/self/task``), none left staging."""
+    block = b"".join(block_chain_lines(200))
+    tasks = lambda: len(os.listdir("/proc/self/task"))  # noqa: E731
+    before = tasks()
+    for start in range(300):
+        started = VERIFIER.start_block(block, start % 50, max_line=1 << 20)
+        assert started is not None and not started.taken
+        if start == 150:
+            assert tasks() == before + 1  # (its helper runs until it is dropped)
+        del started
+    assert tasks() == before
 
 
 def block_chain_lines(n: int) -> list[bytes]:

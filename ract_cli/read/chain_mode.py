@@ -121,10 +121,21 @@ class Batches:
         self.paused = False  # the last call stopped after a line it took and folded: go on from there
         #: the file's reads, the next of which C's helper thread may read early (``read_ahead``; the reader's)
         self.ahead: ReadAhead | None = None
+        #: a helper thread staging the next read's block already (``_check_block``)
+        self.started: Any = None
 
     def _check_block(self, data: bytes, pos: int, max_line: int, **fold: Any) -> tuple[int, int, int, list[Any]]:
-        """``check_block`` from ``pos``: in two threads when the rest is worth a helper, which then reads ahead."""
+        """``check_block`` from ``pos``: in two threads when the rest is worth a helper, which then reads ahead.
+
+        With a read ahead, a helper is started at once on the next read's block (``start_block``): it stages
+        that block's first lines while Python handles this answer (a fold's events, the next read's framing),
+        and the next call takes it over when it is on that block (else it is dropped, and stops)."""
         threads = self.threads if len(data) - pos >= HELPER_MIN_BYTES else 1
+        started = self.started
+        if started is not None and started.block is data:  # (else kept: calls on the read before come first)
+            self.started = None
+            if threads > 1 and started.start == pos:
+                fold["started"] = started
         ahead = self.ahead if threads > 1 else None
         want = ahead.want() if ahead is not None else None
         if want is not None:
@@ -134,6 +145,10 @@ class Batches:
             return answer  # type: ignore[no-any-return]
         *four, read = answer  # (a fifth item: the read ahead)
         ahead.got(read)
+        if read is not None:  # its own block starts after the line begun in this read, if one is (``frame_blocks``)
+            own = 0 if data.endswith(b"\n") else read.find(b"\n") + 1
+            if own or data.endswith(b"\n"):
+                self.started = self.verifier.start_block(read, own, max_line=max_line)
         return tuple(four)
 
     def take_block(
