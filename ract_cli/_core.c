@@ -4309,14 +4309,15 @@ typedef struct {
     pthread_t helper;
     PyObject *block, *verifier;
     Py_ssize_t start;
+    pid_t pid; /* the process the helper runs in: a forked child has no such thread (and mu may be held) */
 } Started;
 
 static void started_dealloc(Started *St)
 {
-    if (St->H) {
+    if (St->H && St->pid == getpid()) {
         share_stop(St->H, St->helper);
         share_free(St->H);
-    }
+    } /* (in a forked child there is no helper to stop or join: its Share is left as it is) */
     Py_XDECREF(St->block);
     Py_XDECREF(St->verifier);
     Py_TYPE(St)->tp_free((PyObject *)St);
@@ -4368,6 +4369,7 @@ static PyObject *verifier_start_block(Verifier *V, PyObject *args, PyObject *kw)
     St->block = Py_NewRef(block);
     St->verifier = Py_NewRef((PyObject *)V);
     St->start = start;
+    St->pid = getpid();
     /* full chunks from the first: as many lines as the slots hold are staged ahead */
     Share *H = share_new((const uint8_t *)PyBytes_AS_STRING(block), n, (size_t)start, (size_t)max_line, V, CHUNK_LINES);
     if (H && pthread_create(&St->helper, NULL, helper_main, H) != 0) {
@@ -4471,8 +4473,8 @@ static PyObject *verifier_check_block(Verifier *V, PyObject *args, PyObject *kw)
     if (read_ahead && threads >= 2 && !(ahead = PyBytes_FromStringAndSize(NULL, ahead_size)))
         PyErr_Clear(); /* no memory for it now: the caller reads it itself, later */
     Started *St = (Started *)started_arg;
-    if (St && St->H && threads >= 2 && St->block == block && St->start == start && St->verifier == (PyObject *)V &&
-        St->H->max_line == (size_t)max_line) {
+    if (St && St->H && St->pid == getpid() && threads >= 2 && St->block == block && St->start == start &&
+        St->verifier == (PyObject *)V && St->H->max_line == (size_t)max_line) {
         Share *S = St->H; /* taken over unless it ended already; asked to read ahead next */
         pthread_mutex_lock(&S->mu);
         if (!S->exited) {

@@ -602,6 +602,45 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
     assert None in received
 
 
+def test_a_long_line_across_a_read_end_is_checked_in_two_threads_and_the_next_block_started_where_it_starts(
+    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line across a read's end is a block of its own: over ``HELPER_MIN_BYTES`` it is checked in two
+    threads, but the next read is read ahead by the call on the read's own block, whose helper is started on
+    the next read's block where that starts (after its first newline: the read ended inside a line) and is
+    taken over: the second and the third read's (the fourth, short, is read at the end of the file)."""
+    lines, at = list(lines_of_four_reads), set()
+    for edge in (1, 2, 3):  # (the line across each read's end, once the blobs before it are in)
+        size = 0
+        for i, line in enumerate(_with_blobs(lines, at, 90_000)):
+            size += len(line)
+            if size > edge * framing.BLOCK_BYTES:
+                at.add(i)
+                break
+    lines = _with_blobs(lines, at, 90_000)
+    assert all(chain_mode.HELPER_MIN_BYTES < len(lines[i]) < BATCH_LINE_BYTES for i in at) and len(at) == 3
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(lines))
+    started: list[object] = []
+    real_check = chain_mode.Batches._check_block
+
+    def check(self: chain_mode.Batches, *args: object, **kwargs: object) -> object:
+        answer = real_check(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.started is not None and self.started not in started:
+            started.append(self.started)
+        return answer
+
+    monkeypatch.setattr(chain_mode.Batches, "_check_block", check)
+    monkeypatch.setenv("RACT_CORE", "native")
+    answers = []
+    for threads in (2, 1):
+        reader = ChainReader(path, threads=threads)
+        reader.read_all()
+        answers.append(verdict(reader))
+    assert answers[0] == answers[1] and answers[0][2] == 0
+    assert len(started) == 2 and all(s.taken for s in started), [(s.start, s.taken) for s in started]  # type: ignore[attr-defined]
+
+
 @pytest.mark.parametrize("wanted", [lambda kind: True, lambda kind: kind.startswith("tool.")], ids=["every", "tool"])
 def test_a_search_hands_out_its_events_block_by_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wanted: Callable[[str], bool]

@@ -29,6 +29,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -1754,6 +1755,44 @@ def test_started_helpers_dropped_unused_stop_their_threads() -> None:
             assert tasks() == before + 1  # (its helper runs until it is dropped)
         del started
     assert tasks() == before
+
+
+@pytest.mark.parametrize("then", ["dropped", "taken over"])
+def test_a_started_helper_in_a_forked_child_is_neither_joined_nor_taken_over(then: str) -> None:
+    """A forked child has the ``Started`` but not its thread: dropping it must not wait for that thread (nor
+    take its mutex, which the thread may have held at the fork), and a call in the child checks the block with
+    a helper of its own, the same answer. The parent's helper is taken over as ever."""
+    block = b"".join(block_chain_lines(700))
+    first = json.loads(block[: block.index(b"\n")])["run_id"]
+
+    def check(started: object) -> tuple[object, ...]:
+        chain = _core.Chain()
+        chain.expected_prev, chain.run_id, chain.prev_ts = "0" * 64, first, 0
+        return VERIFIER.check_block(block, 0, chain=chain, max_line=1 << 20, threads=2, started=started)
+
+    alone = check(None)
+    started = VERIFIER.start_block(block, 0, max_line=1 << 20)
+    time.sleep(0.2)  # (its helper has staged the chunks it may and waits on its condition variable)
+    pid = os.fork()
+    if pid == 0:  # (the child: its exit code is its verdict; os._exit, never back into pytest)
+        code = 1
+        try:
+            if then == "dropped":
+                del started
+                code = 0
+            else:
+                code = 0 if check(started) == alone and not started.taken else 3
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while (waited := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if waited == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child hung")
+    assert os.waitstatus_to_exitcode(waited[1]) == 0
+    assert check(started) == alone and started.taken
 
 
 def block_chain_lines(n: int) -> list[bytes]:

@@ -136,7 +136,8 @@ class Batches:
             self.started = None
             if threads > 1 and started.start == pos:
                 fold["started"] = started
-        ahead = self.ahead if threads > 1 else None
+        # (the next read is read ahead by a call on this read's own block: not by the line across two reads)
+        ahead = self.ahead if threads > 1 and self.ahead is not None and data is self.ahead.last else None
         want = ahead.want() if ahead is not None else None
         if want is not None:
             fold["read_ahead"] = want
@@ -146,7 +147,7 @@ class Batches:
         *four, read = answer  # (a fifth item: the read ahead)
         ahead.got(read)
         if read is not None:  # its own block starts after the line begun in this read, if one is (``frame_blocks``)
-            own = 0 if data.endswith(b"\n") else read.find(b"\n") + 1
+            own = 0 if data.endswith(b"\n") else read.find(b"\n") + 1  # (0: no newline, no block of its own)
             if own or data.endswith(b"\n"):
                 self.started = self.verifier.start_block(read, own, max_line=max_line)
         return tuple(four)

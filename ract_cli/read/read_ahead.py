@@ -26,13 +26,16 @@ if TYPE_CHECKING:
 class ReadAhead:
     """The reads of one regular file for ``framing.frame_blocks``, of which C may have done the next early."""
 
-    __slots__ = ("f", "fd", "size", "_asked", "_at", "_data")
+    __slots__ = ("f", "fd", "size", "_asked", "_at", "_data", "last")
 
     def __init__(self, f: BinaryIO, fd: int, size: int) -> None:
         self.f, self.fd, self.size = f, fd, size
         self._asked = False  # the next read was asked for (once a read: a block may take several calls)
         self._at = 0  # where it starts
         self._data: bytes | None = None  # what C read there
+        #: the last read (the bytes of the block ``frame_blocks`` makes of it; a line across two reads is a
+        #: block of its own, made of other bytes)
+        self.last = b""
 
     @classmethod
     def of(cls, f: BinaryIO, size: int) -> ReadAhead | None:
@@ -57,5 +60,7 @@ class ReadAhead:
         data, self._data, self._asked = self._data, None, False
         if data is not None and size == self.size:
             self.f.seek(self._at + size)
-            return data
-        return self.f.read(size)
+        else:
+            data = self.f.read(size)
+        self.last = data
+        return data
