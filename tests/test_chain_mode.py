@@ -539,9 +539,25 @@ def lines_of_four_reads(tmp_path_factory: pytest.TempPathFactory) -> list[bytes]
     return lines
 
 
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The helpers chain mode starts on a read ahead's block (``Verifier.start_block``), as they are started."""
+    made: list[object] = []
+    real_check = chain_mode.Batches._check_block
+
+    def check(self: chain_mode.Batches, *args: object, **kwargs: object) -> object:
+        answer = real_check(self, *args, **kwargs)  # type: ignore[arg-type]
+        if self.started is not None and self.started not in made:
+            made.append(self.started)
+        return answer
+
+    monkeypatch.setattr(chain_mode.Batches, "_check_block", check)
+    return made
+
+
 @pytest.mark.parametrize("kind", ("none", *EDITS, "torn"))
 def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_same(
-    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, started: list[object]
 ) -> None:
     """With two threads in C, its helper reads each next block (``read_ahead``): edits on the lines across
     each read's end, a torn last line, the verdict of one thread; and the reads ahead are what is read."""
@@ -573,16 +589,6 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
 
     monkeypatch.setattr(read_ahead.ReadAhead, "got", got)
     monkeypatch.setattr(read_ahead.ReadAhead, "read", read)
-    started: list[object] = []  # the helpers started on a read ahead's block (``start_block``)
-    real_check = chain_mode.Batches._check_block
-
-    def check(self: chain_mode.Batches, *args: object, **kwargs: object) -> object:
-        answer = real_check(self, *args, **kwargs)  # type: ignore[arg-type]
-        if self.started is not None and self.started not in started:
-            started.append(self.started)
-        return answer
-
-    monkeypatch.setattr(chain_mode.Batches, "_check_block", check)
     monkeypatch.setenv("RACT_CORE", "native")
     answers = []
     for threads in (1, 2):
@@ -603,7 +609,7 @@ def test_the_helper_thread_reads_the_next_block_ahead_and_the_verdict_is_the_sam
 
 
 def test_a_long_line_across_a_read_end_is_checked_in_two_threads_and_the_next_block_started_where_it_starts(
-    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    lines_of_four_reads: list[bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[object]
 ) -> None:
     """A line across a read's end is a block of its own: over ``HELPER_MIN_BYTES`` it is checked in two
     threads, but the next read is read ahead by the call on the read's own block, whose helper is started on
@@ -621,16 +627,6 @@ def test_a_long_line_across_a_read_end_is_checked_in_two_threads_and_the_next_bl
     assert all(chain_mode.HELPER_MIN_BYTES < len(lines[i]) < BATCH_LINE_BYTES for i in at) and len(at) == 3
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(lines))
-    started: list[object] = []
-    real_check = chain_mode.Batches._check_block
-
-    def check(self: chain_mode.Batches, *args: object, **kwargs: object) -> object:
-        answer = real_check(self, *args, **kwargs)  # type: ignore[arg-type]
-        if self.started is not None and self.started not in started:
-            started.append(self.started)
-        return answer
-
-    monkeypatch.setattr(chain_mode.Batches, "_check_block", check)
     monkeypatch.setenv("RACT_CORE", "native")
     answers = []
     for threads in (2, 1):
