@@ -56,7 +56,7 @@ class ReadAhead:
         self._data = data
 
     def read(self, size: int) -> bytes:
-        """``f.read(size)``: the bytes C read ahead when it read them all, ``f`` moved past them."""
+        """``f.read(size)``: the bytes C read ahead when it read them all, ``f`` moved past them (kept as ``last``)."""
         data, self._data, self._asked = self._data, None, False
         if data is not None and size == self.size:
             self.f.seek(self._at + size)
