@@ -370,3 +370,23 @@ def test_usage_error_wording_subprocess() -> None:
 def test_usage_line_names_path(capsys, command: str, usage: str) -> None:
     code, out, _ = run_main(capsys, "trace", command, "--help")
     assert code == 0 and out.splitlines()[0] == usage
+
+
+@pytest.mark.parametrize("where", ["_quick_verify", "_quick_grep"])
+def test_ctrl_c_while_a_command_loads_exits_130_without_a_traceback(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C in the first ~25 ms of a call, while a quick path still imports its command's modules (before any
+    of them catches it), printed a traceback and died by the signal; the entry point now exits 130 quietly, as a
+    command interrupted later does."""
+    from ract_cli.cli import launch
+
+    def interrupted(args: list[str]) -> int | None:
+        raise KeyboardInterrupt  # (as SIGINT raises it inside an import)
+
+    monkeypatch.setattr(launch, where, interrupted)
+    monkeypatch.setattr(sys, "argv", ["ract", "trace", "grep", "--kind", "x", str(fixture_path(FIXTURES, "completed"))])
+    with pytest.raises(SystemExit) as exited:
+        launch.run()
+    assert exited.value.code == 130
+    assert capsys.readouterr() == ("", "")
