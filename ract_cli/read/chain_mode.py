@@ -147,8 +147,9 @@ class Batches:
         *four, read = answer  # (a fifth item: the read ahead)
         ahead.got(read)
         if read is not None:  # its own block starts after the line begun in this read, if one is (``frame_blocks``)
-            own = 0 if data.endswith(b"\n") else read.find(b"\n") + 1  # (0: no newline, no block of its own)
-            if own or data.endswith(b"\n"):
+            ends_line = data.endswith(b"\n")
+            own = 0 if ends_line else read.find(b"\n") + 1  # (0: no newline, no block of its own)
+            if own or ends_line:
                 self.started = self.verifier.start_block(read, own, max_line=max_line)
         return tuple(four)
 
