@@ -200,6 +200,33 @@ def test_number_forms_in_strings_are_text(payload: dict) -> None:
     assert fast_analyze(body, 9) is not None, body
 
 
+@pytest.mark.parametrize("payload", [{"score": 1.0, "price": 3e-06}, {"note": "v1.0, beta"}], ids=["floats", "text"])
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        {"timestamp_ns": 5.0},
+        {"timestamp_ns": 1.764e18},
+        {"step_id": 2.0},
+        {"parent_id": 0.0},
+        {"prev_hash": 1e16},
+        {"run_id": -0.0},
+    ],
+    ids=range(6),
+)
+def test_a_float_in_the_envelope_leaves_the_fast_path(payload: dict, envelope: dict) -> None:
+    """A payload holding a number form JCS writes otherwise (or a string that looks like one) is dumped
+    again with the payload's floats as JCS writes them; an envelope field holding a float, in whatever form,
+    still fails the envelope's checks: the reference path words the finding."""
+    event = {**orjson.loads(_event_line(payload)), **envelope}
+    event["payload"] = payload
+    event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
+    body = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)  # (orjson's spelling: 5.0, 1.764e18, 1e16, -0.0)
+    assert repr(next(iter(envelope.values()))).encode() in body
+    assert fast_analyze(body, 9) is None
+    assert analyze_line(body, fast=False).problems
+    _same_line_verdict(body)
+
+
 @pytest.mark.parametrize(
     ("payload", "fast"),
     [
