@@ -289,6 +289,27 @@ def test_fast_path_agrees_on_out_of_range_number_tokens(text: bytes) -> None:
     _same_line_verdict(_event_line({}).replace(b'"timestamp_ns":1764000000000000000', b'"timestamp_ns":' + text))
 
 
+@pytest.mark.parametrize(
+    ("value", "written"), [("a/b", rb'"a\/b"'), ("\u00e9", rb'"\u00E9"'), ("\u00e9", rb'"\u00e9"')]
+)
+@pytest.mark.parametrize("big", [b"184467440737095516160", b"1844674407370955161600"])
+def test_a_number_token_as_long_as_orjsons_never_passes(value: str, written: bytes, big: bytes) -> None:
+    """An integer past 2^64 (``184467440737095516160``), which orjson reads as a float and writes in as many
+    bytes (``1.844674407370955e+20``), in an ASCII line escaped another writer's way, hashed as the float: the
+    texts the proof compares are as long as each other but differ, so it fails (SPEC §2.1: the reference
+    path's finding)."""
+    event = orjson.loads(_event_line({}))
+    event["payload"] = {"s": value, "x": float(big)}
+    event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
+    body = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)
+    body = body.replace(orjson.dumps(float(big)), big).replace(orjson.dumps(value), written)
+    assert body.isascii() and body.count(written) == 1 and body.count(big) == 1
+    assert len(orjson.dumps(float(big))) == len(big)
+    assert fast_analyze(body, 9) is None
+    assert analyze_line(body, fast=False).problems
+    _same_line_verdict(body)
+
+
 ENVELOPE_CASES = [
     {"id": "AB" * 16},
     {"id": 5},
@@ -474,6 +495,10 @@ def test_other_writers_escapes_take_the_fast_path(writer: str, payload: dict) ->
         (rb'"\u005C\u0022\u000A\u001F"', '\\"\n\x1f'),
         (rb'"\uD83D\uDE00\ud83d\ude00"', "😀😀"),
         (rb'"\u00E9\u00e9\u002F\u0020"', "éé/ "),
+        (rb'"\\/\/"', "\\//"),  # each \/ written "/" (its backslash deleted), the escaped backslash kept
+        (rb'"\\\\\/\\\\"', "\\\\/\\\\"),
+        (rb'"\/\u00E9\u4E2D"', "/é中"),  # an ASCII line: compared without regard to the case of letters
+        (rb'"\u00C9\u00e9 AB"', "Éé AB"),  # upper-case letters in the value too
     ],
 )
 def test_escape_rewriting_keeps_each_value(written: bytes, value: str) -> None:
@@ -513,14 +538,19 @@ def test_floats_spelled_another_way_take_the_fast_path(value: object, written: b
 
 @pytest.mark.parametrize("n", [_MAX_REWRITES, _MAX_REWRITES + 1])
 def test_past_so_many_rewrites_the_reference_path_decides(n: int) -> None:
-    """A line of more escapes or float spellings to rewrite than ``_MAX_REWRITES`` goes to the reference path,
-    which is then the cheaper (a line of 100,000 ``\\/``: 3 ms, rewritten one by one 34-59 ms)."""
-    slashes = _event_line({"x": "/" * n}).replace(b'"' + b"/" * n + b'"', b'"' + b"\\/" * n + b'"')
+    """A line of more escapes or float spellings to rewrite one by one than ``_MAX_REWRITES`` goes to the
+    reference path, which is then the cheaper (a line of 100,000 ``\\u003c``: 3 ms, rewritten one by one
+    34-59 ms). ``\\/`` and upper-case hex take no rewriting one by one: any number of them is proven."""
+    angles = _event_line({"x": "<" * n}).replace(b'"' + b"<" * n + b'"', b'"' + b"\\u003c" * n + b'"')
     halves = _event_line({"x": [0.5] * n}).replace(b",".join([b"0.5"] * n), b",".join([b"5.0E-1"] * n))
-    for body in (slashes, halves):
+    for body in (angles, halves):
         _same_line_verdict(body)
         assert analyze_line(body, fast=False).problems == []
         assert (fast_analyze(body, 9) is None) is (n > _MAX_REWRITES)
+    slashes = _event_line({"x": "/é" * n}).replace(b'"' + "/é".encode() * n + b'"', b'"' + b"\\/\\u00E9" * n + b'"')
+    assert slashes.isascii()
+    _same_line_verdict(slashes)
+    assert fast_analyze(slashes, 9) is not None
 
 
 def test_a_line_of_too_many_values_is_never_proven() -> None:

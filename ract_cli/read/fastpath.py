@@ -256,9 +256,11 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     same tokens, so the same members (none dropped as a duplicate) and the
     same number tokens. Blanks inside strings are deleted from both alike.
 
-    A line escaped some other way (``\\/``, upper-case hex, any character
-    escaped or raw) is compared once each escape is written as orjson writes
-    its character (``_as_orjson_escape``): that rewrites only the inside of
+    A line escaped some other way is compared again with each ``\\/`` written
+    ``/`` and, when ASCII, without regard to the case of letters (upper-case
+    hex); failing that (Go's ``\\u003c``, any character escaped or raw), once
+    each escape is written as orjson writes its character
+    (``_as_orjson_escape``): that rewrites only the inside of
     strings, keeps every ``"`` that delimits one, and keeps each string's
     value, so the argument above holds for the rewritten text, whose strings
     then are orjson's. (Past ``_MAX_REWRITES`` escapes the reference path is
@@ -271,20 +273,33 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     # orjson's compact text holds no blank but spaces inside strings (it escapes tab, CR and LF there):
     # deleting its spaces deletes its blanks, at a third of ``translate``'s cost
     ascii_line = body.isascii()
+    plain_blank = plain.replace(b" ", b"")
+    escaped = None  # json.dumps' text of an ASCII line whose values are not: orjson's, \u-escaped
     if ascii_line and not plain.isascii():  # orjson writes raw UTF-8
-        if stripped == ascii_escaped(plain).replace(b" ", b""):
+        escaped = ascii_escaped(plain).replace(b" ", b"")
+        if stripped == escaped:
             return True
-    elif stripped == plain.replace(b" ", b""):
+    elif stripped == plain_blank:
         return True
     elif 0x7F in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
         return True
     if 0x5C in stripped:  # a backslash
+        # PHP's and Java's \/ (orjson writes "/") and upper-case hex (Java's): two cheap rewrites first.
+        # Deleting the backslash of each \/ and changing the case of letters move no string's bounds (a
+        # quote's escape is the run of backslashes right before it; a letter delimits nothing), so equal
+        # texts still have the same tokens. (Only a try: in \\/ the \/ is no escape.)
+        rewritten = stripped.replace(b"\\/", b"/")
+        if escaped is None:
+            if rewritten == plain_blank:
+                return True
+        elif rewritten.lower() == escaped.lower():
+            return True
         if stripped.count(b"\\") > _MAX_REWRITES:
             return False
-        # Another writer's escapes (``\/``, upper-case hex, Go's ``\u003c``, a raw character here, an escaped
-        # one there): each escape as orjson writes its character, then the same comparison.
+        # Another writer's escapes (Go's ``\u003c``, a raw character here, an escaped one there): each escape
+        # as orjson writes its character, then the same comparison.
         stripped = _ESCAPE.sub(_as_orjson_escape, stripped).replace(b" ", b"")
-        if stripped == plain.replace(b" ", b""):
+        if stripped == plain_blank:
             return True
         ascii_line = False  # (raw UTF-8 now)
     # A float below 1e-4 as repr spells it (4.3e-05; orjson: 0.000043): compared with json.dumps' own
@@ -294,7 +309,7 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
         text = _json_dumps(obj, ensure_ascii=ascii_line, separators=(",", ":"))
         if stripped == text.encode("utf-8", "surrogatepass").replace(b" ", b""):
             return True
-    return _floats_agree(stripped, plain.replace(b" ", b""))  # (escapes rewritten above: a line holding any)
+    return _floats_agree(stripped, plain_blank)  # (escapes rewritten above: a line holding any)
 
 
 #: a JSON string token, escapes whole (a split keeps it: the pieces alternate between and in strings)
