@@ -28,7 +28,14 @@ from kind_examples import all_field_invalid_cases, all_valid_cases
 from ract_cli.format.canonical import jcs_exact
 from ract_cli.format.kinds import VALIDATORS
 from ract_cli.format.model import ENVELOPE_ORDER
-from ract_cli.read.fastpath import _MAX_REWRITES, _floats_agree, ascii_escaped, fast_analyze, fast_checks
+from ract_cli.read.fastpath import (
+    _MAX_REWRITES,
+    _floats_agree,
+    _jcs_numbers,
+    ascii_escaped,
+    fast_analyze,
+    fast_checks,
+)
 from ract_cli.read.framing import split_line_ending
 from ract_cli.read.line import analyze_line
 from ract_cli.testing.synth import FIXTURES, fixture_path
@@ -153,6 +160,30 @@ def test_orjson_writes_other_exponents_as_jcs_does() -> None:
         assert text == jcs_exact(x), (x, text)
         checked += 1
     assert checked > 100_000
+
+
+def test_jcs_numbers_writes_every_double_as_jcs_does() -> None:
+    """What the redump of a payload holding a number form stands on (``_checked``): orjson's text of
+    ``_jcs_numbers(x)`` is JCS's for doubles of every magnitude, whole or not, either sign, and the powers of
+    ten with their neighbours. (No later check would catch an orjson that wrote a float from 1e-4 to 1e16
+    otherwise: this test is the one that would.)"""
+    rng = random.Random(25)
+    values = [0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308]
+    for e in range(-30, 30):
+        x = 10.0**e
+        values += [x, -x, math.nextafter(x, 0.0), math.nextafter(x, math.inf), 2.5 * x, float(int(x) or 1)]
+    for i in range(60_000):
+        if i % 2:
+            values.append(struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0])
+        else:
+            values.append(float(round(rng.random() * 10.0 ** rng.randint(-8, 22), rng.choice([None, 0, 1, 3]))))
+    checked = 0
+    for x in values:
+        if not math.isfinite(x):
+            continue
+        assert orjson.dumps(_jcs_numbers(x)) == jcs_exact(x), x
+        checked += 1
+    assert checked > 50_000
 
 
 def _sorted_otherwise_in_utf16(value: object) -> bool:

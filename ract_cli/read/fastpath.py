@@ -33,14 +33,16 @@ Why each shortcut is exact:
 * orjson's form equals JCS unless a number token has one of the exponents
   where ECMAScript writes plain digits (``e+16`` to ``e+20``: from 1e16 to
   1e21; ``e-6``: orjson writes some numbers from 1e-6 to 1e-5 so, JCS
-  ``0.00000...``; ``e-1`` to ``e-5`` for safety), is an
-  integral float (``2.0``), or keys mix U+E000..U+FFFF with astral-plane
-  characters; each of those sends the line to the reference path, but for
+  ``0.00000...``; ``e-1`` to ``e-5`` are matched too, though orjson writes
+  none), is an integral float (``2.0``), or keys mix U+E000..U+FFFF with
+  astral-plane characters; each of those sends the line to the reference path, but for
   such floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2`` and
   ``0``, the integer of the same value, and a float from 1e-4 down or from
   1e16 up as ``format_number`` (the reference path's) does, so the sorted
   dump of the event with those floats so (ints, and ``orjson.Fragment``s of
-  that text) is the canonical form (``_jcs_numbers``). The payload's text is
+  that text) is the canonical form (``_jcs_numbers``; it leaves a float from
+  1e-4 to 1e16 to orjson, whose text of it is JCS's: ``tests/test_fast_path.py``
+  holds orjson to that over every magnitude). The payload's text is
   searched, strings included: ``claude-3-5`` or ``v1.0,`` in a string then
   costs that dump, which changes nothing (it once sent every line naming such
   a model to the reference path), and a float outside the payload fails the
@@ -257,8 +259,8 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     same number tokens. Blanks inside strings are deleted from both alike.
 
     A line escaped some other way is compared again with each ``\\/`` written
-    ``/`` and, when ASCII, without regard to the case of letters (upper-case
-    hex); failing that (Go's ``\\u003c``, any character escaped or raw), once
+    ``/`` and, an ASCII line of values that are not, without regard to the
+    case of letters (upper-case hex); failing that (Go's ``\\u003c``, any character escaped or raw), once
     each escape is written as orjson writes its character
     (``_as_orjson_escape``): that rewrites only the inside of
     strings, keeps every ``"`` that delimits one, and keeps each string's
@@ -284,13 +286,14 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     elif 0x7F in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
         return True
     if 0x5C in stripped:  # a backslash
-        # PHP's and Java's \/ (orjson writes "/") and upper-case hex (Java's): two cheap rewrites first.
-        # Deleting the backslash of each \/ and changing the case of letters move no string's bounds (a
-        # quote's escape is the run of backslashes right before it; a letter delimits nothing), so equal
-        # texts still have the same tokens. (Only a try: in \\/ the \/ is no escape.)
+        # PHP's \/ (orjson writes "/") and, in an ASCII line of values that are not, .NET's upper-case hex:
+        # two rewrites at C's speed first. Deleting the backslash of each \/ and changing the case of letters
+        # move no string's bounds (a quote's escape is the run of backslashes right before it; a letter
+        # delimits nothing), so equal texts still have the same tokens. (Only a try: in \\/ the \/ is no
+        # escape.)
         rewritten = stripped.replace(b"\\/", b"/")
         if escaped is None:
-            if rewritten == plain_blank:
+            if rewritten is not stripped and rewritten == plain_blank:  # (no \/: compared above)
                 return True
         elif rewritten.lower() == escaped.lower():
             return True
@@ -364,8 +367,9 @@ def _is_float(token: bytes) -> bool:
     return b"." in token or b"e" in token or b"E" in token
 
 
-#: escapes rewritten, or float tokens compared by value, in one line at most: each costs ~1 µs of Python, and
-#: past this many the reference path (a line of 100,000 ``\\/``: 3 ms, the rewriting 34-59 ms) is the cheaper
+#: escapes rewritten one at a time, or float tokens compared by value, in one line at most: each costs ~1 µs of
+#: Python, and past this many the reference path (a line of 100,000 ``\\u003c``: 3 ms, the rewriting 34-59 ms)
+#: is the cheaper. (``\\/`` and upper-case hex are first rewritten all at once, at C's speed.)
 _MAX_REWRITES = 128
 #: one escape in a JSON string, matched from the left: a surrogate pair, another ``\\u`` escape, or a
 #: one-character escape (``\\\\`` too, so that no match starts at the second backslash of one)
