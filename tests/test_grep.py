@@ -527,6 +527,45 @@ def test_block_prefilter_equals_the_line_model(tmp_path, lines, tail, needles, b
         assert _frame(data, tuple(needles), 10_000, block, tmp_path, name) == expected, name
 
 
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from([b"\\", b"u", b"00", b"x" * 300, b"\\u00", b"\n"]), max_size=60),
+    needle=st.sampled_from([b"\\u00", b"\\u", b"\\", b"\\\\", b"u00", b"x\\"]),
+    cut=st.tuples(st.integers(0, 20_000), st.integers(0, 20_000)),
+)
+def test_the_prefilters_find_is_bytes_find(pieces: list[bytes], needle: bytes, cut: tuple[int, int]) -> None:
+    """``framing._find`` (backslash to backslash, then ``bytes.find`` where they crowd) finds what
+    ``bytes.find`` finds, from any start to any end, in sparse and in dense backslashes."""
+    from ract_cli.read.framing import _find
+
+    data = b"".join(pieces)
+    pos, end = min(cut), max(cut)
+    assert _find(data, needle, pos, end) == data.find(needle, pos, end)
+    assert _find(data, needle, 0, len(data)) == data.find(needle)
+
+
+class _CountedFinds(bytes):
+    """Bytes that count the calls of their ``find``."""
+
+    finds = 0
+
+    def find(self, *args: object) -> int:  # type: ignore[override]
+        type(self).finds += 1
+        return super().find(*args)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("text", [b"\\x" * 100_000, b"\\" * 200_000, (b"x" * 300 + b"\\") * 700])
+def test_the_prefilters_find_steps_in_python_are_bounded(text: bytes) -> None:
+    """Backslashes side by side (a hostile or heavily escaped log): ``_find`` takes at most one step in Python
+    per ``BACKSLASH_GAP`` bytes, then leaves the rest to ``bytes.find``, whatever the bytes."""
+    from ract_cli.read.framing import BACKSLASH_CREDIT, BACKSLASH_GAP, _find
+
+    data = _CountedFinds(text)
+    _CountedFinds.finds = 0
+    assert _find(data, b"\\u00", 0, len(data)) == -1
+    assert _CountedFinds.finds <= 2 + (len(data) + BACKSLASH_CREDIT) // BACKSLASH_GAP
+
+
 @pytest.mark.parametrize("core_name", _CORES)
 @pytest.mark.parametrize("block", [1, 3, 16, 1 << 20])
 def test_block_prefilter_cuts_over_long_lines_and_keeps_counting(tmp_path, block, core_name):
