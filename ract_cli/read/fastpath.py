@@ -35,8 +35,8 @@ Why each shortcut is exact:
   1e21; ``e-6``: orjson writes some numbers from 1e-6 to 1e-5 so, JCS
   ``0.00000...``; ``e-1`` to ``e-5`` are matched too, though orjson writes
   none), is an integral float (``2.0``), or keys mix U+E000..U+FFFF with
-  astral-plane characters; each of those sends the line to the reference path, but for
-  such floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2`` and
+  astral-plane characters; each of those sends the line to the reference
+  path, but for such floats in the payload: JCS writes ``2.0`` and ``-0.0`` as ``2`` and
   ``0``, the integer of the same value, and a float from 1e-4 down or from
   1e16 up as ``format_number`` (the reference path's) does, so the sorted
   dump of the event with those floats so (ints, and ``orjson.Fragment``s of
@@ -260,9 +260,9 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
 
     A line escaped some other way is compared again with each ``\\/`` written
     ``/`` and, an ASCII line of values that are not, without regard to the
-    case of letters (upper-case hex); failing that (Go's ``\\u003c``, any character escaped or raw), once
-    each escape is written as orjson writes its character
-    (``_as_orjson_escape``): that rewrites only the inside of
+    case of letters (upper-case hex); failing that (Go's ``\\u003c``, any
+    character escaped or raw), once each escape is written as orjson writes
+    its character (``_as_orjson_escape``): that rewrites only the inside of
     strings, keeps every ``"`` that delimits one, and keeps each string's
     value, so the argument above holds for the rewritten text, whose strings
     then are orjson's. (Past ``_MAX_REWRITES`` escapes the reference path is
