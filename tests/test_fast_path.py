@@ -251,7 +251,7 @@ def test_a_float_in_the_envelope_leaves_the_fast_path(payload: dict, envelope: d
     event = {**orjson.loads(_event_line(payload)), **envelope}
     event["payload"] = payload
     event["hash"] = hashlib.sha256(jcs_exact({k: v for k, v in event.items() if k != "hash"})).hexdigest()
-    body = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)  # (orjson's spelling: 5.0, 1.764e18, 1e16, -0.0)
+    body = orjson.dumps(event, option=orjson.OPT_SORT_KEYS)  # (orjson spells them 5.0, 1.764e+18, 1e+16, -0.0)
     assert repr(next(iter(envelope.values()))).encode() in body
     assert fast_analyze(body, 9) is None
     assert analyze_line(body, fast=False).problems
