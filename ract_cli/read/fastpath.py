@@ -275,15 +275,16 @@ def _written_as_orjson_would(obj: Event, body: bytes) -> bool:
     # orjson's compact text holds no blank but spaces inside strings (it escapes tab, CR and LF there):
     # deleting its spaces deletes its blanks, at a third of ``translate``'s cost
     ascii_line = body.isascii()
-    plain_blank = plain.replace(b" ", b"")
     escaped = None  # json.dumps' text of an ASCII line whose values are not: orjson's, \u-escaped
     if ascii_line and not plain.isascii():  # orjson writes raw UTF-8
         escaped = ascii_escaped(plain).replace(b" ", b"")
         if stripped == escaped:
             return True
-    elif stripped == plain_blank:
-        return True
-    elif 0x7F in plain and stripped == ascii_escaped(plain).replace(b" ", b""):  # json.dumps escapes DEL
+    plain_blank = plain.replace(b" ", b"")  # (after json.dumps' ASCII lines are proven: they never need it)
+    if escaped is None and (
+        stripped == plain_blank
+        or (0x7F in plain and stripped == ascii_escaped(plain).replace(b" ", b""))  # json.dumps escapes DEL
+    ):
         return True
     if 0x5C in stripped:  # a backslash
         # PHP's \/ (orjson writes "/") and, in an ASCII line of values that are not, .NET's upper-case hex:
